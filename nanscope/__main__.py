@@ -1,0 +1,3 @@
+from nanscope.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,114 @@
+"""The library surface: everything the CLI does is callable from here.
+
+    from nanscope.api import diagnose, events, Options
+    report = diagnose(["train.log"])
+    for f in report.findings: print(f.id, f.initiating_rank, f.summary)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional, Sequence
+
+from nanscope import __version__
+from nanscope.attribution import SEVERITY_ORDER, attribute
+from nanscope.errors import ExitCode, NanscopeError
+from nanscope.ingest.reader import MAX_LINE_BYTES, Source, expand_sources
+from nanscope.model import Event, Finding, Report
+from nanscope.pipeline import ScanOptions, ScanResult, scan_all
+from nanscope.signatures.engine import Engine
+from nanscope.signatures.loader import load_or_raise
+from nanscope.signatures.schema import SEVERITIES, Signature
+from nanscope.streams import Streams
+
+__all__ = ["Options", "diagnose", "diagnose_sources", "events", "exit_code", "load_signatures", "Report", "Finding"]
+
+
+@dataclass
+class Options:
+    signatures: Sequence[str] = ()  # extra signature folders
+    select: Sequence[str] = ()  # only these ids or categories
+    ignore: Sequence[str] = ()  # not these ids or categories
+    parsers: Optional[Sequence[str]] = None  # force these parsers
+    max_line_bytes: int = MAX_LINE_BYTES
+    bundled_signatures: Optional[Sequence[Signature]] = field(default=None, repr=False)  # preloaded
+
+
+def load_signatures(options: Options) -> list[Signature]:
+    sigs = list(options.bundled_signatures) if options.bundled_signatures is not None else load_or_raise(options.signatures)
+    known = {s.id for s in sigs} | {s.category for s in sigs}
+    for name in list(options.select) + list(options.ignore):
+        if name not in known:
+            raise NanscopeError(f"--select/--ignore: no signature or category named '{name}'")
+    if options.select:
+        sigs = [s for s in sigs if s.id in options.select or s.category in options.select]
+    if options.ignore:
+        sigs = [s for s in sigs if s.id not in options.ignore and s.category not in options.ignore]
+    return sigs
+
+
+def events(paths: Iterable[str], options: Optional[Options] = None, result: Optional[ScanResult] = None) -> Iterator[Event]:
+    """The normalized events of the inputs (with derived scale events), in input order."""
+    options = options or Options()
+    result = result if result is not None else ScanResult()
+    streams = Streams()
+    scan_opts = ScanOptions(parsers=options.parsers, max_line_bytes=options.max_line_bytes)
+    for ev in scan_all(expand_sources(list(paths)), scan_opts, result):
+        yield from streams.process(ev)
+
+
+def diagnose(paths: Iterable[str], options: Optional[Options] = None) -> Report:
+    """Read the inputs (files, folders, '-' for stdin), match every signature, attribute ranks."""
+    return diagnose_sources(expand_sources(list(paths)), options)
+
+
+def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = None) -> Report:
+    options = options or Options()
+    t0 = time.monotonic()
+    sigs = load_signatures(options)
+    engine = Engine(sigs)
+    streams = Streams()
+    result = ScanResult()
+    scan_opts = ScanOptions(parsers=options.parsers, max_line_bytes=options.max_line_bytes)
+    job_ranks: set = set()
+    for ev in scan_all(sources, scan_opts, result):
+        for e in streams.process(ev):
+            if e.rank is not None:
+                job_ranks.add(e.rank)
+            engine.feed(e)
+    findings = engine.finish()
+    top = attribute(findings, job_ranks)
+    return Report(
+        tool_version=__version__, inputs=result.inputs, ranks=streams.summaries(), findings=top,
+        diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top),
+        signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0,
+    )
+
+
+def verdict(findings: list[Finding]) -> str:
+    """clean: nothing; benign: only benign, info or low findings; retryable: every serious finding
+    is an infrastructure fault; actionable: otherwise."""
+    if not findings:
+        return "clean"
+    serious = [f for f in findings if not f.benign and SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["medium"]]
+    if not serious:
+        return "benign"
+    if all(f.retryable for f in serious):
+        return "retryable"
+    return "actionable"
+
+
+def exit_code(report: Report, fail_on: str = "medium") -> ExitCode:
+    """0: nothing at or above fail_on; 1: findings; 3: all of those are retryable infrastructure faults."""
+    if fail_on == "never":
+        return ExitCode.CLEAN
+    if fail_on not in SEVERITIES:
+        raise NanscopeError(f"--fail-on takes one of {', '.join(SEVERITIES)}, never")
+    level = SEVERITY_ORDER[fail_on]
+    hits = [f for f in report.findings if SEVERITY_ORDER[f.severity] >= level]
+    if not hits:
+        return ExitCode.CLEAN
+    if all(f.retryable for f in hits):
+        return ExitCode.RETRYABLE
+    return ExitCode.FINDINGS

@@ -1,0 +1,152 @@
+"""Which rank started it, which ranks were only collateral, and how sure we are.
+
+Evidence tiers, strongest first (DESIGN.md):
+  1. a check that fires before the collective: a loss non-finite on some ranks while the others
+     are still finite at that step (first_across_ranks signatures);
+  2. the first primary error (OOM, CUDA error, Python exception) before the collateral ones
+     (timeouts, lost peers, SIGTERM/SIGKILL teardown);
+  3. collective bookkeeping (which rank's enqueued work lags);
+  4. nothing decisive: say "unknown" and what to enable next time.
+Collateral findings are grouped under the finding that caused them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from nanscope.model import Finding
+from nanscope.signatures.engine import fmt_ranks
+
+SEVERITY_ORDER = {"info": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
+NEXT_TIME = ("keep one log per rank (torchrun --tee 3 --log-dir DIR, or srun --label) and decorate the "
+             "entry point with @record (torch.distributed.elastic.multiprocessing.errors)")
+NUMERICS_WINDOW = 2  # steps after a tier-1 NaN origin that still belong to the same incident
+
+
+def _earliest(f: Finding) -> tuple:
+    m = f.matches[0] if f.matches else None
+    ev = m.events[0] if m else None
+    ts = ev.origin.ts if ev is not None and ev.origin is not None and ev.origin.ts is not None else None
+    return ts, (m.step if m else None), (f.first_loc or ("", 0))
+
+
+def _before(a: Finding, b: Finding) -> bool:
+    """Did a's first match happen before b's? Timestamps first, then steps, then line order."""
+    ta, sa, la = _earliest(a)
+    tb, sb, lb = _earliest(b)
+    if ta is not None and tb is not None and ta != tb:
+        return ta < tb
+    if sa is not None and sb is not None and sa != sb:
+        return sa < sb
+    if la[0] == lb[0]:
+        return la[1] < lb[1]
+    return False
+
+
+def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
+    """Fill initiating_rank / confidence / decided_by / collateral; return top-level findings in order."""
+    ranks = {r for r in job_ranks if r is not None}
+    tiers: dict[int, int] = {}
+    for f in findings:
+        tiers[id(f)] = _own_evidence(f, ranks)
+
+    # Tier 1 decides the other numerics findings of the same incident.
+    tier1 = [f for f in findings if tiers[id(f)] == 1 and f.initiating_rank is not None]
+    for t in tier1:
+        for f in findings:
+            if f is t or f.category != "numerics" or tiers[id(f)] == 1:
+                continue
+            if f.first_step is not None and t.first_step is not None and 0 <= f.first_step - t.first_step <= NUMERICS_WINDOW:
+                f.initiating_rank = t.initiating_rank
+                f.confidence = "high"
+                f.decided_by = f"tier 1 (from {t.id}): rank {t.initiating_rank} went non-finite first, at step {t.first_step}"
+                f.collateral_ranks = sorted(set(f.ranks) - {t.initiating_rank})
+                tiers[id(f)] = 1
+
+    # Tier 2: the first primary error; collateral findings are grouped under it.
+    primaries = [f for f in findings if f.sig.role == "primary" and f.category != "numerics" and f.ranks]
+    root: Optional[Finding] = None
+    for f in primaries:
+        if root is None or _before(f, root):
+            root = f
+    top = list(findings)
+    if root is not None:
+        m = root.matches[0]
+        root.initiating_rank = m.rank
+        root.confidence = "high" if _earliest(root)[0] is not None or len(ranks) <= 1 else "medium"
+        others = [f for f in findings if f is not root and f.sig.role == "collateral"]
+        when = _when(root)
+        root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
+        if others:
+            root.decided_by += ", before the collateral errors on the other ranks"
+        tiers[id(root)] = 2
+        coll = set(root.collateral_ranks)
+        for f in others:
+            f.initiating_rank = root.initiating_rank
+            f.confidence = root.confidence
+            f.decided_by = f"collateral of {root.id} on rank {root.initiating_rank}"
+            coll |= set(f.ranks) - {root.initiating_rank}
+            root.collateral.append(f)
+            top.remove(f)
+        root.collateral_ranks = sorted(coll | (ranks - {root.initiating_rank}) if others else coll)
+    else:
+        for f in findings:
+            if f.sig.role == "collateral" and not f.decided_by:
+                f.decided_by = (f"tier 4: only collateral errors (ranks {fmt_ranks(f.ranks)}) are in the input; "
+                                f"the rank that started it is unknown. Next time: {NEXT_TIME}")
+                f.confidence = "low"
+
+    def order(f: Finding) -> tuple:
+        t = tiers[id(f)]
+        rank_key = 0 if t in (1, 2) else 1
+        step = f.first_step if f.first_step is not None else math.inf
+        return (rank_key, t if t in (1, 2) else 9, -SEVERITY_ORDER[f.severity], step, f.id)
+
+    return sorted(top, key=order)
+
+
+def _when(f: Finding) -> str:
+    ts, step, _ = _earliest(f)
+    if step is not None:
+        return f" at step {step}"
+    return ""
+
+
+def _own_evidence(f: Finding, ranks: set) -> int:
+    """What the finding's own matches say about its rank. Returns the tier that decided (or 9)."""
+    sig = f.sig
+    machine = sig.match["machine"]
+    if machine == "first_across_ranks" and f.matches:
+        m = f.matches[0]
+        bad, good = m.extras.get("bad_ranks", []), m.extras.get("good_ranks", [])
+        if len(bad) == 1:
+            f.initiating_rank = bad[0]
+            f.confidence = "high"
+            f.decided_by = (f"tier 1: rank {bad[0]} had a non-finite value at step {m.step} while ranks "
+                            f"{fmt_ranks(good)} were still finite")
+            f.collateral_ranks = sorted(ranks - {bad[0]})
+            return 1
+        f.decided_by = f"tier 4: ranks {fmt_ranks(bad)} went non-finite at the same step {m.step}; the log cannot tell which was first"
+        return 4
+    if not sig.rank_evidence:
+        f.decided_by = ("tier 4: this line is printed once for the whole job (by rank 0), so it does not say "
+                        "which rank started it. Next time: TORCH_NCCL_NAN_CHECK=1, or log the loss on every rank")
+        f.confidence = "low"
+        return 4
+    if len(ranks) <= 1:
+        only = next(iter(ranks)) if ranks else None
+        f.initiating_rank = only
+        f.confidence = "high"
+        f.decided_by = "one process: the input shows a single rank" if only is not None else "one process: the input has no rank prefixes"
+        return 0
+    if len(f.ranks) == 1:
+        f.initiating_rank = f.ranks[0]
+        f.confidence = "medium"
+        f.decided_by = f"only rank {f.ranks[0]} shows it"
+        return 5
+    if f.ranks:
+        f.decided_by = (f"ranks {fmt_ranks(f.ranks)} all show it from step {f.first_step}; the log cannot tell which "
+                        f"started it. Next time: TORCH_NCCL_NAN_CHECK=1 names the origin rank")
+        f.confidence = "low"
+    return 9

@@ -1,0 +1,243 @@
+"""The command line: flags -> Options, call nanscope.api, pick a reporter, return an exit code.
+
+EXIT STATUS: 0 nothing at or above --fail-on; 1 findings at or above --fail-on; 2 usage error,
+unreadable input, bad signature file or internal error; 3 findings, all of them retryable
+infrastructure faults (CI can retry); 130 interrupted. A closed stdout (`| head`) exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+from nanscope import __version__
+from nanscope.errors import ExitCode, NanscopeError
+
+EXIT_HELP = ("Exit status: 0 nothing at or above --fail-on; 1 findings; 2 usage, input or internal error; "
+             "3 all findings are retryable infrastructure faults; 130 interrupted.")
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+    help="Why did my training job go bad, on which rank did it start, and what do I do now? " + EXIT_HELP,
+)
+sig_app = typer.Typer(no_args_is_help=True, help="List, show, test and lint signature files.")
+app.add_typer(sig_app, name="signatures")
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class FailOn(str, Enum):
+    info = "info"
+    low = "low"
+    medium = "medium"
+    high = "high"
+    critical = "critical"
+    never = "never"
+
+
+class Color(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+def _split(values: Optional[List[str]]) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def use_color(choice: Color, no_color: bool, stream=None) -> bool:
+    """Flag > NO_COLOR > FORCE_COLOR/CLICOLOR_FORCE > TERM=dumb > isatty."""
+    if no_color or choice == Color.never:
+        return False
+    if choice == Color.always:
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR") or os.environ.get("CLICOLOR_FORCE"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    stream = stream or sys.stdout
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"nanscope {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of internal errors."),
+) -> None:
+    pass
+
+
+@app.command()
+def diagnose(
+    paths: List[str] = typer.Argument(None, help="Log files, folders of per-rank files, .gz, or - for stdin (default)."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report here (atomically) instead of stdout."),
+    fail_on: FailOn = typer.Option(FailOn.medium, "--fail-on", help="Lowest severity that makes the exit status non-zero."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (errors still exit 2)."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only these signature ids or categories (comma separated)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these signature ids or categories."),
+    signatures: Optional[List[str]] = typer.Option(None, "--signatures", help="Extra folder of signature TOML files."),
+    parser: Optional[List[str]] = typer.Option(None, "--parser", help="Force these parsers instead of all of them."),
+    color: Color = typer.Option(Color.auto, "--color", help="Colour the text report."),
+    no_color: bool = typer.Option(False, "--no-color", help="Same as --color never."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
+    no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in evidence lines."),
+) -> None:
+    """Diagnose a job's logs: the root cause, the initiating rank, the fix. """
+    from nanscope import api
+    from nanscope.output import open_output
+
+    options = api.Options(signatures=_split(signatures), select=_split(select), ignore=_split(ignore),
+                          parsers=_split(parser) or None)
+    report = api.diagnose(paths or ["-"], options)
+    if not quiet:
+        with open_output(output) as out:
+            if fmt == Format.json:
+                from nanscope.report import json as json_report
+
+                out.write(json_report.render(report, redact=not no_redact))
+            else:
+                from nanscope.report import text
+
+                text.render(report, out, color=use_color(color, no_color, out) and output is None,
+                            redact_secrets=not no_redact)
+    code = api.exit_code(report, fail_on.value)
+    raise typer.Exit(ExitCode.CLEAN if exit_zero else code)
+
+
+@app.command()
+def events(
+    paths: List[str] = typer.Argument(None, help="Log files, folders, .gz, or - for stdin."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="events.jsonl (default: JSON Lines on stdout)."),
+    parser: Optional[List[str]] = typer.Option(None, "--parser", help="Force these parsers."),
+    no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in the text column."),
+) -> None:
+    """Print the normalized events nanscope extracted (JSON Lines)."""
+    from nanscope import api
+    from nanscope.export import write_jsonl
+    from nanscope.output import open_output
+
+    if output and not output.endswith((".jsonl", ".json", ".ndjson")) and output != "-":
+        raise NanscopeError(f"cannot write {output}: use a .jsonl file name (or - for stdout)")
+    evs = api.events(paths or ["-"], api.Options(parsers=_split(parser) or None))
+    with open_output(output) as out:
+        write_jsonl(evs, out, redact_text=not no_redact)
+    raise typer.Exit(0)
+
+
+@app.command()
+def explain(sig_id: str = typer.Argument(..., metavar="ID", help="A signature id, e.g. nan-skip-recover.")) -> None:
+    """The encyclopedia entry of a signature, offline."""
+    from nanscope.signatures.explain import explain_text
+    from nanscope.signatures.loader import load_or_raise
+
+    sigs = {s.id: s for s in load_or_raise()}
+    if sig_id not in sigs:
+        raise NanscopeError(f"no signature '{sig_id}'; see `nanscope signatures list`")
+    sys.stdout.write(explain_text(sigs[sig_id]))
+
+
+@sig_app.command("list")
+def sig_list(signatures: Optional[List[str]] = typer.Option(None, "--signatures", help="Extra signature folder.")) -> None:
+    """One line per signature: id, severity, category, title."""
+    from nanscope.signatures.loader import load_or_raise
+
+    for s in sorted(load_or_raise(_split(signatures)), key=lambda s: (s.category, s.id)):
+        print(f"{s.id:<34} {s.severity:<8} {s.category:<12} {s.title}")
+
+
+@sig_app.command("show")
+def sig_show(sig_id: str = typer.Argument(..., metavar="ID"),
+             signatures: Optional[List[str]] = typer.Option(None, "--signatures")) -> None:
+    """Print a signature's TOML file."""
+    from nanscope.signatures.loader import load_or_raise
+
+    sigs = {s.id: s for s in load_or_raise(_split(signatures))}
+    if sig_id not in sigs:
+        raise NanscopeError(f"no signature '{sig_id}'")
+    with open(sigs[sig_id].path, encoding="utf-8") as f:
+        sys.stdout.write(f.read())
+
+
+@sig_app.command("test")
+def sig_test(dirs: List[str] = typer.Argument(None, help="Signature folders (default: the bundled library).")) -> None:
+    """Run every [[examples]] entry: a match must match, a no-match must not."""
+    from nanscope.signatures.selftest import run_examples
+
+    failures, total = run_examples(dirs or [])
+    for line in failures:
+        print(line)
+    print(f"{total - len(failures)} passed, {len(failures)} failed")
+    raise typer.Exit(1 if failures else 0)
+
+
+@sig_app.command("lint")
+def sig_lint(dirs: List[str] = typer.Argument(None, help="Signature folders (default: the bundled library).")) -> None:
+    """Check signature files; every problem is printed with file and line."""
+    from nanscope.signatures.selftest import lint
+
+    problems = lint(dirs or [])
+    for p in problems:
+        print(p)
+    print(f"{len(problems)} problem(s)")
+    raise typer.Exit(1 if problems else 0)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point with one error funnel: never a traceback, never exit 1 for an internal error."""
+    from nanscope.output import OutputClosed
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or bool(os.environ.get("NANSCOPE_DEBUG"))
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=args, prog_name="nanscope")
+        code = 0
+    except SystemExit as e:  # typer/click: usage errors (2), typer.Exit(code)
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else ExitCode.ERROR)
+    except NanscopeError as e:
+        sys.stderr.write(f"nanscope: error: {e}\n")
+        code = ExitCode.ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("nanscope: interrupted\n")
+        code = ExitCode.INTERRUPTED
+    except (OutputClosed, BrokenPipeError):
+        _silence_stdout()
+        code = ExitCode.CLEAN
+    except Exception as e:  # noqa: BLE001 - the funnel: anything else is an internal error, exit 2
+        if debug:
+            raise
+        sys.stderr.write(f"nanscope: internal error: {type(e).__name__}: {e} (run with --debug for the traceback)\n")
+        code = ExitCode.ERROR
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        _silence_stdout()
+    return int(code)
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,105 @@
+"""Peel launcher prefixes off a line and learn which process printed it.
+
+Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
+  [rank3]:                  torch's global-rank prefix (exception hook, c10 logging)
+  [default3]: [trainer3]:   torchrun --tee / log_line_prefix_template: a *local* rank
+  [3]:                      torchrun with log_line_prefix_template="[${rank}]:"
+  3: / 3:                   Slurm srun --label
+  [1,3]<stdout>:            Open MPI --tag-output (job, rank)
+  (VllmWorker rank=3 pid=P) (EngineCore_0 pid=P) (RayWorkerWrapper pid=P, ip=...)
+  svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+from nanscope.model import Origin
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+
+_PREFIX = re.compile(
+    r"""
+    [ \t]*(?:
+        \[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:[ \t]?
+      | \[(?P<bare>\d+)\]:(?=[ \t]*\S)[ \t]?
+      | (?P<srun>\d{1,5}):[ \t](?=\S)
+      | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
+      | \((?P<proc>[A-Za-z][\w\-]*)(?:[ \t]+rank=(?P<prank>\d+))?[ \t]+pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
+      | \(pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
+      | \[(?:pod/)?[\w.\-]+/[\w.\-]+\][ \t]
+      | (?P<svc>[A-Za-z][\w.\-]*)[ \t]+\|[ \t]
+    )
+    """,
+    re.X,
+)
+
+_ATTEMPT_RANK = re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
+_NAME_RANK = re.compile(r"(?:^|[_.\-])rank[_\-]?(\d+)(?:[_.\-]|$)", re.I)
+_NAME_NODE = re.compile(r"(?:^|[_.\-])node[_\-]?(\d+)(?:[_.\-]|$)", re.I)
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def origin_from_path(path: Optional[str]) -> Origin:
+    """Rank / node hints from per-rank file names: rank_3.log, node1/rank3.out, torchrun's
+    --log-dir attempt_0/3/stdout.log. The file name is looked at first, then the folders from the
+    nearest up. Prefixes inside the file win over these hints (see peel)."""
+    if not path:
+        return Origin()
+    norm = path.replace(os.sep, "/")
+    rank = node = None
+    m = _ATTEMPT_RANK.search(norm)
+    if m:
+        rank = int(m.group(1))
+    parts = [p for p in norm.split("/") if p and p not in (".", "..")]
+    parts[-1:] = [os.path.splitext(parts[-1])[0]] if parts else []
+    for part in reversed(parts):
+        if rank is None:
+            m = _NAME_RANK.search(part)
+            if m:
+                rank = int(m.group(1))
+        if node is None:
+            m = _NAME_NODE.search(part)
+            if m:
+                node = f"node{int(m.group(1))}"
+    return Origin(rank=rank, node=node)
+
+
+def peel(text: str, base: Origin) -> tuple[str, Origin]:
+    """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
+    line is stronger evidence than the file name, so it replaces the file's rank hint."""
+    rank = local = None
+    pos = 0
+    match = _PREFIX.match
+    found = False
+    while True:
+        m = match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        found = True
+        pos = m.end()
+        g = m.lastgroup
+        if m.group("role") is not None:
+            if m.group("role") == "rank":
+                rank = int(m.group("n"))
+            else:
+                local = int(m.group("n"))
+        elif m.group("bare") is not None:
+            rank = int(m.group("bare"))
+        elif m.group("srun") is not None:
+            rank = int(m.group("srun"))
+        elif m.group("mpirank") is not None:
+            rank = int(m.group("mpirank"))
+        elif m.group("prank") is not None:
+            rank = int(m.group("prank"))
+        del g
+    if not found:
+        return text, base
+    if rank is None and local is not None and base.node is None:
+        rank = local  # one node: torchrun's local rank is the global rank
+    return text[pos:], Origin(rank=rank, local_rank=local, node=base.node)

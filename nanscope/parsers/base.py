@@ -1,0 +1,85 @@
+"""A parser is declared, not coded: a name, a priority and rules (keywords + one regex + a builder).
+
+The keywords of every rule, together, form the prefilter that the reader runs over raw bytes, so
+the fast path and the events come from the same definitions. A rule is tried only on lines that
+contain one of its keywords; the first rule whose regex matches and whose builder returns a
+result wins the line. Builders get a per-(source, stream) state dict and may return:
+  None      -> not mine after all, keep trying
+  []        -> recognised, no event (e.g. a tqdm bar that only updates state)
+  [events]  -> recognised, these events
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence, Union
+
+from nanscope.model import Event, Record
+
+Built = Optional[Union[Event, Sequence[Event]]]
+Builder = Callable[["re.Match[str]", Record, dict], Built]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    keywords: tuple[str, ...]
+    regex: "re.Pattern[str]"
+    build: Builder
+    match_start: bool = False  # regex.match at the start of the message instead of search
+
+
+@dataclass
+class Parser:
+    name: str
+    framework: str
+    rules: list[Rule]
+    priority: int = 50  # lower runs first: specific formats before generic ones
+    description: str = ""
+    keywords: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        seen: dict[str, None] = {}
+        for r in self.rules:
+            for k in r.keywords:
+                seen.setdefault(k, None)
+        self.keywords = tuple(seen)
+
+    def parse(self, rec: Record, state: dict) -> Optional[list[Event]]:
+        text = rec.text
+        for rule in self.rules:
+            for k in rule.keywords:
+                if k in text:
+                    break
+            else:
+                continue
+            m = rule.regex.match(text) if rule.match_start else rule.regex.search(text)
+            if m is None:
+                continue
+            out = rule.build(m, rec, state)
+            if out is None:
+                continue
+            if isinstance(out, Event):
+                return [out]
+            return list(out)
+        return None
+
+
+def rule(name: str, keywords: Sequence[str], pattern: str, flags: int = 0, match_start: bool = False):
+    """Decorator: turn a builder function into a Rule."""
+
+    def wrap(fn: Builder) -> Rule:
+        return Rule(name, tuple(keywords), re.compile(pattern, flags), fn, match_start)
+
+    return wrap
+
+
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+def signal_of(exitcode: Optional[int]) -> Optional[str]:
+    """torchrun reports a worker killed by signal N as exitcode -N."""
+    if exitcode is None or exitcode >= 0:
+        return None
+    return SIGNALS.get(-exitcode, f"SIG{-exitcode}")

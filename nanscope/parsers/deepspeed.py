@@ -1,0 +1,94 @@
+"""DeepSpeed fp16 loss scaler and engine progress lines.
+
+deepspeed/runtime/fp16/loss_scaler.py (current):
+  [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768
+  [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1
+  Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.
+older releases: `[deepscale] OVERFLOW! ...`, `Grad overflow on iteration N`,
+`Reducing dynamic loss scale from A to B`, `[Rank 0] Overflow detected. Skipping step. ...`.
+deepspeed/runtime/engine.py: `[Rank 0] step=10, skipped=2, lr=[0.0001], mom=[(0.9, 0.999)]`.
+
+The overflow message is printed only by rank 0, whichever rank overflowed: its "Rank 0" is the
+printer, never evidence of where the overflow came from.
+"""
+
+from __future__ import annotations
+
+from nanscope.model import ErrorEvent, ScaleEvent, StepEvent
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.numbers import to_float, to_int
+
+_F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)"
+
+
+@rule(
+    "overflow-hysteresis",
+    ("OVERFLOW!", "Overflow detected"),
+    r"(?:OVERFLOW!|Overflow detected\.)\s*Rank \d+ Skipping step\.?\s*Attempted loss scale: (?P<old>" + _F + r"), but hysteresis is (?P<h>\d+)",
+)
+def _hysteresis(m, rec, state):
+    s = to_float(m.group("old"))
+    return ScaleEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", action="overflow", old_scale=s, new_scale=s,
+        rank_is_printer_only=True,
+    )
+
+
+@rule(
+    "overflow",
+    ("OVERFLOW!", "Overflow detected"),
+    r"(?:OVERFLOW!|Overflow detected\.)\s*(?:Rank \d+ )?Skipping step\.?\s*(?:Attempted loss scale: (?P<old>" + _F + r"),? reducing to (?P<new>" + _F + r"))?",
+)
+def _overflow(m, rec, state):
+    return ScaleEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", action="overflow",
+        old_scale=to_float(m.group("old")), new_scale=to_float(m.group("new")), rank_is_printer_only=True,
+    )
+
+
+@rule("grad-overflow-iteration", ("Grad overflow on iteration",), r"Grad overflow on iteration (?P<it>\d+)")
+def _grad_overflow(m, rec, state):
+    return ScaleEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", action="overflow", step=to_int(m.group("it")),
+        rank_is_printer_only=True,
+    )
+
+
+@rule("reducing-scale", ("Reducing dynamic loss scale",), r"Reducing dynamic loss scale from (?P<old>" + _F + r") to (?P<new>" + _F + r")")
+def _reducing(m, rec, state):
+    return ScaleEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", action="decrease",
+        old_scale=to_float(m.group("old")), new_scale=to_float(m.group("new")), rank_is_printer_only=True,
+    )
+
+
+@rule("scale-minimum", ("already at minimum",), r"Current loss scale already at minimum")
+def _minimum(m, rec, state):
+    return ScaleEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", action="minimum", rank_is_printer_only=True,
+    )
+
+
+@rule("progress", ("skipped=",), r"\bstep=(?P<step>\d+), skipped=(?P<skipped>\d+)(?:, lr=\[(?P<lr>[^\],]*))?")
+def _progress(m, rec, state):
+    return StepEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", step=int(m.group("step")),
+        skipped_iters=int(m.group("skipped")), lr=to_float(m.group("lr")),
+    )
+
+
+@rule("dtype-unsupported", ("is not supported on your device",), r"Type (?P<dtype>\w+) is not supported on your device")
+def _dtype(m, rec, state):
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", error="dtype_unsupported",
+        message=rec.text, fields={"dtype": m.group("dtype")},
+    )
+
+
+PARSER = Parser(
+    name="deepspeed",
+    framework="deepspeed",
+    priority=20,
+    description="DeepSpeed loss scaler, engine progress and launcher lines",
+    rules=[_hysteresis, _overflow, _grad_overflow, _reducing, _minimum, _progress, _dtype],
+)

@@ -1,0 +1,45 @@
+"""Secrets never reach a report: tokens that ML logs really contain are masked in evidence.
+
+Shapes follow gitleaks / trufflehog rules: Hugging Face `hf_...` and `api_org_...`, W&B v1 (40 hex
+next to 'wandb') and v2 (`wandb_v1_...`), AWS access key ids, GitHub tokens, and the values of
+`*_TOKEN=` / `*_KEY=` / `*_SECRET=` / `Authorization:` / `--token`. Documented placeholders
+(`AKIAIOSFODNN7EXAMPLE`, `hf_xxxx...`) are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS = [
+    re.compile(r"\b(hf_[A-Za-z0-9]{30,40})\b"),
+    re.compile(r"\b(api_org_[A-Za-z0-9]{30,40})\b"),
+    re.compile(r"\b(wandb_v1_[A-Za-z0-9]{20,40}_[A-Za-z0-9]{40,60})\b"),
+    re.compile(r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b"),
+    re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,255})\b"),
+    re.compile(r"(?i)wandb[\w\-. ]{0,20}?(?:[:=]|\s)\s*['\"]?([0-9a-f]{40})\b"),
+    re.compile(r"(?i)\bauthorization:\s*(?:bearer|token|basic)?\s*([^\s'\"]{8,})"),
+    re.compile(r"(?i)\b[\w\-]*(?:token|api_key|apikey|secret|password|passwd)[\w\-]*\s*[=:]\s*['\"]?([^\s'\",;]{8,})"),
+    re.compile(r"(?i)--(?:token|api[_-]key|password|secret)[= ]\s*['\"]?([^\s'\"]{8,})"),
+]
+_PLACEHOLDER = re.compile(r"(?i)example|x{6,}|\*{4,}|<[^>]*>|\[REDACTED|your[_-]?token|\$\{?\w+\}?$")
+_HINT = re.compile(r"(?i)hf_|api_org_|wandb|AKIA|ASIA|ABIA|ACCA|A3T|gh[pousr]_|authorization|token|key|secret|passw")
+
+
+def _mask(secret: str) -> str:
+    head = secret[:3] if len(secret) > 12 else ""
+    return f"{head}…[REDACTED len={len(secret)}]"
+
+
+def redact(text: str) -> str:
+    if not _HINT.search(text):
+        return text
+    for rx in _PATTERNS:
+        def sub(m: "re.Match[str]") -> str:
+            secret = m.group(1)
+            if _PLACEHOLDER.search(secret):
+                return m.group(0)
+            s, e = m.span(1)
+            return m.group(0)[: s - m.start()] + _mask(secret) + m.group(0)[e - m.start():]
+
+        text = rx.sub(sub, text)
+    return text

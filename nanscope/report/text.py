@@ -1,0 +1,126 @@
+"""--format text: the terminal report. Verdict first; per finding the cause, the initiating rank and
+why, the evidence lines (file:line), the fix and how to verify it; then the per-rank ledger.
+
+Log text never goes through rich markup: everything is built from Text objects, and untrusted
+text is sanitized first (no escape sequences reach the terminal).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import IO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from nanscope.model import Finding, Report
+from nanscope.redact import redact
+from nanscope.report.base import number
+from nanscope.report.sanitize import terminal
+from nanscope.signatures.engine import fmt_ranks
+
+_SEV_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "bold yellow", "low": "cyan", "info": "dim"}
+_VERDICT = {
+    "clean": ("CLEAN", "bold green", "no problems found"),
+    "benign": ("BENIGN", "bold green", "only benign or informational findings"),
+    "actionable": ("ACTIONABLE", "bold red", "something went wrong and needs a fix"),
+    "retryable": ("RETRYABLE", "bold yellow", "an infrastructure fault: retry the job"),
+}
+
+
+def _wrap(label: str, body: str, width: int) -> Text:
+    body = " ".join(body.split())
+    lines = textwrap.wrap(body, width=max(40, width - 12)) or [""]
+    t = Text()
+    t.append(f"  {label:<8}", style="bold")
+    t.append(lines[0])
+    for ln in lines[1:]:
+        t.append("\n" + " " * 10 + ln)
+    return t
+
+
+def _finding(console: Console, f: Finding, do_redact: bool, width: int, index: int) -> None:
+    head = Text()
+    head.append(f"{index}. ", style="bold")
+    head.append(f"{f.severity.upper():<8}", style=_SEV_STYLE.get(f.severity, ""))
+    head.append(f" {f.id}", style="bold")
+    head.append(f"  {f.title}")
+    console.print(head)
+    console.print(_wrap("what", terminal(redact(f.summary) if do_redact else f.summary, 1000), width))
+    rank = Text()
+    rank.append("  rank    ", style="bold")
+    if f.initiating_rank is not None:
+        rank.append(f"initiating rank {f.initiating_rank}", style="bold magenta")
+        rank.append(f" ({f.confidence} confidence)")
+    else:
+        rank.append("initiating rank unknown", style="magenta")
+    console.print(rank)
+    if f.decided_by:
+        console.print(_wrap("", f.decided_by, width))
+    if f.collateral_ranks:
+        console.print(_wrap("", f"collateral: ranks {fmt_ranks(f.collateral_ranks)}", width))
+    for c in f.collateral:
+        t = Text("          -> ")
+        t.append(f"ranks {fmt_ranks(c.ranks)}: " if c.ranks else "")
+        t.append(c.title)
+        t.append(f" ({c.id}, collateral)", style="dim")
+        console.print(t)
+    if f.evidence:
+        console.print(Text("  evidence", style="bold"))
+        for e in f.evidence:
+            t = Text("    ")
+            t.append(f"{terminal(e.source, 200)}:{e.line}", style="cyan")
+            t.append("  ")
+            t.append(terminal(redact(e.text) if do_redact else e.text, 300))
+            console.print(t, soft_wrap=True)
+    console.print(_wrap("cause", f.root_cause, width))
+    console.print(_wrap("fix", f.fix, width))
+    console.print(_wrap("verify", f.verify, width))
+    if f.also_matched:
+        console.print(_wrap("also", "also matched: " + ", ".join(f.also_matched), width))
+    console.print()
+
+
+def _fmt(v: object) -> str:
+    v = number(v)  # type: ignore[arg-type]
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def render(report: Report, out: IO[str], color: bool, width: int = 100, redact_secrets: bool = True) -> None:
+    console = Console(file=out, no_color=not color, force_terminal=color, highlight=False, width=width,
+                      emoji=False, markup=False, soft_wrap=False)
+    name, style, words = _VERDICT[report.verdict]
+    inputs = ", ".join(terminal(i.path, 200) for i in report.inputs[:3])
+    if len(report.inputs) > 3:
+        inputs += f" and {len(report.inputs) - 3} more"
+    ranks = sorted({s.rank for s in report.ranks if s.rank is not None})
+    head = Text()
+    head.append("nanscope: ")
+    head.append(name, style=style)
+    head.append(f" - {words}. {len(report.findings)} finding(s) in {inputs}")
+    if ranks:
+        head.append(f" ({len(ranks)} rank(s): {fmt_ranks(ranks)})")
+    console.print(head)
+    console.print()
+    for i, f in enumerate(report.findings, 1):
+        _finding(console, f, redact_secrets, width, i)
+    if report.ranks:
+        table = Table(title="per-rank steps", title_justify="left", show_edge=False, pad_edge=False, box=None)
+        for col in ("rank", "steps", "first", "last", "non-finite", "skipped", "loss scale", "last loss"):
+            table.add_column(col, justify="left" if col == "rank" else "right")
+        for s in report.ranks:
+            scale = "-" if s.loss_scale_min is None else f"{_fmt(s.loss_scale_min)}..{_fmt(s.loss_scale_max)}"
+            table.add_row(Text(terminal(s.label, 60)), str(s.steps), _fmt(s.first_step), _fmt(s.last_step),
+                          str(s.nonfinite_steps), str(s.skipped_steps), scale, _fmt(s.last_loss))
+        console.print(table)
+        console.print()
+    for d in report.diagnostics:
+        t = Text(f"note [{d.code}] ", style="yellow")
+        where = f"{terminal(d.source, 200)}" + (f":{d.line}" if d.line else "") + ": " if d.source else ""
+        t.append(where + terminal(d.message, 500))
+        console.print(t)

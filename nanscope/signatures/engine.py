@@ -1,0 +1,201 @@
+"""One pass over the events: each event goes only to the machines subscribed to its kind.
+
+Matches are folded into per-signature aggregates as they arrive (counts, ranks, the first few
+matches as evidence), so memory depends on the number of signatures and ranks, not on the log.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from nanscope.model import Diagnostic, Event, Evidence, Finding
+from nanscope.signatures.machines import Match
+from nanscope.signatures.predicates import RegexTimeout
+from nanscope.signatures.schema import Signature
+
+MATCHES_KEPT = 32
+EVIDENCE_PER_FINDING = 6
+REGEX_TIMEOUTS_BEFORE_DISABLE = 3
+
+
+@dataclass
+class Aggregate:
+    sig: Signature
+    count: int = 0
+    ranks: set = field(default_factory=set)
+    streams: set = field(default_factory=set)
+    matches: list = field(default_factory=list)  # the earliest MATCHES_KEPT, by (step, line)
+    also: list = field(default_factory=list)  # superseded signatures that matched too
+
+    def add(self, m: Match) -> None:
+        self.count += 1
+        if m.rank is not None:
+            self.ranks.add(m.rank)
+        self.streams.add(m.stream)
+        self.matches.append(m)
+        if len(self.matches) > MATCHES_KEPT * 2:
+            self.matches.sort(key=_match_order)
+            del self.matches[MATCHES_KEPT:]
+
+    def ordered(self) -> list[Match]:
+        self.matches.sort(key=_match_order)
+        return self.matches[:MATCHES_KEPT]
+
+
+def _match_order(m: Match) -> tuple:
+    ev = m.events[0]
+    ts = ev.origin.ts if ev.origin is not None and ev.origin.ts is not None else math.inf
+    step = m.step if m.step is not None else math.inf
+    return (step, ts, ev.loc.source, ev.loc.line)
+
+
+class Engine:
+    def __init__(self, signatures: Iterable[Signature]):
+        self.signatures = {s.id: s for s in signatures}
+        self.subscribers: dict[str, list] = defaultdict(list)
+        self._machines = []
+        for sig in self.signatures.values():
+            m = sig.new_machine()
+            self._machines.append(m)
+            for kind in m.events:
+                self.subscribers[kind].append(m)
+        self.aggregates: dict[str, Aggregate] = {}
+        self.diagnostics: list[Diagnostic] = []
+        self._timeouts: dict[str, int] = defaultdict(int)
+        self._disabled: set[str] = set()
+
+    def _emit(self, m: Match) -> None:
+        agg = self.aggregates.get(m.signature)
+        if agg is None:
+            agg = self.aggregates[m.signature] = Aggregate(self.signatures[m.signature])
+        agg.add(m)
+
+    def feed(self, ev: Event) -> None:
+        for machine in self.subscribers.get(ev.kind, ()):
+            if machine.sig in self._disabled:
+                continue
+            try:
+                machine.feed(ev, self._emit)
+            except RegexTimeout as e:
+                self._regex_timeout(machine.sig, str(e), ev)
+
+    def _regex_timeout(self, sig_id: str, pattern: str, ev: Event) -> None:
+        self._timeouts[sig_id] += 1
+        n = self._timeouts[sig_id]
+        sig = self.signatures[sig_id]
+        msg = f"signature {sig_id} ({sig.path}): regex {pattern!r} timed out on this line"
+        if n >= REGEX_TIMEOUTS_BEFORE_DISABLE:
+            self._disabled.add(sig_id)
+            msg += f"; disabled after {n} timeouts"
+        if n <= REGEX_TIMEOUTS_BEFORE_DISABLE:
+            self.diagnostics.append(Diagnostic("NS-PATTERN-TIMEOUT", msg, ev.loc.source, ev.loc.line))
+
+    def finish(self) -> list[Finding]:
+        for machine in self._machines:
+            if machine.sig not in self._disabled:
+                machine.finish(self._emit)
+        self._apply_supersedes()
+        return [build_finding(agg) for agg in self.aggregates.values()]
+
+    def _apply_supersedes(self) -> None:
+        for sid in list(self.aggregates):
+            agg = self.aggregates.get(sid)
+            if agg is None:
+                continue
+            for other in agg.sig.supersedes:
+                victim = self.aggregates.get(other)
+                if victim is not None and (victim.streams & agg.streams or not victim.ranks):
+                    del self.aggregates[other]
+                    agg.also.append(other)
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def _fmt_num(v: Any) -> Any:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return f"{v:g}"
+    return v
+
+
+def fmt_ranks(ranks: Iterable[Any]) -> str:
+    """[0,1,2,3,5] -> '0-3,5'."""
+    rs = sorted(r for r in ranks if r is not None)
+    if not rs:
+        return "?"
+    out, start, prev = [], rs[0], rs[0]
+    for r in rs[1:] + [None]:
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        out.append(str(start) if start == prev else (f"{start},{prev}" if prev == start + 1 else f"{start}-{prev}"))
+        if r is not None:
+            start = prev = r
+    return ",".join(out)
+
+
+def render(template: str, values: dict) -> str:
+    """Fill {name} placeholders that we know; leave any other brace (JSON in a fix text) alone."""
+    def sub(m: "re.Match[str]") -> str:
+        k = m.group(1)
+        return str(_fmt_num(values[k])) if k in values else m.group(0)
+
+    return _PLACEHOLDER.sub(sub, template)
+
+
+def build_finding(agg: Aggregate) -> Finding:
+    sig = agg.sig
+    matches = agg.ordered()
+    first = matches[0]
+    ev0 = first.events[0]
+    ranks = sorted(agg.ranks)
+    values = dict(first.extras)
+    values.update(
+        rank=first.rank if first.rank is not None else "?",
+        ranks=fmt_ranks(ranks) if ranks else "?",
+        step=first.step if first.step is not None else "?",
+        count=agg.count,
+        nranks=len(ranks),
+        where=(f" on rank {ranks[0]}" if len(ranks) == 1 else f" on ranks {fmt_ranks(ranks)}") if ranks else "",
+    )
+    for k in ("good_ranks", "bad_ranks"):
+        if k in values and isinstance(values[k], list):
+            values[k] = fmt_ranks(values[k])
+    for attr in ("loss", "grad_norm", "loss_scale", "old_scale", "new_scale", "message", "error", "exc_type",
+                 "exitcode", "signal", "lr"):
+        v = getattr(ev0, attr, None)
+        if v is not None and attr not in values:
+            values[attr] = v
+    evidence: list[Evidence] = []
+    seen = set()
+    for m in matches:
+        for ev in m.events:
+            k = (ev.loc.source, ev.loc.line)
+            if k in seen:
+                continue
+            seen.add(k)
+            evidence.append(Evidence(ev.loc.source, ev.loc.line, ev.text, ev.rank))
+        if len(evidence) >= EVIDENCE_PER_FINDING:
+            break
+    evidence = evidence[:EVIDENCE_PER_FINDING]
+    f = Finding(
+        id=sig.id, revision=sig.revision, severity=sig.severity, title=sig.title,
+        summary=render(sig.summary, values), category=sig.category, retryable=sig.retryable,
+        benign=sig.benign, ranks=ranks, first_step=first.step, first_ts=ev0.origin.ts if ev0.origin else None,
+        evidence=evidence, root_cause=sig.root_cause.strip(), fix=render(sig.fix.strip(), values),
+        verify=render(sig.verify.strip(), values),
+        benign_when=sig.benign_when.strip(), references=list(sig.references), related=list(sig.related),
+        occurrences=agg.count, first_loc=(ev0.loc.source, ev0.loc.line),
+    )
+    f.also_matched = list(agg.also)
+    f.matches = matches
+    f.sig = sig
+    return f

@@ -1,0 +1,88 @@
+"""Find and load signature files: the bundled library plus any --signatures folders."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Iterable, Optional
+
+from nanscope.errors import SignatureError
+from nanscope.signatures.schema import Signature, build
+
+
+def bundled_dir() -> Path:
+    """The library shipped with nanscope: inside the wheel, or the repo's signatures/ folder."""
+    here = Path(__file__).resolve().parent.parent
+    packaged = here / "_signatures"
+    if packaged.is_dir():
+        return packaged
+    return here.parent / "signatures"
+
+
+def signature_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise SignatureError("no such signature file or folder", str(root))
+    return sorted(p for p in root.rglob("*.toml") if not p.name.startswith("."))
+
+
+def load_file(path: Path) -> tuple[Optional[Signature], list[SignatureError]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return None, [SignatureError(f"cannot read: {e}", str(path))]
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        line = getattr(e, "lineno", None)
+        msg = str(e).split(" (at line")[0]
+        return None, [SignatureError(f"invalid TOML: {msg}", str(path), line)]
+    return build(data, str(path), text)
+
+
+def load(extra_dirs: Iterable[str] = (), bundled: bool = True) -> tuple[list[Signature], list[SignatureError]]:
+    """All signatures, and every problem found. Ids must be unique across all folders."""
+    roots = ([bundled_dir()] if bundled else []) + [Path(d) for d in extra_dirs]
+    sigs: list[Signature] = []
+    errors: list[SignatureError] = []
+    seen: dict[str, str] = {}
+    for root in roots:
+        try:
+            files = signature_files(root)
+        except SignatureError as e:
+            errors.append(e)
+            continue
+        for f in files:
+            sig, errs = load_file(f)
+            errors.extend(errs)
+            if sig is None:
+                continue
+            if sig.id in seen:
+                errors.append(SignatureError(f"id '{sig.id}' is already used by {seen[sig.id]}", sig.path, 1))
+                continue
+            seen[sig.id] = sig.path
+            sigs.append(sig)
+    known = set(seen)
+    for s in sigs:
+        for ref in s.supersedes:
+            if ref not in known:
+                errors.append(SignatureError(f"supersedes unknown signature '{ref}'", s.path))
+    return sigs, errors
+
+
+def load_or_raise(extra_dirs: Iterable[str] = ()) -> list[Signature]:
+    sigs, errors = load(extra_dirs)
+    if errors:
+        raise errors[0] if len(errors) == 1 else SignatureError(
+            f"{len(errors)} problems in signature files:\n  " + "\n  ".join(str(e) for e in errors)
+        )
+    return sigs
+
+
+def rel(path: str) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return path

@@ -1,0 +1,261 @@
+"""The closed set of machines a signature can name. Each sees only events (never raw text),
+keeps bounded state per stream (one stream = one rank of one node, or one rank-less source), and
+emits Matches. A new kind of fingerprint is a new machine here; a new failure is a TOML file.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Optional
+
+from nanscope.errors import SignatureError
+from nanscope.model import EVENT_KINDS, Event
+from nanscope.signatures.predicates import Pred, compile_condition
+
+EVIDENCE_PER_MATCH = 4
+
+
+@dataclass
+class Match:
+    signature: str
+    stream: Any
+    rank: Optional[int]
+    events: list  # evidence events, at most EVIDENCE_PER_MATCH
+    step: Optional[int]
+    extras: dict = field(default_factory=dict)
+
+
+Emit = Callable[[Match], None]
+
+
+def _stepkey(ev: Event) -> Any:
+    return ev.step if ev.step is not None else (ev.loc.source, ev.loc.line)
+
+
+class Machine:
+    name: ClassVar[str] = ""
+    # parameter -> (required, kind) where kind is "condition", "int", "float", "str", "events"
+    PARAMS: ClassVar[dict[str, tuple[bool, str]]] = {}
+    DEFAULT_EVENTS: ClassVar[tuple[str, ...]] = ("step",)
+
+    def __init__(self, sig_id: str, spec: dict):
+        self.sig = sig_id
+        unknown = set(spec) - set(self.PARAMS) - {"machine", "events"}
+        if unknown:
+            raise SignatureError(f"machine '{self.name}' does not take {', '.join(sorted(unknown))} (takes: events, {', '.join(self.PARAMS)})")
+        for key, (required, _kind) in self.PARAMS.items():
+            if required and key not in spec:
+                raise SignatureError(f"machine '{self.name}' needs '{key}'")
+        events = spec.get("events", list(self.DEFAULT_EVENTS))
+        if isinstance(events, str):
+            events = [events]
+        bad = [e for e in events if e not in EVENT_KINDS]
+        if bad:
+            raise SignatureError(f"unknown event kind {', '.join(bad)} (known: {', '.join(EVENT_KINDS)})")
+        self.events = set(events)
+        self.spec = spec
+        self.state: dict[Any, Any] = {}
+
+    def cond(self, key: str, default: Any = None) -> Pred:
+        return compile_condition(self.spec.get(key, default))
+
+    def num(self, key: str, default: float) -> float:
+        v = self.spec.get(key, default)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise SignatureError(f"'{key}' must be a number, not {v!r}")
+        return v
+
+    def match(self, ev: Event, events: list, step: Optional[int] = None, **extras: Any) -> Match:
+        return Match(self.sig, ev.stream, ev.rank, events[:EVIDENCE_PER_MATCH],
+                     step if step is not None else ev.step, extras)
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        raise NotImplementedError
+
+    def finish(self, emit: Emit) -> None:
+        pass
+
+
+class Line(Machine):
+    """Every event that satisfies `when` is a match."""
+
+    name = "line"
+    PARAMS = {"when": (True, "condition")}
+    DEFAULT_EVENTS = ("error",)
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.when = self.cond("when")
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if self.when(ev):
+            emit(self.match(ev, [ev]))
+
+
+class _Run:
+    __slots__ = ("events", "steps", "last", "started_after_good")
+
+    def __init__(self, started_after_good: bool):
+        self.events: list = []
+        self.steps = 0
+        self.last: Any = object()
+        self.started_after_good = started_after_good
+
+    def add(self, ev: Event) -> None:
+        k = _stepkey(ev)
+        if k != self.last:
+            self.steps += 1
+            self.last = k
+        if len(self.events) < EVIDENCE_PER_MATCH - 1:
+            self.events.append(ev)
+
+
+class Transient(Machine):
+    """A run of `bad` events over min_run..max_run distinct steps, ended by a `good` event.
+
+    position = "after_start": the run began after the stream had good events (a recovery in the
+    middle of training); "start": before any (a warm-up burst); "any".
+    """
+
+    name = "transient"
+    PARAMS = {"bad": (True, "condition"), "good": (True, "condition"), "min_run": (False, "int"),
+              "max_run": (False, "int"), "position": (False, "str")}
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.bad, self.good = self.cond("bad"), self.cond("good")
+        self.min_run, self.max_run = int(self.num("min_run", 1)), int(self.num("max_run", 3))
+        self.position = spec.get("position", "after_start")
+        if self.position not in ("start", "after_start", "any"):
+            raise SignatureError("'position' is one of start, after_start, any")
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        st = self.state.get(ev.stream)
+        if st is None:
+            st = self.state[ev.stream] = {"seen_good": False, "run": None}
+        if self.bad(ev):
+            if st["run"] is None:
+                st["run"] = _Run(st["seen_good"])
+            st["run"].add(ev)
+        elif self.good(ev):
+            run: Optional[_Run] = st["run"]
+            if run is not None:
+                pos_ok = (self.position == "any" or (self.position == "start") != run.started_after_good)
+                if pos_ok and self.min_run <= run.steps <= self.max_run:
+                    first = run.events[0]
+                    emit(self.match(first, run.events + [ev], step=first.step, run=run.steps,
+                                    recovered_step=ev.step))
+                st["run"] = None
+            st["seen_good"] = True
+
+
+class Persistent(Machine):
+    """`bad` events over at least min_run distinct steps with no `reset` event in between."""
+
+    name = "persistent"
+    PARAMS = {"bad": (True, "condition"), "reset": (True, "condition"), "min_run": (False, "int")}
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.bad, self.reset = self.cond("bad"), self.cond("reset")
+        self.min_run = int(self.num("min_run", 3))
+
+    def _close(self, stream: Any, st: dict, emit: Emit, until_end: bool) -> None:
+        run: Optional[_Run] = st.get("run")
+        if run is not None and run.steps >= self.min_run:
+            first = run.events[0]
+            emit(self.match(first, run.events + ([st["last"]] if st["last"] not in run.events else []),
+                            step=first.step, run=run.steps, last_step=st["last"].step, until_end=until_end))
+        st["run"] = None
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        st = self.state.setdefault(ev.stream, {"run": None, "last": None})
+        if self.bad(ev):
+            if st["run"] is None:
+                st["run"] = _Run(True)
+            st["run"].add(ev)
+            st["last"] = ev
+        elif self.reset(ev) and st["run"] is not None:
+            self._close(ev.stream, st, emit, until_end=False)
+
+    def finish(self, emit: Emit) -> None:
+        for stream, st in self.state.items():
+            self._close(stream, st, emit, until_end=True)
+
+
+class CountWithin(Machine):
+    """At least min_count `when` events within window_steps steps (once per stream).
+    max_step limits it to the start of a run (e.g. a warm-up)."""
+
+    name = "count_within"
+    PARAMS = {"when": (True, "condition"), "min_count": (True, "int"), "window_steps": (False, "int"),
+              "max_step": (False, "int")}
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.when = self.cond("when")
+        self.min_count = int(self.num("min_count", 2))
+        self.window = self.num("window_steps", 0) or None
+        self.max_step = spec.get("max_step")
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if not self.when(ev):
+            return
+        if self.max_step is not None and (ev.step is None or ev.step > self.max_step):
+            return
+        st = self.state.setdefault(ev.stream, {"q": deque(), "fired": False, "first": []})
+        if st["fired"]:
+            return
+        q = st["q"]
+        q.append(ev)
+        if self.window is not None and ev.step is not None:
+            while q and q[0].step is not None and ev.step - q[0].step >= self.window:
+                q.popleft()
+        if len(q) >= self.min_count:
+            st["fired"] = True
+            emit(self.match(q[0], list(q)[: EVIDENCE_PER_MATCH - 1] + [ev], step=q[0].step, count=len(q)))
+            q.clear()
+
+
+class FirstAcrossRanks(Machine):
+    """The rank(s) where `bad` first happened while the other ranks were still `good` at that
+    step. Needs step numbers and at least two ranks; emits once, at the end of the input."""
+
+    name = "first_across_ranks"
+    PARAMS = {"bad": (True, "condition")}
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.bad = self.cond("bad")
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if ev.step is None or ev.rank is None:
+            return
+        st = self.state.get(ev.stream)
+        if st is None:
+            st = self.state[ev.stream] = {"lo": ev.step, "hi": ev.step, "first_bad": None, "rank": ev.rank}
+        st["lo"] = min(st["lo"], ev.step)
+        st["hi"] = max(st["hi"], ev.step)
+        if st["first_bad"] is None and self.bad(ev):
+            st["first_bad"] = ev
+
+    def finish(self, emit: Emit) -> None:
+        bads = [st["first_bad"] for st in self.state.values() if st["first_bad"] is not None]
+        if not bads or len(self.state) < 2:
+            return
+        s = min(ev.step for ev in bads)
+        first = sorted((ev for ev in bads if ev.step == s), key=lambda e: (e.rank, e.loc.line))
+        first_streams = {ev.stream for ev in first}
+        good = sorted(
+            st["rank"] for stream, st in self.state.items()
+            if stream not in first_streams and st["lo"] <= s <= st["hi"]
+            and (st["first_bad"] is None or st["first_bad"].step > s)
+        )
+        if not good:
+            return
+        for ev in first:
+            emit(self.match(ev, [ev], step=s, good_ranks=good, bad_ranks=[e.rank for e in first]))
+
+
+MACHINES: dict[str, type[Machine]] = {m.name: m for m in (Line, Transient, Persistent, CountWithin, FirstAcrossRanks)}

@@ -1,0 +1,195 @@
+"""Predicates of the form `FIELD OP VALUE`, compiled to plain Python closures.
+
+  loss is nonfinite          grad_norm is not nonfinite     skipped == true
+  action == "overflow"       new_scale <= 1                 error in ["cuda_oom", "host_oom"]
+  message ~ "CUDA out of memory"                            fields.root_cause == true
+  collective.seq > 10        event == "step"                exitcode < 0
+
+`is` tests: finite, nonfinite, nan, inf, none, set, true, false. `~` is a regex search (the
+`regex` module, with a time limit, so a user's pattern cannot hang a run). A condition is a
+string, a list of strings (all must hold), or a table {all = [...], any = [...]}.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+import regex
+
+from nanscope.errors import SignatureError
+
+Pred = Callable[[Any], bool]
+REGEX_TIMEOUT_S = 0.25
+
+_EXPR = re.compile(r"^\s*(?P<field>[A-Za-z_][\w.]*)\s+(?P<op>is not|is|==|!=|<=|>=|<|>|!~|~|not in|in)\s+(?P<value>.+?)\s*$")
+_IS = {"finite", "nonfinite", "nan", "inf", "none", "set", "true", "false"}
+FIELDS = {
+    "event", "framework", "rank", "step", "text", "loss", "grad_norm", "lr", "loss_scale", "skipped",
+    "nan_iters", "skipped_iters", "tokens_per_s", "epoch", "action", "old_scale", "new_scale",
+    "rank_is_printer_only", "error", "message", "exc_type", "exitcode", "signal", "warning",
+    "collective", "fields", "raw_fields", "fingerprint",
+}
+
+
+class RegexTimeout(Exception):
+    pass
+
+
+def _getter(path: str) -> Callable[[Any], Any]:
+    head, _, rest = path.partition(".")
+    if head not in FIELDS:
+        raise SignatureError(f"unknown field '{head}' (known: {', '.join(sorted(FIELDS))})")
+    if head == "event":
+        return lambda ev: ev.kind
+    parts = rest.split(".") if rest else []
+
+    def get(ev: Any) -> Any:
+        v = getattr(ev, head, None)
+        for p in parts:
+            if v is None:
+                return None
+            v = v.get(p) if isinstance(v, dict) else getattr(v, p, None)
+        return v
+
+    return get
+
+
+def _literal(text: str) -> Any:
+    t = text.strip()
+    if t.startswith("[") and t.endswith("]"):
+        inner = t[1:-1].strip()
+        return [_literal(x) for x in _split_list(inner)] if inner else []
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
+        return t[1:-1]
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        raise SignatureError(f"cannot read value {t!r}: quote strings, e.g. \"{t}\"") from None
+
+
+def _split_list(s: str) -> list[str]:
+    out, cur, q = [], "", None
+    for ch in s:
+        if q:
+            cur += ch
+            if ch == q:
+                q = None
+        elif ch in "\"'":
+            q = ch
+            cur += ch
+        elif ch == ",":
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur)
+    return out
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def compile_expr(expr: str) -> Pred:
+    m = _EXPR.match(expr)
+    if m is None:
+        raise SignatureError(f"cannot read condition {expr!r}: expected FIELD OP VALUE, e.g. 'loss is nonfinite'")
+    get = _getter(m.group("field"))
+    op, raw = m.group("op"), m.group("value").strip()
+    if op in ("is", "is not"):
+        what = raw.lower()
+        if what not in _IS:
+            raise SignatureError(f"'{op}' takes one of {', '.join(sorted(_IS))}, not {raw!r}")
+        test = _is_test(what)
+        if op == "is":
+            return lambda ev: test(get(ev))
+        return lambda ev: not test(get(ev))
+    if op in ("~", "!~"):
+        pat = _literal(raw)
+        if not isinstance(pat, str):
+            raise SignatureError(f"'{op}' takes a quoted regex, not {raw!r}")
+        try:
+            rx = regex.compile(pat)
+        except regex.error as e:
+            raise SignatureError(f"bad regex {pat!r}: {e}") from None
+
+        def search(ev: Any) -> bool:
+            v = get(ev)
+            if v is None:
+                return False
+            try:
+                return rx.search(str(v), timeout=REGEX_TIMEOUT_S) is not None
+            except TimeoutError:
+                raise RegexTimeout(pat) from None
+
+        return search if op == "~" else (lambda ev: not search(ev))
+    value = _literal(raw)
+    if op in ("in", "not in"):
+        if not isinstance(value, list):
+            raise SignatureError(f"'{op}' takes a list, e.g. [\"a\", \"b\"], not {raw!r}")
+        vals = value
+        return (lambda ev: get(ev) in vals) if op == "in" else (lambda ev: get(ev) not in vals)
+    if op == "==":
+        return lambda ev: get(ev) == value
+    if op == "!=":
+        return lambda ev: get(ev) != value
+    if not _num(value):
+        raise SignatureError(f"'{op}' compares numbers, not {raw!r}")
+    cmp = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__}[op]
+
+    def compare(ev: Any) -> bool:
+        v = get(ev)
+        return _num(v) and cmp(float(v), float(value))
+
+    return compare
+
+
+def _is_test(what: str) -> Callable[[Any], bool]:
+    if what == "finite":
+        return lambda v: _num(v) and math.isfinite(v)
+    if what == "nonfinite":
+        return lambda v: _num(v) and not math.isfinite(v)
+    if what == "nan":
+        return lambda v: _num(v) and math.isnan(v)
+    if what == "inf":
+        return lambda v: _num(v) and math.isinf(v)
+    if what == "none":
+        return lambda v: v is None
+    if what == "set":
+        return lambda v: v is not None
+    if what == "true":
+        return lambda v: v is True
+    return lambda v: v is False
+
+
+def compile_condition(cond: Any) -> Pred:
+    """A string, a list (all), or a table with `all` and/or `any` lists."""
+    if cond is None:
+        return lambda ev: True
+    if isinstance(cond, str):
+        return compile_expr(cond)
+    if isinstance(cond, list):
+        preds = [compile_condition(c) for c in cond]
+        return lambda ev: all(p(ev) for p in preds)
+    if isinstance(cond, dict):
+        unknown = set(cond) - {"all", "any"}
+        if unknown:
+            raise SignatureError(f"a condition table takes 'all' and 'any', not {', '.join(sorted(unknown))}")
+        alls = [compile_condition(c) for c in cond.get("all", [])]
+        anys = [compile_condition(c) for c in cond.get("any", [])]
+        if not alls and not anys:
+            raise SignatureError("empty condition table")
+        return lambda ev: all(p(ev) for p in alls) and (not anys or any(p(ev) for p in anys))
+    raise SignatureError(f"a condition is a string, a list or a table, not {type(cond).__name__}")

@@ -1,0 +1,123 @@
+"""Per-(node, rank) streams: fill in what one line cannot know, and keep the per-rank ledger.
+
+- A step-less event (a DeepSpeed overflow line) gets the stream's current step.
+- A step line whose printed loss scale fell below the previous one yields a derived ScaleEvent
+  (GradScaler prints nothing when it skips a step; the halved scale is the trace it leaves).
+- The ledger per rank: steps seen, first/last step, non-finite steps, skipped steps, scale range.
+Memory is a few numbers per stream, whatever the log size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator, Optional
+
+from nanscope.model import Event, Origin, RankSummary, ScaleEvent, StepEvent
+
+
+def stream_key(origin: Origin, source: str) -> tuple:
+    if origin.rank is not None:
+        return ("rank", origin.node, origin.rank)
+    if origin.local_rank is not None:
+        return ("local", origin.node, origin.local_rank)
+    return ("source", source)
+
+
+class _Stream:
+    __slots__ = ("summary", "step", "scale", "steps_seen", "overflows", "cum_skipped")
+
+    def __init__(self, summary: RankSummary):
+        self.summary = summary
+        self.step: Optional[int] = None
+        self.scale: Optional[float] = None
+        self.steps_seen = 0
+        self.overflows = 0  # explicit overflow lines (DeepSpeed)
+        self.cum_skipped = 0  # the largest cumulative skip counter printed (DeepSpeed skipped=K)
+
+
+class Streams:
+    def __init__(self) -> None:
+        self._streams: dict[Any, _Stream] = {}
+
+    def _get(self, ev: Event) -> _Stream:
+        st = self._streams.get(ev.stream)
+        if st is None:
+            kind = ev.stream[0]
+            rank = ev.stream[2] if kind == "rank" else None
+            node = ev.stream[1] if kind != "source" else None
+            label = _label(ev.stream)
+            st = self._streams[ev.stream] = _Stream(RankSummary(rank=rank, node=node, label=label))
+        return st
+
+    def process(self, ev: Event) -> Iterator[Event]:
+        st = self._get(ev)
+        if isinstance(ev, StepEvent):
+            st.steps_seen += 1
+            if ev.step is None:
+                ev.step = st.step + 1 if st.step is not None else st.steps_seen
+            st.step = ev.step
+            derived = self._ledger(st, ev)
+            yield ev
+            if derived is not None:
+                yield derived
+            return
+        if ev.step is None:
+            ev.step = st.step
+        if isinstance(ev, ScaleEvent) and ev.action in ("overflow", "decrease", "minimum"):
+            if ev.action == "overflow":
+                st.overflows += 1
+            if ev.new_scale is not None:
+                _scale_range(st.summary, ev.new_scale)
+        yield ev
+
+    def _ledger(self, st: _Stream, ev: StepEvent) -> Optional[ScaleEvent]:
+        s = st.summary
+        s.steps += 1
+        if s.first_step is None or ev.step < s.first_step:
+            s.first_step = ev.step
+        if s.last_step is None or ev.step > s.last_step:
+            s.last_step = ev.step
+        if ev.loss is not None:
+            s.last_loss = ev.loss
+        if any(v is not None and not math.isfinite(v) for v in (ev.loss, ev.grad_norm)):
+            s.nonfinite_steps += 1
+        if ev.skipped:
+            s.skipped_steps += 1
+        if ev.skipped_iters is not None:
+            st.cum_skipped = max(st.cum_skipped, ev.skipped_iters)
+        derived = None
+        if ev.loss_scale is not None and math.isfinite(ev.loss_scale):
+            _scale_range(s, ev.loss_scale)
+            if st.scale is not None and ev.loss_scale != st.scale:
+                decrease = ev.loss_scale < st.scale
+                if decrease and not ev.skipped:
+                    s.skipped_steps += 1  # a scaler halves its scale exactly when it skips a step
+                derived = ScaleEvent(
+                    loc=ev.loc, text=ev.text, framework=ev.framework, origin=ev.origin, rank=ev.rank,
+                    step=ev.step, stream=ev.stream, action="decrease" if decrease else "increase",
+                    old_scale=st.scale, new_scale=ev.loss_scale,
+                )
+            st.scale = ev.loss_scale
+        return derived
+
+    def summaries(self) -> list[RankSummary]:
+        out = []
+        for st in self._streams.values():
+            s = st.summary
+            s.skipped_steps = max(s.skipped_steps, st.overflows, st.cum_skipped)
+            if s.steps or s.skipped_steps:
+                out.append(s)
+        return sorted(out, key=lambda s: (s.rank is None, s.node or "", s.rank if s.rank is not None else -1, s.label))
+
+
+def _scale_range(s: RankSummary, v: float) -> None:
+    s.loss_scale_min = v if s.loss_scale_min is None else min(s.loss_scale_min, v)
+    s.loss_scale_max = v if s.loss_scale_max is None else max(s.loss_scale_max, v)
+
+
+def _label(key: tuple) -> str:
+    if key[0] == "rank":
+        return f"rank {key[2]}" if key[1] is None else f"rank {key[2]} ({key[1]})"
+    if key[0] == "local":
+        return f"{key[1] or 'node ?'} local rank {key[2]}"
+    return str(key[1])
