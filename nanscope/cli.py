@@ -155,6 +155,16 @@ def explain(sig_id: str = typer.Argument(..., metavar="ID", help="A signature id
     sys.stdout.write(explain_text(sigs[sig_id]))
 
 
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the --format json report."""
+    import json
+
+    from nanscope.schema import report_schema
+
+    sys.stdout.write(json.dumps(report_schema(), indent=2) + "\n")
+
+
 @sig_app.command("list")
 def sig_list(signatures: Optional[List[str]] = typer.Option(None, "--signatures", help="Extra signature folder.")) -> None:
     """One line per signature: id, severity, category, title."""

@@ -70,9 +70,10 @@ class StepEvent(Event):
     grad_norm: Optional[float] = None
     lr: Optional[float] = None
     loss_scale: Optional[float] = None
-    skipped: Optional[bool] = None
-    nan_iters: Optional[int] = None
-    skipped_iters: Optional[int] = None
+    skipped: Optional[bool] = None  # this step's update was skipped
+    nan_iters: Optional[int] = None  # Megatron: NaN iterations in this logging interval
+    skipped_iters: Optional[int] = None  # Megatron: skipped iterations in this logging interval
+    skipped_total: Optional[int] = None  # DeepSpeed: cumulative skipped steps (step=N, skipped=K)
     tokens_per_s: Optional[float] = None
     epoch: Optional[float] = None
     raw_fields: Optional[dict] = None
@@ -111,13 +112,28 @@ class WarningEvent(Event):
 
 
 @dataclass(slots=True)
+class MetricsEvent(Event):
+    """Periodic serving/throughput stats (vLLM's engine stats lines)."""
+
+    kind: ClassVar[str] = "metrics"
+    running: Optional[int] = None
+    waiting: Optional[int] = None
+    swapped: Optional[int] = None
+    preemptions: Optional[int] = None  # cumulative, as printed
+    kv_cache_usage: Optional[float] = None  # percent
+    prompt_tps: Optional[float] = None
+    generation_tps: Optional[float] = None
+    fields: Optional[dict] = None
+
+
+@dataclass(slots=True)
 class LifecycleEvent(Event):
     kind: ClassVar[str] = "lifecycle"
     action: str = "start"  # start | restart | checkpoint_save | checkpoint_load | end | teardown
     fields: Optional[dict] = None
 
 
-EVENT_KINDS = {c.kind: c for c in (StepEvent, ScaleEvent, ErrorEvent, WarningEvent, LifecycleEvent)}
+EVENT_KINDS = {c.kind: c for c in (StepEvent, ScaleEvent, ErrorEvent, WarningEvent, MetricsEvent, LifecycleEvent)}
 
 
 @dataclass(slots=True)

@@ -38,6 +38,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     info.size = size
     base = origin_from_path(None if source.is_stdin else source.name)
     states: dict = {}
+    by_name = {p.name: p for p in parsers}
     name = source.name
     try:
         for lineno, raw in scan(stream, keywords, info, max_line=max_line):
@@ -53,6 +54,9 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 if st is None:
                     st = states[(p.name, key)] = {}
                 events = p.parse(rec, st)
+                pending = st.get("pending")
+                if pending is not None and pending.stream is None:
+                    _place(pending, text, msg, origin, key)
                 if events is not None:
                     info.formats[p.name] = info.formats.get(p.name, 0) + 1
                     break
@@ -61,15 +65,11 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             if events:
                 info.event_lines += 1
             for ev in events:
-                ev.text = text  # evidence shows the line as printed, prefixes included
-                ev.origin = origin
-                if ev.rank is None:
-                    ev.rank = origin.rank
-                ev.stream = key if ev.rank == origin.rank else ("rank", origin.node, ev.rank)
-                if not isinstance(ev, StepEvent):
-                    ts = parse_ts(msg)
-                    if ts is not None:
-                        ev.origin = type(origin)(origin.rank, origin.local_rank, origin.node, ts)
+                if ev.stream is None:
+                    _place(ev, text, msg, origin, key)
+                yield ev
+        for (pname, key), st in states.items():
+            for ev in by_name[pname].flush(st):
                 yield ev
     finally:
         if not source.is_stdin:
@@ -88,6 +88,19 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             "NS-IO-INVALID-UTF8", f"{info.replaced_bytes} invalid UTF-8 sequence(s) replaced with U+FFFD", name))
     if not info.complete:
         result.diagnostics.append(Diagnostic("NS-IO-INCOMPLETE", info.error or "input ends early", name))
+
+
+def _place(ev: Event, text: str, msg: str, origin, key: tuple) -> None:
+    """Give an event its line as printed, its origin, its rank and its stream (once)."""
+    ev.text = text  # evidence shows the line as printed, prefixes included
+    ev.origin = origin
+    if ev.rank is None:
+        ev.rank = origin.rank
+    ev.stream = key if ev.rank == origin.rank else ("rank", origin.node, ev.rank)
+    if not isinstance(ev, StepEvent):
+        ts = parse_ts(msg)
+        if ts is not None:
+            ev.origin = type(origin)(origin.rank, origin.local_rank, origin.node, ts)
 
 
 def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult) -> Iterator[Event]:

@@ -63,6 +63,10 @@ class Streams:
             return
         if ev.step is None:
             ev.step = st.step
+            if ev.framework == "deepspeed" and isinstance(ev, ScaleEvent) and st.step is not None:
+                # DeepSpeed prints an overflow inside the optimizer step in progress, after the
+                # last logged step: it belongs to the next one.
+                ev.step = st.step + 1
         if isinstance(ev, ScaleEvent) and ev.action in ("overflow", "decrease", "minimum"):
             if ev.action == "overflow":
                 st.overflows += 1
@@ -83,8 +87,10 @@ class Streams:
             s.nonfinite_steps += 1
         if ev.skipped:
             s.skipped_steps += 1
-        if ev.skipped_iters is not None:
-            st.cum_skipped = max(st.cum_skipped, ev.skipped_iters)
+        if ev.skipped_total is not None:
+            st.cum_skipped = max(st.cum_skipped, ev.skipped_total)
+        if ev.skipped_iters:
+            s.skipped_steps += ev.skipped_iters
         derived = None
         if ev.loss_scale is not None and math.isfinite(ev.loss_scale):
             _scale_range(s, ev.loss_scale)

@@ -7,6 +7,8 @@ result wins the line. Builders get a per-(source, stream) state dict and may ret
   None      -> not mine after all, keep trying
   []        -> recognised, no event (e.g. a tqdm bar that only updates state)
   [events]  -> recognised, these events
+A builder may park one event in state["pending"] when a later line completes it (HF's log dicts
+take their step from the tqdm redraw that follows them); flush() releases it at end of input.
 """
 
 from __future__ import annotations
@@ -64,6 +66,11 @@ class Parser:
                 return [out]
             return list(out)
         return None
+
+    def flush(self, state: dict) -> list[Event]:
+        """At the end of a source: events a rule held back waiting for a later line."""
+        pending = state.pop("pending", None)
+        return [pending] if pending is not None else []
 
 
 def rule(name: str, keywords: Sequence[str], pattern: str, flags: int = 0, match_start: bool = False):

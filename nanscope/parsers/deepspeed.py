@@ -73,7 +73,7 @@ def _minimum(m, rec, state):
 def _progress(m, rec, state):
     return StepEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", step=int(m.group("step")),
-        skipped_iters=int(m.group("skipped")), lr=to_float(m.group("lr")),
+        skipped_total=int(m.group("skipped")), lr=to_float(m.group("lr")),
     )
 
 

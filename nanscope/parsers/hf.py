@@ -3,9 +3,10 @@
 The Trainer prints `str(logs)`: a Python dict repr. transformers 5.x prints the values as strings
 (`{'loss': '6.804', 'grad_norm': '0.8704', 'learning_rate': '0.0004', 'epoch': '0.04688'}`),
 older releases print floats and a bare `nan` (`{'loss': nan, 'grad_norm': nan, ...}`): neither
-is JSON, so the pairs are read with a tolerant regex. The dicts carry no step; the tqdm bar that
-shares their line (`\\r 40%|####  | 20/50 [00:02<00:03,  9.10it/s]`) does, so the last bar
-position seen in the stream is the dict's step.
+is JSON, so the pairs are read with a tolerant regex. The dicts carry no step; the tqdm bar does. The
+bar drawn *before* a dict is rate-limited and may lag, but tqdm.write() redraws the bar right
+after it with the current count (`{'loss': ...}\\n\\r 40%|####  | 20/50 [...]`), so a dict is held
+until that redraw and takes its count. Without bars (disable_tqdm) the dicts are numbered in order.
 
 With `logging_nan_inf_filter=True` (the default) a NaN loss is logged as the running average of
 the finite ones (often `0`), while `grad_norm` still says `nan`: that pair is the tell.
@@ -24,28 +25,33 @@ _KV = re.compile(r"'(?P<k>[\w/\-.]+)':\s*(?P<v>'[^']*'|tensor\([^)]*\)|[^,}\s]+)
 
 @rule("tqdm", ("it/s]", "s/it]", "it/s,", "s/it,"), r"\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[")
 def _tqdm(m, rec, state):
-    state["tqdm_step"] = int(m.group("n"))
-    state["tqdm_total"] = int(m.group("total"))
-    return []
+    pending = state.pop("pending", None)
+    if pending is None:
+        return []
+    pending.step = int(m.group("n"))
+    return [pending]
 
 
 @rule("log-dict", ("{'loss'", "{'grad_norm'", "{'train_runtime'", "{'eval_", "'learning_rate'"), r"^\{'[\w/\-.]+':", match_start=True)
 def _log_dict(m, rec, state):
     pairs = {p.group("k"): p.group("v") for p in _KV.finditer(rec.text)}
     if "train_runtime" in pairs:
-        return LifecycleEvent(
+        earlier = state.pop("pending", None)
+        end = LifecycleEvent(
             loc=rec.loc, text=rec.text, framework="hf", action="end",
             fields={"train_loss": to_float(pairs.get("train_loss"))},
         )
+        return [earlier, end] if earlier is not None else [end]
     if "loss" not in pairs and "grad_norm" not in pairs:
         return []  # eval dicts and friends: recognised, not a training step
-    ev = StepEvent(
-        loc=rec.loc, text=rec.text, framework="hf", step=state.get("tqdm_step"),
+    earlier = state.pop("pending", None)  # no bar since the last dict: it keeps its place in order
+    state["pending"] = StepEvent(
+        loc=rec.loc, text=rec.text, framework="hf", step=None,
         loss=to_float(pairs.get("loss")), grad_norm=to_float(pairs.get("grad_norm")),
         lr=to_float(pairs.get("learning_rate")), epoch=to_float(pairs.get("epoch")),
         raw_fields={k: v.strip("'") for k, v in pairs.items()},
     )
-    return ev
+    return [earlier] if earlier is not None else []
 
 
 PARSER = Parser(

@@ -94,38 +94,48 @@ class Line(Machine):
 
 
 class _Run:
-    __slots__ = ("events", "steps", "last", "started_after_good")
+    __slots__ = ("events", "steps", "last", "first_step", "last_step")
 
-    def __init__(self, started_after_good: bool):
+    def __init__(self) -> None:
         self.events: list = []
         self.steps = 0
         self.last: Any = object()
-        self.started_after_good = started_after_good
+        self.first_step: Optional[int] = None
+        self.last_step: Optional[int] = None
 
     def add(self, ev: Event) -> None:
         k = _stepkey(ev)
         if k != self.last:
             self.steps += 1
             self.last = k
+        if ev.step is not None:
+            if self.first_step is None:
+                self.first_step = ev.step
+            self.last_step = ev.step
         if len(self.events) < EVIDENCE_PER_MATCH - 1:
             self.events.append(ev)
 
 
 class Transient(Machine):
-    """A run of `bad` events over min_run..max_run distinct steps, ended by a `good` event.
+    """A run of `bad` events over min_run..max_run distinct steps that ends in a `good` event.
 
-    position = "after_start": the run began after the stream had good events (a recovery in the
-    middle of training); "start": before any (a warm-up burst); "any".
+    gap: good steps within `gap` steps of the last bad one do not end the run (an fp16 warm-up
+    interleaves overflows with normal prints). position: "after_start" (the run begins more than
+    start_window steps after the stream's first step: a recovery in the middle of training),
+    "start" (a warm-up burst), or "any".
     """
 
     name = "transient"
     PARAMS = {"bad": (True, "condition"), "good": (True, "condition"), "min_run": (False, "int"),
-              "max_run": (False, "int"), "position": (False, "str")}
+              "max_run": (False, "int"), "position": (False, "str"), "gap": (False, "int"),
+              "start_window": (False, "int")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.bad, self.good = self.cond("bad"), self.cond("good")
         self.min_run, self.max_run = int(self.num("min_run", 1)), int(self.num("max_run", 3))
+        self.gap = int(self.num("gap", 0))
+        self.start_window = int(self.num("start_window", 5))
         self.position = spec.get("position", "after_start")
         if self.position not in ("start", "after_start", "any"):
             raise SignatureError("'position' is one of start, after_start, any")
@@ -133,49 +143,86 @@ class Transient(Machine):
     def feed(self, ev: Event, emit: Emit) -> None:
         st = self.state.get(ev.stream)
         if st is None:
-            st = self.state[ev.stream] = {"seen_good": False, "run": None}
+            st = self.state[ev.stream] = {"first_step": ev.step, "good_before": False, "run": None, "recovery": None}
+        if st["first_step"] is None:
+            st["first_step"] = ev.step
+        run: Optional[_Run] = st["run"]
         if self.bad(ev):
-            if st["run"] is None:
-                st["run"] = _Run(st["seen_good"])
-            st["run"].add(ev)
-        elif self.good(ev):
-            run: Optional[_Run] = st["run"]
-            if run is not None:
-                pos_ok = (self.position == "any" or (self.position == "start") != run.started_after_good)
-                if pos_ok and self.min_run <= run.steps <= self.max_run:
-                    first = run.events[0]
-                    emit(self.match(first, run.events + [ev], step=first.step, run=run.steps,
-                                    recovered_step=ev.step))
-                st["run"] = None
-            st["seen_good"] = True
+            if run is None:
+                run = st["run"] = _Run()
+                st["run_after_good"] = st["good_before"]
+            run.add(ev)
+            st["recovery"] = None
+            return
+        if not self.good(ev):
+            return
+        if run is not None:
+            if st["recovery"] is None:
+                st["recovery"] = ev
+            if ev.step is not None and run.last_step is not None and ev.step <= run.last_step + self.gap:
+                return  # still inside the run
+            self._close(st, emit)
+        st["good_before"] = True
+
+    def _close(self, st: dict, emit: Emit) -> None:
+        run: _Run = st["run"]
+        rec = st["recovery"]
+        if rec is not None and self._position_ok(st, run) and self.min_run <= run.steps <= self.max_run:
+            first = run.events[0]
+            emit(self.match(first, run.events + [rec], step=run.first_step, run=run.steps,
+                            recovered_step=rec.step, last_bad_step=run.last_step))
+        st["run"] = st["recovery"] = None
+
+    def finish(self, emit: Emit) -> None:
+        for st in self.state.values():
+            if st["run"] is not None:
+                self._close(st, emit)  # recovered only if a good event followed the last bad one
+
+    def _position_ok(self, st: dict, run: _Run) -> bool:
+        """At the start: nothing good came before the run, or the log begins at the start of
+        training (its first step is within start_window) and the run within start_window of it.
+        An excerpt that begins at step 23 is not the start of training."""
+        if self.position == "any":
+            return True
+        at_start = not st.get("run_after_good", False)
+        first = st["first_step"]
+        if not at_start and first is not None and run.first_step is not None:
+            at_start = first <= self.start_window and run.first_step <= first + self.start_window
+        return at_start == (self.position == "start")
 
 
 class Persistent(Machine):
-    """`bad` events over at least min_run distinct steps with no `reset` event in between."""
+    """`bad` events over at least min_run distinct steps with no `reset` event in between
+    (and, with `require`, at least one bad event of the run satisfying it)."""
 
     name = "persistent"
-    PARAMS = {"bad": (True, "condition"), "reset": (True, "condition"), "min_run": (False, "int")}
+    PARAMS = {"bad": (True, "condition"), "reset": (True, "condition"), "min_run": (False, "int"),
+              "require": (False, "condition")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.bad, self.reset = self.cond("bad"), self.cond("reset")
         self.min_run = int(self.num("min_run", 3))
+        self.require = self.cond("require") if "require" in spec else None
 
     def _close(self, stream: Any, st: dict, emit: Emit, until_end: bool) -> None:
         run: Optional[_Run] = st.get("run")
-        if run is not None and run.steps >= self.min_run:
+        if run is not None and run.steps >= self.min_run and (self.require is None or st.get("required")):
             first = run.events[0]
             emit(self.match(first, run.events + ([st["last"]] if st["last"] not in run.events else []),
                             step=first.step, run=run.steps, last_step=st["last"].step, until_end=until_end))
         st["run"] = None
+        st["required"] = False
 
     def feed(self, ev: Event, emit: Emit) -> None:
-        st = self.state.setdefault(ev.stream, {"run": None, "last": None})
+        st = self.state.setdefault(ev.stream, {"run": None, "last": None, "required": False})
         if self.bad(ev):
             if st["run"] is None:
-                st["run"] = _Run(True)
+                st["run"] = _Run()
             st["run"].add(ev)
             st["last"] = ev
+            if self.require is not None and not st["required"] and self.require(ev):
+                st["required"] = True
         elif self.reset(ev) and st["run"] is not None:
             self._close(ev.stream, st, emit, until_end=False)
 

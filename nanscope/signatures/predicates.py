@@ -27,7 +27,8 @@ _EXPR = re.compile(r"^\s*(?P<field>[A-Za-z_][\w.]*)\s+(?P<op>is not|is|==|!=|<=|
 _IS = {"finite", "nonfinite", "nan", "inf", "none", "set", "true", "false"}
 FIELDS = {
     "event", "framework", "rank", "step", "text", "loss", "grad_norm", "lr", "loss_scale", "skipped",
-    "nan_iters", "skipped_iters", "tokens_per_s", "epoch", "action", "old_scale", "new_scale",
+    "nan_iters", "skipped_iters", "skipped_total", "tokens_per_s", "running", "waiting", "swapped",
+    "preemptions", "kv_cache_usage", "prompt_tps", "generation_tps", "origin", "epoch", "action", "old_scale", "new_scale",
     "rank_is_printer_only", "error", "message", "exc_type", "exitcode", "signal", "warning",
     "collective", "fields", "raw_fields", "fingerprint",
 }

@@ -11,6 +11,12 @@
 # is installed, which adds DeepSpeed accelerator lines to plain Trainer logs):
 #   VENV_HF: torch==2.13.0 (CPU), transformers, accelerate
 #   VENV_DS: torch==2.13.0 (CPU), deepspeed
+# Setup used for the committed logs (CPU torch wheel; pin torch so pip never
+# swaps it):
+#   python3 -m venv $VENV_HF && $VENV_HF/bin/pip install torch==2.13.0 \
+#       && $VENV_HF/bin/pip install transformers accelerate
+#   python3 -m venv $VENV_DS && $VENV_DS/bin/pip install torch==2.13.0 \
+#       && echo torch==2.13.0 > pin.txt && $VENV_DS/bin/pip install deepspeed -c pin.txt
 # Usage: sample_logs/generate/make_hf_logs.sh [hf|ds|all]   (default all)
 set -uo pipefail
 

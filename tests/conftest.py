@@ -1,0 +1,53 @@
+"""Shared helpers: run the CLI as a user would, diagnose text, find sample logs and their truth."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_logs"
+
+
+def run_cli(*args: str, stdin: bytes | None = None, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    e = dict(os.environ)
+    e.pop("NANSCOPE_DEBUG", None)
+    e.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "nanscope", *args], input=stdin, capture_output=True, env=e, cwd=cwd or ROOT, timeout=300,
+    )
+
+
+def manifest_entries() -> list[dict]:
+    """Every [[log]] of every sample_logs/*/MANIFEST.toml, with the path made absolute."""
+    out = []
+    for m in sorted(SAMPLES.glob("*/MANIFEST.toml")):
+        data = tomllib.loads(m.read_text(encoding="utf-8"))
+        for entry in data.get("log", []):
+            entry = dict(entry)
+            entry["abspath"] = SAMPLES / entry["path"]
+            out.append(entry)
+    return out
+
+
+def all_ids(report) -> set[str]:
+    """Every finding id in a report: top level and grouped collateral (not superseded matches)."""
+    ids = set()
+    for f in report.findings:
+        ids.add(f.id)
+        ids.update(c.id for c in f.collateral)
+    return ids
+
+
+@pytest.fixture(scope="session")
+def signatures():
+    from nanscope.signatures.loader import load
+
+    sigs, errors = load()
+    assert not errors, "\n".join(str(e) for e in errors)
+    return sigs
