@@ -28,11 +28,6 @@ sig_app = typer.Typer(no_args_is_help=True, help="List, show, test and lint sign
 app.add_typer(sig_app, name="signatures")
 
 
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-
-
 class FailOn(str, Enum):
     info = "info"
     low = "low"
@@ -88,7 +83,7 @@ def _root(
 @app.command()
 def diagnose(
     paths: List[str] = typer.Argument(None, help="Log files, folders of per-rank files, .gz, or - for stdin (default)."),
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
+    fmt: str = typer.Option("text", "--format", "-f", help="Report format: text, json, ... (see `nanscope formats`)."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report here (atomically) instead of stdout."),
     fail_on: FailOn = typer.Option(FailOn.medium, "--fail-on", help="Lowest severity that makes the exit status non-zero."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (errors still exit 2)."),
@@ -107,18 +102,15 @@ def diagnose(
 
     options = api.Options(signatures=_split(signatures), select=_split(select), ignore=_split(ignore),
                           parsers=_split(parser) or None)
+    from nanscope import report as reporters
+
+    if fmt not in reporters.FORMATS:
+        raise typer.BadParameter(f"unknown format '{fmt}'; known: {', '.join(reporters.FORMATS)}", param_hint="--format")
     report = api.diagnose(paths or ["-"], options)
     if not quiet:
         with open_output(output) as out:
-            if fmt == Format.json:
-                from nanscope.report import json as json_report
-
-                out.write(json_report.render(report, redact=not no_redact))
-            else:
-                from nanscope.report import text
-
-                text.render(report, out, color=use_color(color, no_color, out) and output is None,
-                            redact_secrets=not no_redact)
+            color_on = use_color(color, no_color, out) and output is None
+            reporters.render(fmt, report, out, reporters.RenderOptions(color=color_on, redact=not no_redact))
     code = api.exit_code(report, fail_on.value)
     raise typer.Exit(ExitCode.CLEAN if exit_zero else code)
 
@@ -153,6 +145,15 @@ def explain(sig_id: str = typer.Argument(..., metavar="ID", help="A signature id
     if sig_id not in sigs:
         raise NanscopeError(f"no signature '{sig_id}'; see `nanscope signatures list`")
     sys.stdout.write(explain_text(sigs[sig_id]))
+
+
+@app.command()
+def formats() -> None:
+    """List the report formats of `diagnose --format`."""
+    from nanscope.report import FORMATS
+
+    for name, (_mod, desc) in FORMATS.items():
+        print(f"{name:<10} {desc}")
 
 
 @app.command()

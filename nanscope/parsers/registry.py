@@ -1,8 +1,10 @@
-"""All parsers, in the order they are tried. Adding a format = adding a module to PARSER_MODULES."""
+"""All parsers, in the order they are tried (by priority). Adding a format = adding a module to
+nanscope/parsers/ that defines PARSER; it is found automatically."""
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 from functools import lru_cache
 from typing import Optional, Sequence
@@ -10,19 +12,25 @@ from typing import Optional, Sequence
 from nanscope.errors import NanscopeError
 from nanscope.parsers.base import Parser
 
-PARSER_MODULES = (
-    "nanscope.parsers.torchrun",
-    "nanscope.parsers.deepspeed",
-    "nanscope.parsers.hf",
-    "nanscope.parsers.python",
-    "nanscope.parsers.pytorch",
-)
+_NOT_PARSERS = {"base", "registry", "numbers"}
 
 
 @lru_cache(maxsize=1)
 def all_parsers() -> tuple[Parser, ...]:
-    parsers = [importlib.import_module(m).PARSER for m in PARSER_MODULES]
-    return tuple(sorted(parsers, key=lambda p: p.priority))
+    import nanscope.parsers as pkg
+
+    parsers = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name in _NOT_PARSERS or info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        if isinstance(getattr(mod, "PARSER", None), Parser):
+            parsers.append(mod.PARSER)
+    names = [p.name for p in parsers]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise NanscopeError(f"two parsers are named {', '.join(sorted(dupes))}")
+    return tuple(sorted(parsers, key=lambda p: (p.priority, p.name)))
 
 
 def select(names: Optional[Sequence[str]] = None) -> tuple[Parser, ...]:

@@ -1,0 +1,35 @@
+"""Reporters: one module per --format, each with render(report, out, options).
+
+The CLI looks formats up here; adding a format means adding a module and a line to FORMATS.
+Reporters never compute anything: they render the Report they are given.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import IO
+
+from nanscope.model import Report
+
+
+@dataclass
+class RenderOptions:
+    color: bool = False
+    redact: bool = True
+    width: int = 100
+
+
+# name -> (module, description)
+FORMATS: dict[str, tuple[str, str]] = {
+    "text": ("nanscope.report.text", "the terminal report (default)"),
+    "json": ("nanscope.report.json", "versioned JSON envelope (see `nanscope schema`)"),
+}
+
+
+def render(fmt: str, report: Report, out: IO[str], options: RenderOptions) -> None:
+    if fmt not in FORMATS:
+        from nanscope.errors import NanscopeError
+
+        raise NanscopeError(f"unknown format '{fmt}'; known: {', '.join(FORMATS)}")
+    importlib.import_module(FORMATS[fmt][0]).render(report, out, options)

@@ -91,7 +91,8 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
-def render(report: Report, out: IO[str], color: bool, width: int = 100, redact_secrets: bool = True) -> None:
+def render(report: Report, out: IO[str], options) -> None:
+    color, width, redact_secrets = options.color, options.width, options.redact
     console = Console(file=out, no_color=not color, force_terminal=color, highlight=False, width=width,
                       emoji=False, markup=False, soft_wrap=False)
     name, style, words = _VERDICT[report.verdict]
