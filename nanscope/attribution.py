@@ -64,10 +64,12 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
                 f.collateral_ranks = sorted(set(f.ranks) - {t.initiating_rank})
                 tiers[id(f)] = 1
 
-    # Tier 2: the first primary error; collateral findings are grouped under it.
+    # Tier 2: the first primary error; collateral findings are grouped under it. A cascade
+    # finding (the whole story) leads only when no specific primary finding exists.
     primaries = [f for f in findings if f.sig.role == "primary" and f.category != "numerics" and f.ranks]
+    specific = [f for f in primaries if f.sig.match["machine"] != "cascade"] or primaries
     root: Optional[Finding] = None
-    for f in primaries:
+    for f in specific:
         if root is None or _before(f, root):
             root = f
     top = list(findings)
@@ -77,9 +79,10 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
         root.confidence = "high" if _earliest(root)[0] is not None or len(ranks) <= 1 else "medium"
         others = [f for f in findings if f is not root and f.sig.role == "collateral"]
         when = _when(root)
-        root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
-        if others:
-            root.decided_by += ", before the collateral errors on the other ranks"
+        if root.sig.match["machine"] != "cascade":
+            root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
+            if others:
+                root.decided_by += ", before the collateral errors on the other ranks"
         tiers[id(root)] = 2
         coll = set(root.collateral_ranks)
         for f in others:
@@ -92,10 +95,37 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
         root.collateral_ranks = sorted(coll | (ranks - {root.initiating_rank}) if others else coll)
     else:
         for f in findings:
-            if f.sig.role == "collateral" and not f.decided_by:
+            if f.sig.role == "collateral" and f.initiating_rank is None:
+                if _bookkeeping(f, ranks):
+                    tiers[id(f)] = 3
+                    continue
                 f.decided_by = (f"tier 4: only collateral errors (ranks {fmt_ranks(f.ranks)}) are in the input; "
                                 f"the rank that started it is unknown. Next time: {NEXT_TIME}")
                 f.confidence = "low"
+        # A tier-3 finding (who the others waited for) is the root the remaining collateral groups under.
+        t3 = next((f for f in findings if tiers[id(f)] == 3), None)
+        if t3 is not None:
+            for f in findings:
+                if f is not t3 and f.sig.role == "collateral" and tiers[id(f)] != 3 and f in top:
+                    f.initiating_rank = t3.initiating_rank
+                    f.confidence = t3.confidence
+                    f.decided_by = f"collateral of {t3.id} (rank {t3.initiating_rank})"
+                    t3.collateral.append(f)
+                    top.remove(f)
+    # The launcher's blame is corrected by whatever decided the culprit above.
+    for f in findings:
+        if f.sig.match["machine"] == "launcher_blame" and f.matches:
+            culprit = root.initiating_rank if root is not None else None
+            if culprit is None:
+                culprit = next((g.initiating_rank for g in findings if tiers[id(g)] == 3), None)
+            if culprit is None:
+                culprit = f.matches[0].extras.get("culprit")
+            f.initiating_rank = culprit
+            f.confidence = "medium"
+            blamed = f.matches[0].extras.get("blamed")
+            f.decided_by = (f"torchrun named rank {blamed} as the root cause, but "
+                            f"{f.matches[0].extras.get('why', 'its own errors are only collateral')}")
+            f.collateral_ranks = sorted(ranks - {culprit}) if culprit is not None else []
 
     def order(f: Finding) -> tuple:
         t = tiers[id(f)]
@@ -113,10 +143,59 @@ def _when(f: Finding) -> str:
     return ""
 
 
+def _bookkeeping(f: Finding, ranks: set) -> bool:
+    """Tier 3 for collective timeouts: the rank that never reported one, or whose last enqueued
+    collective lags behind everyone else's, is the one the others were waiting for."""
+    reporting = set(f.ranks)
+    silent = sorted(ranks - reporting)
+    if len(ranks) >= 2 and len(silent) == 1:
+        f.initiating_rank = silent[0]
+        f.confidence = "medium"
+        f.decided_by = (f"tier 3: ranks {fmt_ranks(reporting)} timed out waiting in a collective; rank {silent[0]} "
+                        f"is the only rank that never reported a timeout, so it never joined that collective")
+        f.collateral_ranks = sorted(reporting)
+        return True
+    enq: dict = {}
+    for m in f.matches:
+        for ev in m.events:
+            c = getattr(ev, "collective", None)
+            if c is not None and c.enqueued is not None and ev.rank is not None:
+                enq[ev.rank] = min(enq.get(ev.rank, c.enqueued), c.enqueued)
+    if len(enq) >= 2:
+        low = min(enq.values())
+        laggards = sorted(r for r, e in enq.items() if e == low)
+        if len(laggards) == 1 and low < max(enq.values()):
+            f.initiating_rank = laggards[0]
+            f.confidence = "medium"
+            f.decided_by = (f"tier 3: rank {laggards[0]}'s last enqueued collective ({low}) lags behind the other "
+                            f"ranks' ({max(enq.values())}): it never reached the collective they wait in")
+            f.collateral_ranks = sorted(set(enq) - {laggards[0]})
+            return True
+    return False
+
+
 def _own_evidence(f: Finding, ranks: set) -> int:
     """What the finding's own matches say about its rank. Returns the tier that decided (or 9)."""
     sig = f.sig
     machine = sig.match["machine"]
+    if machine == "cascade" and f.matches:
+        m = f.matches[0]
+        f.initiating_rank = m.rank
+        f.confidence = "high" if m.events[0].origin is not None and m.events[0].origin.ts is not None else "medium"
+        f.collateral_ranks = list(m.extras.get("collateral_ranks", []))
+        f.decided_by = (f"tier 2: rank {m.rank} failed first ({m.extras.get('culprit', '')}); ranks "
+                        f"{fmt_ranks(f.collateral_ranks)} failed or were torn down after it")
+        return 2
+    if machine == "launcher_blame":
+        return 9
+    if sig.tier == 1 and f.matches:
+        m = f.matches[0]
+        f.initiating_rank = m.rank
+        f.confidence = "high"
+        f.decided_by = (f"tier 1: rank {m.rank} reported it from a check that runs before the collective, "
+                        f"so the value was already bad there")
+        f.collateral_ranks = sorted(ranks - {m.rank})
+        return 1
     if machine == "first_across_ranks" and f.matches:
         m = f.matches[0]
         bad, good = m.extras.get("bad_ranks", []), m.extras.get("good_ranks", [])

@@ -24,6 +24,7 @@ class Origin:
     local_rank: Optional[int] = None
     node: Optional[str] = None
     ts: Optional[float] = None  # seconds; only comparable within one job
+    proc: Optional[str] = None  # the process tag of a wrapper prefix, e.g. VllmWorker, EngineCore_0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """Per-(node, rank) streams: fill in what one line cannot know, and keep the per-rank ledger.
 
-- A step-less event (a DeepSpeed overflow line) gets the stream's current step.
+- A step-less event (an overflow, an exception) gets the step in progress: the stream's last
+  logged step + 1.
 - A step line whose printed loss scale fell below the previous one yields a derived ScaleEvent
   (GradScaler prints nothing when it skips a step; the halved scale is the trace it leaves).
 - The ledger per rank: steps seen, first/last step, non-finite steps, skipped steps, scale range.
@@ -61,12 +62,10 @@ class Streams:
             if derived is not None:
                 yield derived
             return
-        if ev.step is None:
-            ev.step = st.step
-            if ev.framework == "deepspeed" and isinstance(ev, ScaleEvent) and st.step is not None:
-                # DeepSpeed prints an overflow inside the optimizer step in progress, after the
-                # last logged step: it belongs to the next one.
-                ev.step = st.step + 1
+        if ev.step is None and st.step is not None:
+            # A step-less line (an overflow, an exception, a teardown) happens during the step in
+            # progress: the one after the last step this stream logged.
+            ev.step = st.step + 1
         if isinstance(ev, ScaleEvent) and ev.action in ("overflow", "decrease", "minimum"):
             if ev.action == "overflow":
                 st.overflows += 1

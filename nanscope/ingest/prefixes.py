@@ -73,7 +73,7 @@ def origin_from_path(path: Optional[str]) -> Origin:
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
-    rank = local = None
+    rank = local = proc = None
     pos = 0
     match = _PREFIX.match
     found = False
@@ -95,11 +95,13 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             rank = int(m.group("srun"))
         elif m.group("mpirank") is not None:
             rank = int(m.group("mpirank"))
-        elif m.group("prank") is not None:
-            rank = int(m.group("prank"))
+        if m.group("proc") is not None:
+            proc = m.group("proc")
+            if m.group("prank") is not None:
+                rank = int(m.group("prank"))
         del g
     if not found:
         return text, base
     if rank is None and local is not None and base.node is None:
         rank = local  # one node: torchrun's local rank is the global rank
-    return text[pos:], Origin(rank=rank, local_rank=local, node=base.node)
+    return text[pos:], Origin(rank=rank, local_rank=local, node=base.node, proc=proc)

@@ -33,6 +33,8 @@ def classify(exc_type: str, message: str) -> str:
             return kind
     if exc_type.endswith("KeyboardInterrupt"):
         return "interrupted"
+    if exc_type.endswith("ChildFailedError"):
+        return "launcher_failed"  # torchrun's summary exception: the block after it says more
     return "exception"
 
 

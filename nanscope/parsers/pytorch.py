@@ -63,7 +63,7 @@ def _step(m: "re.Match[str]", rec, state):
         return None
     return StepEvent(
         loc=rec.loc, text=rec.text, framework="pytorch", step=step, loss=loss, grad_norm=grad,
-        lr=lr, loss_scale=scale, tokens_per_s=tps, epoch=epoch,
+        lr=lr, loss_scale=scale, tokens_per_s=tps, epoch=epoch, raw_fields=fields,
     )
 
 

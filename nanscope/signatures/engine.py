@@ -113,7 +113,7 @@ class Engine:
                     agg.also.append(other)
 
 
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_PLACEHOLDER = re.compile(r"\{([\w.]+)\}")
 
 
 def _fmt_num(v: Any) -> Any:
@@ -124,6 +124,11 @@ def _fmt_num(v: Any) -> Any:
             return "inf" if v > 0 else "-inf"
         return f"{v:g}"
     return v
+
+
+def _short(s: str, n: int = 240) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def fmt_ranks(ranks: Iterable[Any]) -> str:
@@ -164,16 +169,19 @@ def build_finding(agg: Aggregate) -> Finding:
         step=first.step if first.step is not None else "?",
         count=agg.count,
         nranks=len(ranks),
+        at_step=f" at step {first.step}" if first.step is not None else "",
         where=(f" on rank {ranks[0]}" if len(ranks) == 1 else f" on ranks {fmt_ranks(ranks)}") if ranks else "",
     )
     for k in ("good_ranks", "bad_ranks"):
         if k in values and isinstance(values[k], list):
             values[k] = fmt_ranks(values[k])
     for attr in ("loss", "grad_norm", "loss_scale", "old_scale", "new_scale", "message", "error", "exc_type",
-                 "exitcode", "signal", "lr"):
+                 "exitcode", "signal", "lr", "warning"):
         v = getattr(ev0, attr, None)
         if v is not None and attr not in values:
-            values[attr] = v
+            values[attr] = _short(v) if isinstance(v, str) else v
+    for k, v in (getattr(ev0, "fields", None) or {}).items():
+        values[f"fields.{k}"] = _short(v) if isinstance(v, str) else v
     evidence: list[Evidence] = []
     seen = set()
     for m in matches:

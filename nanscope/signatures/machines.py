@@ -5,6 +5,8 @@ emits Matches. A new kind of fingerprint is a new machine here; a new failure is
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional
@@ -305,4 +307,257 @@ class FirstAcrossRanks(Machine):
             emit(self.match(ev, [ev], step=s, good_ranks=good, bad_ranks=[e.rank for e in first]))
 
 
-MACHINES: dict[str, type[Machine]] = {m.name: m for m in (Line, Transient, Persistent, CountWithin, FirstAcrossRanks)}
+def order_key(ev: Event) -> tuple:
+    """When did this happen, as far as the log tells: timestamp, then step, then file position.
+    Comparable across ranks only when both lines carry the same kind of evidence."""
+    ts = ev.origin.ts if ev.origin is not None else None
+    return (ts, ev.step, ev.loc.source, ev.loc.line)
+
+
+def happened_before(a: Event, b: Event) -> bool:
+    ta, sa, fa, la = order_key(a)
+    tb, sb, fb, lb = order_key(b)
+    if ta is not None and tb is not None and ta != tb:
+        return ta < tb
+    if sa is not None and sb is not None and sa != sb:
+        return sa < sb
+    if fa == fb:
+        return la < lb
+    return (ta is not None) and tb is None  # a timed line beats an untimed one
+
+
+class Cascade(Machine):
+    """One rank failed first (a `primary` error) and the other ranks then failed or were torn
+    down (`collateral` errors). The first primary error is the earliest by timestamp, else by
+    step, else by position in the same file."""
+
+    name = "cascade"
+    PARAMS = {"primary": (True, "condition"), "collateral": (True, "condition")}
+    DEFAULT_EVENTS = ("error", "lifecycle")
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.primary, self.collateral = self.cond("primary"), self.cond("collateral")
+        self.first: Optional[Event] = None
+        self.coll_ranks: set = set()
+        self.coll_events: list = []
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if ev.rank is None:
+            return
+        if self.primary(ev):
+            if self.first is None or happened_before(ev, self.first):
+                self.first = ev
+        elif self.collateral(ev):
+            if ev.rank not in self.coll_ranks and len(self.coll_events) < EVIDENCE_PER_MATCH - 1:
+                self.coll_events.append(ev)
+            self.coll_ranks.add(ev.rank)
+
+    def finish(self, emit: Emit) -> None:
+        first = self.first
+        if first is None:
+            return
+        others = sorted(self.coll_ranks - {first.rank})
+        if not others:
+            return
+        evidence = [first] + [e for e in self.coll_events if e.rank != first.rank]
+        emit(self.match(first, evidence, collateral_ranks=others, culprit=_describe(first)))
+
+
+class LauncherBlame(Machine):
+    """The launcher's "Root Cause" names a rank whose own errors are only collateral (a timeout, a
+    lost peer, a teardown signal), while another rank failed first or never reported at all."""
+
+    name = "launcher_blame"
+    PARAMS = {"blame": (True, "condition"), "primary": (True, "condition"), "collateral": (True, "condition")}
+    DEFAULT_EVENTS = ("error", "step", "lifecycle")
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.blame, self.primary, self.collateral = self.cond("blame"), self.cond("primary"), self.cond("collateral")
+        self.blamed: Optional[Event] = None
+        self.first_primary: Optional[Event] = None
+        self.primary_ranks: set = set()
+        self.reporting: set = set()
+        self.ranks: set = set()
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if ev.rank is None:
+            return
+        self.ranks.add(ev.rank)
+        if self.blame(ev):
+            if self.blamed is None:
+                self.blamed = ev
+            return
+        if self.primary(ev):
+            self.primary_ranks.add(ev.rank)
+            if self.first_primary is None or happened_before(ev, self.first_primary):
+                self.first_primary = ev
+        elif self.collateral(ev):
+            self.reporting.add(ev.rank)
+
+    def finish(self, emit: Emit) -> None:
+        b = self.blamed
+        if b is None or b.rank in self.primary_ranks:
+            return
+        if self.first_primary is not None:
+            culprit, why = self.first_primary.rank, f"rank {self.first_primary.rank} failed first ({_describe(self.first_primary)})"
+        else:
+            silent = sorted(self.ranks - self.reporting - {b.rank})
+            if len(silent) != 1 or b.rank not in self.reporting:
+                return
+            culprit, why = silent[0], f"rank {silent[0]} is the only rank that reported no error: it stopped joining collectives"
+        emit(self.match(b, [b], blamed=b.rank, culprit=culprit, why=why))
+
+
+class Spike(Machine):
+    """A finite value more than `factor` times the median of the previous `window` values."""
+
+    name = "spike"
+    PARAMS = {"field": (True, "str"), "factor": (False, "float"), "window": (False, "int"),
+              "min_history": (False, "int"), "when": (False, "condition")}
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.get = field_getter(spec["field"])
+        self.factor = float(self.num("factor", 3.0))
+        self.window = int(self.num("window", 20))
+        self.min_history = int(self.num("min_history", 10))
+        self.when = self.cond("when") if "when" in spec else None
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if self.when is not None and not self.when(ev):
+            return
+        v = self.get(ev)
+        if v is None or not math.isfinite(v):
+            return
+        st = self.state.setdefault(ev.stream, {"hist": deque(maxlen=self.window), "cool": 0})
+        hist = st["hist"]
+        if st["cool"] > 0:
+            st["cool"] -= 1
+        elif len(hist) >= self.min_history:
+            med = statistics.median(hist)
+            if med > 0 and v > self.factor * med:
+                emit(self.match(ev, [ev], value=v, baseline=med, ratio=v / med))
+                st["cool"] = self.window
+        hist.append(v)
+
+
+class Trend(Machine):
+    """A value that keeps climbing: the median of the last `window` values is at least
+    `min_ratio` times the best (lowest) rolling median seen, with no non-finite value involved.
+    Reported once per stream, at the step where the best was seen (the onset)."""
+
+    name = "trend"
+    PARAMS = {"field": (True, "str"), "window": (False, "int"), "min_ratio": (False, "float"),
+              "when": (False, "condition")}
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.get = field_getter(spec["field"])
+        self.window = int(self.num("window", 10))
+        self.min_ratio = float(self.num("min_ratio", 1.5))
+        self.when = self.cond("when") if "when" in spec else None
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if self.when is not None and not self.when(ev):
+            return
+        v = self.get(ev)
+        if v is None or not math.isfinite(v):
+            return
+        st = self.state.setdefault(ev.stream, {"hist": deque(maxlen=self.window), "best": None, "best_ev": None, "fired": False})
+        if st["fired"]:
+            return
+        hist = st["hist"]
+        hist.append(v)
+        if len(hist) < self.window:
+            return
+        med = statistics.median(hist)
+        if st["best"] is None or med < st["best"]:
+            st["best"], st["best_ev"] = med, ev
+        elif st["best"] > 0 and med >= self.min_ratio * st["best"] and sorted(hist)[0] > st["best"]:
+            st["fired"] = True
+            onset = st["best_ev"]
+            emit(self.match(onset, [onset, ev], step=onset.step, best=st["best"], value=med,
+                            ratio=med / st["best"], now_step=ev.step))
+
+
+class OutlierAcrossRanks(Machine):
+    """A rank whose typical (median) value is `factor` times the median of the other ranks'
+    (e.g. data-loading time): the straggler. Needs at least three ranks."""
+
+    name = "outlier_across_ranks"
+    PARAMS = {"field": (True, "str"), "factor": (False, "float"), "min_samples": (False, "int"),
+              "when": (False, "condition")}
+    WINDOW = 64
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.get = field_getter(spec["field"])
+        self.factor = float(self.num("factor", 2.0))
+        self.min_samples = int(self.num("min_samples", 5))
+        self.when = self.cond("when") if "when" in spec else None
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if ev.rank is None or (self.when is not None and not self.when(ev)):
+            return
+        v = self.get(ev)
+        if v is None or not math.isfinite(v):
+            return
+        st = self.state.setdefault(ev.stream, {"vals": deque(maxlen=self.WINDOW), "first": None, "rank": ev.rank})
+        st["vals"].append(v)
+        if st["first"] is None:
+            st["first"] = ev
+        st["last"] = ev
+
+    def finish(self, emit: Emit) -> None:
+        meds = {k: statistics.median(st["vals"]) for k, st in self.state.items() if len(st["vals"]) >= self.min_samples}
+        if len(meds) < 3:
+            return
+        for k, m in meds.items():
+            others = [v for kk, v in meds.items() if kk != k]
+            base = statistics.median(others)
+            if base > 0 and m >= self.factor * base:
+                st = self.state[k]
+                emit(self.match(st["last"], [st["last"]], step=st["first"].step, value=m, baseline=base,
+                                ratio=m / base, rank_median=m))
+
+
+def field_getter(path: "str | list[str]") -> Callable[[Event], Optional[float]]:
+    """A numeric field of an event: `loss`, or a printed extra like `raw_fields.data_time`. A
+    list names alternatives; the first one the event has is used."""
+    from nanscope.parsers.numbers import to_float
+    from nanscope.signatures.predicates import _getter
+
+    paths = [path] if isinstance(path, str) else list(path)
+    if not paths or not all(isinstance(p, str) for p in paths):
+        raise SignatureError("'field' is a field name or a list of field names")
+    getters = [_getter(p) for p in paths]
+
+    def value(ev: Event) -> Optional[float]:
+        for get in getters:
+            v = get(ev)
+            if v is None or isinstance(v, bool):
+                continue
+            if isinstance(v, (int, float)):
+                return float(v)
+            f = to_float(str(v))
+            if f is not None:
+                return f
+        return None
+
+    return value
+
+
+def _describe(ev: Event) -> str:
+    err = getattr(ev, "error", None) or ev.kind
+    exc = getattr(ev, "exc_type", None)
+    msg = (getattr(ev, "message", "") or "").strip()
+    head = f"{exc.rsplit('.', 1)[-1]}: {msg}" if exc else (msg or err)
+    return head if len(head) <= 160 else head[:159] + "…"
+
+
+MACHINES: dict[str, type[Machine]] = {m.name: m for m in (
+    Line, Transient, Persistent, CountWithin, FirstAcrossRanks, Cascade, LauncherBlame, Spike, Trend,
+    OutlierAcrossRanks,
+)}

@@ -4,6 +4,7 @@
   action == "overflow"       new_scale <= 1                 error in ["cuda_oom", "host_oom"]
   message ~ "CUDA out of memory"                            fields.root_cause == true
   collective.seq > 10        event == "step"                exitcode < 0
+  fields.reserved_unallocated_gib >= @fields.tried_gib      (a value may name another field with @)
 
 `is` tests: finite, nonfinite, nan, inf, none, set, true, false. `~` is a regex search (the
 `regex` module, with a time limit, so a user's pattern cannot hang a run). A condition is a
@@ -136,6 +137,20 @@ def compile_expr(expr: str) -> Pred:
                 raise RegexTimeout(pat) from None
 
         return search if op == "~" else (lambda ev: not search(ev))
+    if raw.startswith("@"):
+        other = _getter(raw[1:])
+        if op not in ("==", "!=", "<", "<=", ">", ">="):
+            raise SignatureError(f"'{op}' cannot compare with a field reference")
+        pyop = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+                "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}[op]
+
+        def compare_fields(ev: Any) -> bool:
+            a, b = get(ev), other(ev)
+            if op in ("==", "!="):
+                return pyop(a, b)
+            return _num(a) and _num(b) and pyop(float(a), float(b))
+
+        return compare_fields
     value = _literal(raw)
     if op in ("in", "not in"):
         if not isinstance(value, list):

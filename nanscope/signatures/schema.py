@@ -22,7 +22,7 @@ _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 TOP_KEYS = {
     "id": True, "title": True, "category": True, "severity": True, "status": True, "revision": True,
     "frameworks": True, "retryable": False, "benign": False, "role": False, "rank_evidence": False,
-    "supersedes": False, "match": True, "diagnosis": True, "examples": True, "description": False,
+    "supersedes": False, "tier": False, "match": True, "diagnosis": True, "examples": True, "description": False,
 }
 DIAGNOSIS_KEYS = {
     "summary": True, "root_cause": True, "benign_when": True, "fix": True, "verify": True,
@@ -57,6 +57,7 @@ class Signature:
     role: str
     rank_evidence: bool
     supersedes: tuple
+    tier: Optional[int]
     match: dict
     summary: str
     root_cause: str
@@ -110,6 +111,8 @@ def build(data: dict, path: str, text: str) -> tuple[Optional[Signature], list[S
         err(f"category must be one of {', '.join(CATEGORIES)}", "category")
     if data.get("role", "primary") not in ROLES:
         err(f"role must be one of {', '.join(ROLES)}", "role")
+    if data.get("tier") not in (None, 1, 2, 3):
+        err("tier (the evidence tier this signature's matches give for the initiating rank) is 1, 2 or 3", "tier")
     if not isinstance(data.get("revision", 1), int):
         err("revision must be an integer", "revision")
     for k in ("retryable", "benign", "rank_evidence"):
@@ -169,6 +172,7 @@ def build(data: dict, path: str, text: str) -> tuple[Optional[Signature], list[S
         status=data["status"], revision=data.get("revision", 1), frameworks=tuple(data.get("frameworks", ())),
         retryable=data.get("retryable", False), benign=data.get("benign", False), role=data.get("role", "primary"),
         rank_evidence=data.get("rank_evidence", True), supersedes=tuple(data.get("supersedes", ())),
+        tier=data.get("tier"),
         match=match, summary=diag["summary"], root_cause=diag["root_cause"], benign_when=diag["benign_when"],
         fix=diag["fix"], verify=diag["verify"], references=tuple(diag["references"]),
         related=tuple(diag.get("related", ())), mechanism=diag.get("mechanism", ""),
