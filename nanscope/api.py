@@ -99,14 +99,23 @@ def verdict(findings: list[Finding]) -> str:
     return "actionable"
 
 
+def with_baseline(report: Report, baseline_path: str, options: Optional[Options] = None) -> Report:
+    """Mark the report's findings new/known against a known-good run (a JSON report or a log)."""
+    from nanscope import baseline
+
+    report.baseline = baseline.compare(report, baseline.load(baseline_path, options), baseline_path)
+    return report
+
+
 def exit_code(report: Report, fail_on: str = "medium") -> ExitCode:
-    """0: nothing at or above fail_on; 1: findings; 3: all of those are retryable infrastructure faults."""
+    """0: nothing at or above fail_on; 1: findings; 3: all of those are retryable infrastructure faults.
+    With a baseline, only new findings (and regressions) count."""
     if fail_on == "never":
         return ExitCode.CLEAN
     if fail_on not in SEVERITIES:
         raise NanscopeError(f"--fail-on takes one of {', '.join(SEVERITIES)}, never")
     level = SEVERITY_ORDER[fail_on]
-    hits = [f for f in report.findings if SEVERITY_ORDER[f.severity] >= level]
+    hits = [f for f in report.findings if SEVERITY_ORDER[f.severity] >= level and f.baseline_status != "known"]
     if not hits:
         return ExitCode.CLEAN
     if all(f.retryable for f in hits):

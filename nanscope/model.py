@@ -173,6 +173,7 @@ class Finding:
     also_matched: list = field(default_factory=list)
     occurrences: int = 1
     first_loc: Optional[tuple] = None  # (source, line) for ordering
+    baseline_status: Optional[str] = None  # with --baseline: "new" or "known"
     matches: list = field(default_factory=list, repr=False, compare=False)  # for attribution only
     sig: Any = field(default=None, repr=False, compare=False)
 
@@ -227,3 +228,4 @@ class Report:
     verdict: str
     signatures_loaded: int
     elapsed_s: float = 0.0
+    baseline: Optional[dict] = None  # with --baseline: what is new or worse

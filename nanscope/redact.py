@@ -16,11 +16,12 @@ _PATTERNS = [
     re.compile(r"\b(wandb_v1_[A-Za-z0-9]{20,40}_[A-Za-z0-9]{40,60})\b"),
     re.compile(r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b"),
     re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,255})\b"),
-    re.compile(r"(?i)wandb[\w\-. ]{0,20}?(?:[:=]|\s)\s*['\"]?([0-9a-f]{40})\b"),
     re.compile(r"(?i)\bauthorization:\s*(?:bearer|token|basic)?\s*([^\s'\"]{8,})"),
-    re.compile(r"(?i)\b[\w\-]*(?:token|api_key|apikey|secret|password|passwd)[\w\-]*\s*[=:]\s*['\"]?([^\s'\",;]{8,})"),
+    re.compile(r"(?i)\b[\w\-]*(?:token|api[_-]?key|secret|password|passwd)s?['\"]?\s*[=:]\s*['\"]?([^\s'\",;}]{12,})"),
     re.compile(r"(?i)--(?:token|api[_-]key|password|secret)[= ]\s*['\"]?([^\s'\"]{8,})"),
 ]
+_WANDB_HEX = re.compile(r"\b([0-9a-f]{40})\b")  # a W&B v1 key: 40 hex on a line that mentions wandb
+_GENERIC = _PATTERNS[-2]
 _PLACEHOLDER = re.compile(r"(?i)example|x{6,}|\*{4,}|<[^>]*>|\[REDACTED|your[_-]?token|\$\{?\w+\}?$")
 _HINT = re.compile(r"(?i)hf_|api_org_|wandb|AKIA|ASIA|ABIA|ACCA|A3T|gh[pousr]_|authorization|token|key|secret|passw")
 
@@ -30,16 +31,27 @@ def _mask(secret: str) -> str:
     return f"{head}…[REDACTED len={len(secret)}]"
 
 
+def _looks_secret(value: str) -> bool:
+    """A value after `token=`/`secret:` is masked only if it looks like a key (letters and digits),
+    so `max_tokens: 4096` or a file path stays readable."""
+    return (any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
+            and "/" not in value and not value.startswith("[REDACTED"))
+
+
 def redact(text: str) -> str:
     if not _HINT.search(text):
         return text
     for rx in _PATTERNS:
         def sub(m: "re.Match[str]") -> str:
             secret = m.group(1)
-            if _PLACEHOLDER.search(secret):
+            if _PLACEHOLDER.search(secret) or "REDACTED" in secret:
+                return m.group(0)
+            if rx is _GENERIC and not _looks_secret(secret):
                 return m.group(0)
             s, e = m.span(1)
             return m.group(0)[: s - m.start()] + _mask(secret) + m.group(0)[e - m.start():]
 
         text = rx.sub(sub, text)
+    if "wandb" in text.lower():
+        text = _WANDB_HEX.sub(lambda m: _mask(m.group(1)), text)
     return text

@@ -57,6 +57,7 @@ def finding_record(f: Finding, do_redact: bool = True) -> dict:
         "related": list(f.related),
         "also_matched": list(f.also_matched),
         "collateral": [finding_record(c, do_redact) for c in f.collateral],
+        **({"baseline_status": f.baseline_status} if f.baseline_status else {}),
     }
 
 
@@ -91,6 +92,7 @@ def report_record(r: Report, do_redact: bool = True) -> dict:
         "diagnostics": [
             {"code": d.code, "message": d.message, "source": d.source, "line": d.line} for d in r.diagnostics
         ],
+        **({"baseline": r.baseline} if r.baseline is not None else {}),
         "summary": {
             "findings": len(r.findings),
             "by_severity": sev,

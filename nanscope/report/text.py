@@ -45,6 +45,8 @@ def _finding(console: Console, f: Finding, do_redact: bool, width: int, index: i
     head.append(f"{index}. ", style="bold")
     head.append(f"{f.severity.upper():<8}", style=_SEV_STYLE.get(f.severity, ""))
     head.append(f" {f.id}", style="bold")
+    if f.baseline_status:
+        head.append(f" [{f.baseline_status}]", style="bold green" if f.baseline_status == "known" else "bold red")
     head.append(f"  {f.title}")
     console.print(head)
     console.print(_wrap("what", terminal(redact(f.summary) if do_redact else f.summary, 1000), width))
@@ -61,7 +63,10 @@ def _finding(console: Console, f: Finding, do_redact: bool, width: int, index: i
     if f.collateral_ranks:
         console.print(_wrap("", f"collateral: ranks {fmt_ranks(f.collateral_ranks)}", width))
     for c in f.collateral:
-        t = Text("          -> ")
+        t = Text("          ")
+        if f.initiating_rank is not None:
+            at = f" at step {f.first_step}" if f.first_step is not None else ""
+            t.append(f"rank {f.initiating_rank}: {f.id}{at} -> ")
         t.append(f"ranks {fmt_ranks(c.ranks)}: " if c.ranks else "")
         t.append(c.title)
         t.append(f" ({c.id}, collateral)", style="dim")
@@ -107,6 +112,15 @@ def render(report: Report, out: IO[str], options) -> None:
     if ranks:
         head.append(f" ({len(ranks)} rank(s): {fmt_ranks(ranks)})")
     console.print(head)
+    if report.baseline is not None:
+        b = report.baseline
+        t = Text(f"compared with {terminal(b['source'], 200)}: ")
+        t.append(f"{len(b['new_findings'])} new finding(s)" + (f" ({', '.join(b['new_findings'])})" if b["new_findings"] else ""))
+        if b["resolved_findings"]:
+            t.append(f"; gone since: {', '.join(b['resolved_findings'])}")
+        for w in b["worse"][:8]:
+            t.append(f"; {terminal(w['label'], 60)} {w['field']} {_fmt(w['baseline'])} -> {_fmt(w['now'])}")
+        console.print(t)
     console.print()
     for i, f in enumerate(report.findings, 1):
         _finding(console, f, redact_secrets, width, i)

@@ -20,9 +20,13 @@ def explain_text(s: Signature) -> str:
            f"   frameworks: {', '.join(s.frameworks)}\n\n"]
     out.append(_para("What it is", s.description))
     out.append(_para("Mechanism", s.mechanism or s.root_cause))
+    if s.symptoms:
+        out.append("Symptoms, and what each means\n" + "".join(
+            textwrap.fill(x, width=96, initial_indent="  - ", subsequent_indent="    ") + "\n" for x in s.symptoms) + "\n")
     out.append(_para("When it is benign", s.benign_when))
     if s.confirm:
-        out.append("How to confirm\n" + "".join(f"  [ ] {c}\n" for c in s.confirm) + "\n")
+        out.append("How to confirm\n" + "".join(
+            textwrap.fill(c, width=96, initial_indent="  [ ] ", subsequent_indent="      ") + "\n" for c in s.confirm) + "\n")
     out.append(_para("Fix", s.fix))
     out.append(_para("Prevention", s.prevention))
     out.append(_para("Verify the fix", s.verify))

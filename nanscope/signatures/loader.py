@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Iterable, Optional
@@ -37,6 +38,9 @@ def load_file(path: Path) -> tuple[Optional[Signature], list[SignatureError]]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         line = getattr(e, "lineno", None)
+        m = re.search(r"\(at line (\d+)", str(e))
+        if line is None and m:
+            line = int(m.group(1))
         msg = str(e).split(" (at line")[0]
         return None, [SignatureError(f"invalid TOML: {msg}", str(path), line)]
     return build(data, str(path), text)

@@ -27,6 +27,7 @@ TOP_KEYS = {
 DIAGNOSIS_KEYS = {
     "summary": True, "root_cause": True, "benign_when": True, "fix": True, "verify": True,
     "references": True, "related": False, "mechanism": False, "confirm": False, "prevention": False,
+    "symptoms": False,
 }
 EXAMPLE_KEYS = {"name": True, "expect": True, "log": True, "initiating_rank": False, "step": False,
                 "source": False, "note": False}
@@ -69,6 +70,7 @@ class Signature:
     mechanism: str
     confirm: tuple
     prevention: str
+    symptoms: tuple
     description: str
     examples: tuple
     path: str = ""
@@ -128,8 +130,10 @@ def build(data: dict, path: str, text: str) -> tuple[Optional[Signature], list[S
     for k in diag:
         if k not in DIAGNOSIS_KEYS:
             err(f"unknown key '{k}' in [diagnosis]", k)
-    if diag.get("references") is not None and not isinstance(diag.get("references"), list):
-        err("references must be a list of strings", "references")
+    for k in ("references", "related", "confirm", "symptoms"):
+        v = diag.get(k)
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            err(f"{k} must be a list of strings", k)
     match = data.get("match", {})
     if not isinstance(match, dict) or "machine" not in match:
         err("[match] needs 'machine'", "match")
@@ -177,6 +181,7 @@ def build(data: dict, path: str, text: str) -> tuple[Optional[Signature], list[S
         fix=diag["fix"], verify=diag["verify"], references=tuple(diag["references"]),
         related=tuple(diag.get("related", ())), mechanism=diag.get("mechanism", ""),
         confirm=tuple(diag.get("confirm", ())), prevention=diag.get("prevention", ""),
+        symptoms=tuple(diag.get("symptoms", ())),
         description=data.get("description", ""), examples=tuple(examples), path=path,
     )
     return sig, []

@@ -81,6 +81,12 @@ def lint(extra_dirs: Iterable[str] = ()) -> list[str]:
         for r in s.related:
             if r not in {x.id for x in sigs}:
                 problems.append(str(SignatureError(f"related id '{r}' is not a known signature", s.path)))
+    seen: dict = {}
+    for s in sigs:
+        key = repr(sorted(s.match.items()))
+        if key in seen:
+            problems.append(str(SignatureError(f"[match] is identical to {seen[key]}'s: a copy under another name", s.path)))
+        seen.setdefault(key, s.id)
     return problems
 
 

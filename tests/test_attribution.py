@@ -1,0 +1,60 @@
+"""Cross-rank attribution on real multi-rank logs: the initiating rank, the collateral ranks,
+and the grouping a user reads in the text and JSON reports."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+
+
+def _report(path: str) -> dict:
+    p = run_cli("diagnose", path, "--format", "json", "--exit-zero")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_crash_names_the_first_failing_rank_and_groups_the_victims():
+    r = _report("sample_logs/torch/ddp_crash_rank1.log")
+    top = r["findings"][0]
+    assert (top["id"], top["initiating_rank"]) == ("rank-crash-cascade", 1)
+    assert top["collateral_ranks"] == [0, 2, 3]
+    grouped = {c["id"]: c["ranks"] for c in top["collateral"]}
+    assert grouped["peer-connection-lost"] == [0, 2]
+    assert "worker-terminated" in grouped
+    assert [f["id"] for f in r["findings"]] == ["rank-crash-cascade"]  # victims are not peers
+
+
+def test_hang_names_the_silent_rank_and_corrects_torchrun():
+    r = _report("sample_logs/torch/ddp_hang_rank3.log")
+    by_id = {f["id"]: f for f in r["findings"]}
+    assert by_id["collective-timeout"]["initiating_rank"] == 3
+    assert by_id["collective-timeout"]["decided_by"].startswith("tier 3")
+    assert by_id["collective-timeout"]["collateral_ranks"] == [0, 1, 2]
+    blame = by_id["launcher-misleading-root-cause"]
+    assert blame["initiating_rank"] == 3 and "torchrun named rank" in blame["decided_by"]
+
+
+def test_host_oom_is_the_root_and_the_cascade_is_reported():
+    r = _report("sample_logs/torch/ddp_host_oom_rank1.log")
+    top = r["findings"][0]
+    assert (top["id"], top["initiating_rank"]) == ("host-oom", 1)
+    assert {c["id"] for c in top["collateral"]} >= {"peer-connection-lost"}
+    assert "rank-crash-cascade" in [f["id"] for f in r["findings"]]
+
+
+def test_text_report_shows_root_then_collateral():
+    out = run_cli("diagnose", "sample_logs/torch/ddp_crash_rank1.log", "--color", "never").stdout.decode()
+    assert "initiating rank 1" in out
+    assert "rank 1: rank-crash-cascade at step 30 -> ranks 0,2: " in out
+    assert "(peer-connection-lost, collateral)" in out
+
+
+def test_no_rank_is_named_without_evidence():
+    # Every rank NaN at the same step: the log cannot tell who started it.
+    log = b"".join(f"[default{r}]:step=40, loss=nan, grad_norm=nan, lr=0.001\n".encode() for r in range(4)) * 1
+    log += b"".join(f"[default{r}]:step={s}, loss=nan, grad_norm=nan, lr=0.001\n".encode() for s in (41, 42) for r in range(4))
+    r = json.loads(run_cli("diagnose", "-", "--format", "json", stdin=log).stdout)
+    f = next(f for f in r["findings"] if f["id"] == "nan-persistent")
+    assert f["initiating_rank"] is None
+    assert "cannot tell" in f["decided_by"]
