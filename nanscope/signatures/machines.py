@@ -483,18 +483,20 @@ class Trend(Machine):
 
 
 class OutlierAcrossRanks(Machine):
-    """A rank whose typical (median) value is `factor` times the median of the other ranks'
-    (e.g. data-loading time): the straggler. Needs at least three ranks."""
+    """A rank whose recent typical (median) value is `factor` times the median of the other ranks'
+    and at least `min_excess` above it (e.g. data-loading time): the straggler. Needs three ranks.
+    Reported at the step where its trailing run of slow values began."""
 
     name = "outlier_across_ranks"
     PARAMS = {"field": (True, "str"), "factor": (False, "float"), "min_samples": (False, "int"),
-              "when": (False, "condition")}
+              "min_excess": (False, "float"), "when": (False, "condition")}
     WINDOW = 64
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.get = field_getter(spec["field"])
         self.factor = float(self.num("factor", 2.0))
+        self.min_excess = float(self.num("min_excess", 0.0))
         self.min_samples = int(self.num("min_samples", 5))
         self.when = self.cond("when") if "when" in spec else None
 
@@ -504,23 +506,26 @@ class OutlierAcrossRanks(Machine):
         v = self.get(ev)
         if v is None or not math.isfinite(v):
             return
-        st = self.state.setdefault(ev.stream, {"vals": deque(maxlen=self.WINDOW), "first": None, "rank": ev.rank})
-        st["vals"].append(v)
-        if st["first"] is None:
-            st["first"] = ev
-        st["last"] = ev
+        st = self.state.setdefault(ev.stream, deque(maxlen=self.WINDOW))
+        st.append((v, ev))
 
     def finish(self, emit: Emit) -> None:
-        meds = {k: statistics.median(st["vals"]) for k, st in self.state.items() if len(st["vals"]) >= self.min_samples}
+        meds = {k: statistics.median(v for v, _ in q) for k, q in self.state.items() if len(q) >= self.min_samples}
         if len(meds) < 3:
             return
         for k, m in meds.items():
-            others = [v for kk, v in meds.items() if kk != k]
-            base = statistics.median(others)
-            if base > 0 and m >= self.factor * base:
-                st = self.state[k]
-                emit(self.match(st["last"], [st["last"]], step=st["first"].step, value=m, baseline=base,
-                                ratio=m / base, rank_median=m))
+            base = statistics.median(v for kk, v in meds.items() if kk != k)
+            threshold = max(self.factor * base, base + self.min_excess)
+            if m < threshold or m <= 0:
+                continue
+            q = list(self.state[k])
+            i = len(q)
+            while i > 0 and q[i - 1][0] >= threshold:
+                i -= 1
+            onset = q[i][1] if i < len(q) else q[-1][1]
+            last = q[-1][1]
+            emit(self.match(onset, [onset, last], step=onset.step, value=m, baseline=base,
+                            ratio=(m / base) if base > 0 else math.inf))
 
 
 def field_getter(path: "str | list[str]") -> Callable[[Event], Optional[float]]:
@@ -532,18 +537,23 @@ def field_getter(path: "str | list[str]") -> Callable[[Event], Optional[float]]:
     paths = [path] if isinstance(path, str) else list(path)
     if not paths or not all(isinstance(p, str) for p in paths):
         raise SignatureError("'field' is a field name or a list of field names")
-    getters = [_getter(p) for p in paths]
+    getters = []
+    for p in paths:  # "raw_fields.data_time*1000": a unit conversion
+        name, _, mult = p.partition("*")
+        try:
+            factor = float(mult) if mult else 1.0
+        except ValueError:
+            raise SignatureError(f"bad field {p!r}: use NAME or NAME*NUMBER") from None
+        getters.append((_getter(name.strip()), factor))
 
     def value(ev: Event) -> Optional[float]:
-        for get in getters:
+        for get, factor in getters:
             v = get(ev)
             if v is None or isinstance(v, bool):
                 continue
-            if isinstance(v, (int, float)):
-                return float(v)
-            f = to_float(str(v))
+            f = float(v) if isinstance(v, (int, float)) else to_float(str(v))
             if f is not None:
-                return f
+                return f * factor
         return None
 
     return value
