@@ -51,8 +51,9 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
     for f in findings:
         tiers[id(f)] = _own_evidence(f, ranks)
 
-    # Tier 1 decides the other numerics findings of the same incident.
+    # Tier 1 decides the other numerics findings of the same incident; symptoms group under it.
     tier1 = [f for f in findings if tiers[id(f)] == 1 and f.initiating_rank is not None]
+    grouped: list = []
     for t in tier1:
         for f in findings:
             if f is t or f.category != "numerics" or tiers[id(f)] == 1:
@@ -63,21 +64,29 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
                 f.decided_by = f"tier 1 (from {t.id}): rank {t.initiating_rank} went non-finite first, at step {t.first_step}"
                 f.collateral_ranks = sorted(set(f.ranks) - {t.initiating_rank})
                 tiers[id(f)] = 1
+                if f.sig.role in ("symptom", "collateral") and f not in t.collateral:
+                    grouped.append((t, f))
+    top_ids = {id(f) for f in findings}
+    for t, f in grouped:
+        if id(f) in top_ids:
+            t.collateral.append(f)
+            top_ids.discard(id(f))
 
     # Tier 2: the first primary error; collateral findings are grouped under it. A cascade
     # finding (the whole story) leads only when no specific primary finding exists.
-    primaries = [f for f in findings if f.sig.role == "primary" and f.category != "numerics" and f.ranks]
+    primaries = [f for f in findings if f.sig.role == "primary" and f.category != "numerics"
+                 and (f.ranks or len(ranks) <= 1)]
     specific = [f for f in primaries if f.sig.match["machine"] != "cascade"] or primaries
     root: Optional[Finding] = None
     for f in specific:
         if root is None or _before(f, root):
             root = f
-    top = list(findings)
+    top = [f for f in findings if id(f) in top_ids]
     if root is not None:
         m = root.matches[0]
         root.initiating_rank = m.rank
         root.confidence = "high" if _earliest(root)[0] is not None or len(ranks) <= 1 else "medium"
-        others = [f for f in findings if f is not root and f.sig.role == "collateral"]
+        others = [f for f in top if f is not root and f.sig.role == "collateral"]
         when = _when(root)
         if root.sig.match["machine"] != "cascade":
             root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
@@ -91,10 +100,10 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
             f.decided_by = f"collateral of {root.id} on rank {root.initiating_rank}"
             coll |= set(f.ranks) - {root.initiating_rank}
             root.collateral.append(f)
-            top.remove(f)
+        top = [f for f in top if not any(f is o for o in others)]
         root.collateral_ranks = sorted(coll | (ranks - {root.initiating_rank}) if others else coll)
     else:
-        for f in findings:
+        for f in top:
             if f.sig.role == "collateral" and f.initiating_rank is None:
                 if _bookkeeping(f, ranks):
                     tiers[id(f)] = 3
@@ -103,15 +112,24 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
                                 f"the rank that started it is unknown. Next time: {NEXT_TIME}")
                 f.confidence = "low"
         # A tier-3 finding (who the others waited for) is the root the remaining collateral groups under.
-        t3 = next((f for f in findings if tiers[id(f)] == 3), None)
+        t3 = next((f for f in top if tiers[id(f)] == 3), None)
         if t3 is not None:
-            for f in findings:
-                if f is not t3 and f.sig.role == "collateral" and tiers[id(f)] != 3 and f in top:
-                    f.initiating_rank = t3.initiating_rank
-                    f.confidence = t3.confidence
-                    f.decided_by = f"collateral of {t3.id} (rank {t3.initiating_rank})"
-                    t3.collateral.append(f)
-                    top.remove(f)
+            moved = [f for f in top if f is not t3 and f.sig.role == "collateral" and tiers[id(f)] != 3]
+            for f in moved:
+                f.initiating_rank = t3.initiating_rank
+                f.confidence = t3.confidence
+                f.decided_by = f"collateral of {t3.id} (rank {t3.initiating_rank})"
+                t3.collateral.append(f)
+            top = [f for f in top if not any(f is m for m in moved)]
+        else:
+            # No culprit in the input: a launcher-blame finding ("the failure is elsewhere") holds the victims.
+            lb = next((f for f in top if f.sig.match["machine"] == "launcher_blame"), None)
+            if lb is not None:
+                moved = [f for f in top if f is not lb and f.sig.role == "collateral"]
+                for f in moved:
+                    f.decided_by = f"collateral of a failure outside this input (see {lb.id})"
+                    lb.collateral.append(f)
+                top = [f for f in top if not any(f is m for m in moved)]
     # The launcher's blame is corrected by whatever decided the culprit above.
     for f in findings:
         if f.sig.match["machine"] == "launcher_blame" and f.matches:
@@ -146,6 +164,8 @@ def _when(f: Finding) -> str:
 def _bookkeeping(f: Finding, ranks: set) -> bool:
     """Tier 3 for collective timeouts: the rank that never reported one, or whose last enqueued
     collective lags behind everyone else's, is the one the others were waiting for."""
+    if not all(getattr(ev, "error", None) == "collective_timeout" for m in f.matches for ev in m.events[:1]):
+        return False
     reporting = set(f.ranks)
     silent = sorted(ranks - reporting)
     if len(ranks) >= 2 and len(silent) == 1:
@@ -219,7 +239,7 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         f.confidence = "high"
         f.decided_by = "one process: the input shows a single rank" if only is not None else "one process: the input has no rank prefixes"
         return 0
-    if len(f.ranks) == 1:
+    if len(f.ranks) == 1 and sig.role == "primary":
         f.initiating_rank = f.ranks[0]
         f.confidence = "medium"
         f.decided_by = f"only rank {f.ranks[0]} shows it"

@@ -5,12 +5,14 @@ Everything here is a generator; nothing holds more than one chunk of one input.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
 from nanscope.ingest.prefixes import origin_from_path, peel, strip_ansi
-from nanscope.ingest.reader import MAX_LINE_BYTES, Source, open_binary, scan
+from nanscope.ingest.reader import MAX_LINE_BYTES, Source, open_binary, scan_candidates
 from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Record, StepEvent
 from nanscope.parsers.base import Parser
@@ -30,37 +32,105 @@ class ScanResult:
     diagnostics: list = field(default_factory=list)
 
 
+class Dispatch:
+    """Which parsers and rules to try for a line, from the keywords the prefilter found in it.
+
+    Equivalent to trying every parser in priority order (a rule is tried only when one of its
+    keywords is in the line), without testing every keyword of every parser on every line. A
+    parser that overrides Parser.parse() is always called, as before."""
+
+    def __init__(self, parsers: Sequence[Parser]):
+        self.parsers = tuple(parsers)
+        self.prefilter = keyword_regex(self.parsers)
+        self.custom = _custom(self.parsers)
+        self.all = tuple((i, p, None) for i, p in enumerate(self.parsers))
+        self._plans: dict = {}
+
+    def plan(self, found: tuple) -> tuple:
+        got = self._plans.get(found)
+        if got is None:
+            words = self.prefilter.possible(found)
+            if words is None:
+                got = self.all
+            else:
+                steps = []
+                for i, p in enumerate(self.parsers):
+                    if self.custom[i]:
+                        steps.append((i, p, None))
+                        continue
+                    rules = tuple(r for r in p.rules if any(k in words for k in r.keywords))
+                    if rules:
+                        steps.append((i, p, rules))
+                got = tuple(steps)
+            self._plans[found] = got
+        return got
+
+
+_DISPATCH: dict = {}
+
+
+def _custom(parsers: tuple) -> tuple:
+    """Parsers whose parse() is not Parser.parse (a subclass or an instance attribute)."""
+    return tuple(type(p).parse is not Parser.parse or "parse" in vars(p) for p in parsers)
+
+
+def dispatch_for(parsers: tuple) -> Dispatch:
+    """One Dispatch per parser selection (parsers are unhashable dataclasses: keyed by identity)."""
+    key = tuple(id(p) for p in parsers)
+    d = _DISPATCH.get(key)
+    if d is None or d.parsers != parsers or d.custom != _custom(parsers):
+        d = _DISPATCH[key] = Dispatch(parsers)
+    return d
+
+
 def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, result: ScanResult,
-                max_line: int = MAX_LINE_BYTES) -> Iterator[Event]:
+                max_line: int = MAX_LINE_BYTES, progress: Optional[Callable[[int], None]] = None) -> Iterator[Event]:
     """Events of one input, in line order."""
-    keywords = keyword_regex(parsers)
+    parsers = tuple(parsers)
+    dispatch = dispatch_for(parsers)
     stream, size = open_binary(source)
     info.size = size
     base = origin_from_path(None if source.is_stdin else source.name)
     states: dict = {}
-    by_name = {p.name: p for p in parsers}
+    made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)
     name = source.name
+    plan = dispatch.plan
+    everything = dispatch.all
+    formats = info.formats
     try:
-        for lineno, raw in scan(stream, keywords, info, max_line=max_line):
+        for lineno, raw, found in scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress):
             text = raw.decode("utf-8", "replace")
             if "\ufffd" in text:
                 info.replaced_bytes += text.count("\ufffd")
-            text = strip_ansi(text)
+            if "\x1b" in text:
+                text = strip_ansi(text)
+                steps = everything  # an escape sequence may have split a keyword in the raw bytes
+            else:
+                steps = plan(found)
             msg, origin = peel(text, base)
             rec = Record(Loc(name, lineno), msg, origin, text)
             key = stream_key(origin, name)
-            for p in parsers:
-                st = states.get((p.name, key))
-                if st is None:
-                    st = states[(p.name, key)] = {}
-                events = p.parse(rec, st)
+            have = made.get(key, -1)
+            events = None
+            for i, p, rules in steps:
+                if i > have:
+                    for j in range(have + 1, i + 1):
+                        states.setdefault((parsers[j].name, key), {})
+                    have = made[key] = i
+                st = states[(p.name, key)]
+                events = p.parse(rec, st) if rules is None else p.parse_rules(rec, st, rules)
                 pending = st.get("pending")
                 if pending is not None and pending.stream is None:
                     _place(pending, text, msg, origin, key)
                 if events is not None:
-                    info.formats[p.name] = info.formats.get(p.name, 0) + 1
+                    formats[p.name] = formats.get(p.name, 0) + 1
                     break
-            else:
+            if events is None:
+                last = len(parsers) - 1
+                if last > have:
+                    for j in range(have + 1, last + 1):
+                        states.setdefault((parsers[j].name, key), {})
+                    made[key] = last
                 continue
             if events:
                 info.event_lines += 1
@@ -68,6 +138,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 if ev.stream is None:
                     _place(ev, text, msg, origin, key)
                 yield ev
+        by_name = {p.name: p for p in parsers}
         for (pname, key), st in states.items():
             for ev in by_name[pname].flush(st):
                 yield ev
@@ -100,7 +171,7 @@ def _place(ev: Event, text: str, msg: str, origin, key: tuple) -> None:
     if not isinstance(ev, StepEvent):
         ts = parse_ts(msg)
         if ts is not None:
-            ev.origin = type(origin)(origin.rank, origin.local_rank, origin.node, ts)
+            ev.origin = dataclasses.replace(origin, ts=ts)
 
 
 def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult) -> Iterator[Event]:

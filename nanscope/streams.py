@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterator, Optional
 
-from nanscope.model import Event, Origin, RankSummary, ScaleEvent, StepEvent
+from nanscope.model import ErrorEvent, Event, Origin, RankSummary, ScaleEvent, StepEvent
 
 
 def stream_key(origin: Origin, source: str) -> tuple:
@@ -25,7 +25,7 @@ def stream_key(origin: Origin, source: str) -> tuple:
 
 
 class _Stream:
-    __slots__ = ("summary", "step", "scale", "steps_seen", "overflows", "cum_skipped")
+    __slots__ = ("summary", "step", "scale", "steps_seen", "overflows", "cum_skipped", "fatal")
 
     def __init__(self, summary: RankSummary):
         self.summary = summary
@@ -34,6 +34,7 @@ class _Stream:
         self.steps_seen = 0
         self.overflows = 0  # explicit overflow lines (DeepSpeed)
         self.cum_skipped = 0  # the largest cumulative skip counter printed (DeepSpeed skipped=K)
+        self.fatal: list = []  # exceptions whose step later step lines may still correct
 
 
 class Streams:
@@ -56,16 +57,30 @@ class Streams:
             st.steps_seen += 1
             if ev.step is None:
                 ev.step = st.step + 1 if st.step is not None else st.steps_seen
+            for err in st.fatal:
+                # A block-buffered stdout flushes step lines after the traceback on stderr: those
+                # steps ran before the exception, which belongs to the step after them.
+                if err.step is not None and ev.step >= err.step:
+                    err.step = ev.step + 1
             st.step = ev.step
             derived = self._ledger(st, ev)
             yield ev
             if derived is not None:
                 yield derived
             return
+        if st.step is None and ev.origin is not None and ev.origin.local_rank is not None and ev.stream[0] == "rank":
+            # "[default1]:[rank3]: Traceback" on node1: the steps were logged under the local rank.
+            local = self._streams.get(("local", ev.stream[1], ev.origin.local_rank))
+            if local is not None:
+                st.step = local.step
+                if isinstance(ev, ErrorEvent) and ev.exc_type:
+                    local.fatal.append(ev)
         if ev.step is None and st.step is not None:
             # A step-less line (an overflow, an exception, a teardown) happens during the step in
             # progress: the one after the last step this stream logged.
             ev.step = st.step + 1
+            if isinstance(ev, ErrorEvent) and ev.exc_type and len(st.fatal) < 8:
+                st.fatal.append(ev)
         if isinstance(ev, ScaleEvent) and ev.action in ("overflow", "decrease", "minimum"):
             if ev.action == "overflow":
                 st.overflows += 1

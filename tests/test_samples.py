@@ -41,10 +41,16 @@ def test_ground_truth(entry, monkeypatch):
         assert report.verdict == entry["verdict"]
     if expected:
         primary = next(f for f in report.findings if f.id == entry["expect"][0])
-        if "first_bad_step" in entry:
-            assert primary.first_step == entry["first_bad_step"]
-        if "initiating_rank" in entry:
-            assert primary.initiating_rank == entry["initiating_rank"], primary.decided_by
+        # known_gaps: ground truth nanscope cannot reach yet (documented in the folder README);
+        # asserted to still differ, so fixing the gap makes this test say so.
+        gaps = set(entry.get("known_gaps", []))
+        for key, got in (("first_bad_step", primary.first_step), ("initiating_rank", primary.initiating_rank)):
+            if key not in entry:
+                continue
+            if key in gaps:
+                assert got != entry[key], f"{key} is right now: remove it from known_gaps"
+            else:
+                assert got == entry[key], f"{key}: got {got}, expected {entry[key]} ({primary.decided_by})"
 
 
 @pytest.mark.parametrize("entry", _ENTRIES, ids=[e["path"] for e in _ENTRIES])

@@ -25,7 +25,7 @@ _PREFIX = re.compile(
     [ \t]*(?:
         \[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:[ \t]?
       | \[(?P<bare>\d+)\]:(?=[ \t]*\S)[ \t]?
-      | (?P<srun>\d{1,5}):[ \t](?=\S)
+      | (?P<srun>\d{1,5}):[ \t]+(?=\S)
       | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
       | \((?P<proc>[A-Za-z][\w\-]*)(?:[ \t]+rank=(?P<prank>\d+))?[ \t]+pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \(pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]

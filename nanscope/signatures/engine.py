@@ -99,6 +99,10 @@ class Engine:
             if machine.sig not in self._disabled:
                 machine.finish(self._emit)
         self._apply_supersedes()
+        for agg in self.aggregates.values():
+            for m in agg.matches:
+                if m.step_from_event:
+                    m.step = m.events[0].step
         return [build_finding(agg) for agg in self.aggregates.values()]
 
     def _apply_supersedes(self) -> None:

@@ -26,6 +26,7 @@ class Match:
     events: list  # evidence events, at most EVIDENCE_PER_MATCH
     step: Optional[int]
     extras: dict = field(default_factory=dict)
+    step_from_event: bool = False  # the step is the first event's, which may still be corrected
 
 
 Emit = Callable[[Match], None]
@@ -70,7 +71,7 @@ class Machine:
 
     def match(self, ev: Event, events: list, step: Optional[int] = None, **extras: Any) -> Match:
         return Match(self.sig, ev.stream, ev.rank, events[:EVIDENCE_PER_MATCH],
-                     step if step is not None else ev.step, extras)
+                     step if step is not None else ev.step, extras, step_from_event=step is None)
 
     def feed(self, ev: Event, emit: Emit) -> None:
         raise NotImplementedError
@@ -375,7 +376,7 @@ class LauncherBlame(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.blame, self.primary, self.collateral = self.cond("blame"), self.cond("primary"), self.cond("collateral")
-        self.blamed: Optional[Event] = None
+        self.blamed: list = []  # one Root Cause per launcher (per node)
         self.first_primary: Optional[Event] = None
         self.primary_ranks: set = set()
         self.reporting: set = set()
@@ -386,8 +387,8 @@ class LauncherBlame(Machine):
             return
         self.ranks.add(ev.rank)
         if self.blame(ev):
-            if self.blamed is None:
-                self.blamed = ev
+            if all(b.rank != ev.rank for b in self.blamed):
+                self.blamed.append(ev)
             return
         if self.primary(ev):
             self.primary_ranks.add(ev.rank)
@@ -397,17 +398,22 @@ class LauncherBlame(Machine):
             self.reporting.add(ev.rank)
 
     def finish(self, emit: Emit) -> None:
-        b = self.blamed
-        if b is None or b.rank in self.primary_ranks:
-            return
-        if self.first_primary is not None:
-            culprit, why = self.first_primary.rank, f"rank {self.first_primary.rank} failed first ({_describe(self.first_primary)})"
-        else:
-            silent = sorted(self.ranks - self.reporting - {b.rank})
-            if len(silent) != 1 or b.rank not in self.reporting:
-                return
-            culprit, why = silent[0], f"rank {silent[0]} is the only rank that reported no error: it stopped joining collectives"
-        emit(self.match(b, [b], blamed=b.rank, culprit=culprit, why=why))
+        for b in self.blamed:
+            if b.rank in self.primary_ranks:
+                continue
+            culprit: Optional[int] = None
+            if self.first_primary is not None:
+                culprit, why = self.first_primary.rank, f"rank {self.first_primary.rank} failed first ({_describe(self.first_primary)})"
+            else:
+                silent = sorted(self.ranks - self.reporting - {b.rank})
+                if len(silent) == 1 and b.rank in self.reporting:
+                    culprit, why = silent[0], f"rank {silent[0]} is the only rank that reported no error: it stopped joining collectives"
+                elif b.rank in self.reporting:
+                    why = (f"rank {b.rank}'s own errors are only collateral (a lost peer or a timeout): the failure "
+                           f"started on a rank whose log is not in this input (another node?)")
+                else:
+                    continue
+            emit(self.match(b, [b], blamed=b.rank, culprit=culprit, why=why))
 
 
 class Spike(Machine):
@@ -444,9 +450,10 @@ class Spike(Machine):
 
 
 class Trend(Machine):
-    """A value that keeps climbing: the median of the last `window` values is at least
-    `min_ratio` times the best (lowest) rolling median seen, with no non-finite value involved.
-    Reported once per stream, at the step where the best was seen (the onset)."""
+    """A value that climbed and stayed up: at the end of the input, the median of the last
+    `window` values is at least `min_ratio` times the best (lowest) rolling median seen. A spike
+    that came back down is not a trend. Reported at the step after the lowest value of the best
+    window (the onset of the climb)."""
 
     name = "trend"
     PARAMS = {"field": (True, "str"), "window": (False, "int"), "min_ratio": (False, "float"),
@@ -465,21 +472,28 @@ class Trend(Machine):
         v = self.get(ev)
         if v is None or not math.isfinite(v):
             return
-        st = self.state.setdefault(ev.stream, {"hist": deque(maxlen=self.window), "best": None, "best_ev": None, "fired": False})
-        if st["fired"]:
-            return
+        st = self.state.get(ev.stream)
+        if st is None:
+            st = self.state[ev.stream] = {"hist": deque(maxlen=self.window), "best": None, "onset": None, "med": None}
         hist = st["hist"]
-        hist.append(v)
+        hist.append((v, ev))
         if len(hist) < self.window:
             return
-        med = statistics.median(hist)
+        med = statistics.median(x for x, _ in hist)
+        st["med"], st["last"] = med, ev
         if st["best"] is None or med < st["best"]:
-            st["best"], st["best_ev"] = med, ev
-        elif st["best"] > 0 and med >= self.min_ratio * st["best"] and sorted(hist)[0] > st["best"]:
-            st["fired"] = True
-            onset = st["best_ev"]
-            emit(self.match(onset, [onset, ev], step=onset.step, best=st["best"], value=med,
-                            ratio=med / st["best"], now_step=ev.step))
+            st["best"] = med
+            i_min = min(range(len(hist)), key=lambda i: hist[i][0])
+            st["onset"] = hist[i_min + 1][1] if i_min + 1 < len(hist) else hist[i_min][1]
+
+    def finish(self, emit: Emit) -> None:
+        for st in self.state.values():
+            best, med = st["best"], st["med"]
+            if best is None or best <= 0 or med < self.min_ratio * best:
+                continue
+            onset = st["onset"]
+            emit(self.match(onset, [onset, st["last"]], step=onset.step, best=best, value=med,
+                            ratio=med / best, now_step=st["last"].step))
 
 
 class OutlierAcrossRanks(Machine):
