@@ -1,0 +1,209 @@
+"""CUDA failures as PyTorch, cuBLAS, device asserts and the NVIDIA driver print them.
+
+pytorch c10/cuda/CUDACachingAllocator.cpp, the OOM message in every release (§3.1 of the research notes):
+  <= 2.0  CUDA out of memory. Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; 781.59 MiB already
+          allocated; 3.03 GiB free; [X allowed; ]1.24 GiB reserved in total by PyTorch)   (<= 1.4: "... cached)")
+  2.1     ... Tried to allocate 32.00 MiB. GPU 0 has a total capacty of 4.00 GiB of which 41.56 MiB is free.
+          [Including non-PyTorch memory, this process has 3.44 GiB memory in use. ]Of the allocated memory 2.58 GiB
+          is allocated by PyTorch, and 1.90 MiB is reserved by PyTorch but unallocated. ...       ("capacty" sic)
+  2.2+    "capacity"; the hint names PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; 2.6+ may add
+          "with X allocated in private pools (e.g., CUDA Graphs), "; newest main may drop the "CUDA ".
+  Exception type: RuntimeError (<= 1.12), torch.cuda.OutOfMemoryError (1.13-2.4), torch.OutOfMemoryError (2.5+).
+  Sizes come from format_size: "N bytes", "X KiB", "X MiB", "X GiB"; fields here are all GiB.
+c10/cuda/CUDAException: `CUDA error: <cudaGetErrorString>` (+ boilerplate lines that are not events);
+  1.x THC: `cuda runtime error (39) : uncorrectable ECC error encountered at ...`.
+aten/src/ATen/cuda/CublasHandlePool.cpp: `CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)``.
+Device-side assert, printed by the kernel once per failing thread (kept once per kernel site per stream):
+  ../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [109,0,0], thread: [124,0,0] Assertion `...` failed.
+NVIDIA driver (dmesg / journalctl): `NVRM: Xid (PCI:0000:3b:00): 79, pid=1582259, name=nvc:[driver], GPU has
+  fallen off the bus.` (older drivers: no pid/name; oldest: `NVRM: Xid (0000:03:00): 14, Channel 00000001`).
+
+A CUDA error is usually printed several times on one rank (the exception, `what():`, the watchdog that
+surfaced it): a repeat of the same error on the same stream within a few hundred lines gives no second event.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.python import EXC_LINE
+
+FW = "cuda"
+_REPEAT_WINDOW = 300
+_MAX_REMEMBERED = 256
+
+_SIZE = r"(?P<{0}>\d+(?:\.\d+)?) ?(?P<{0}_u>bytes|[KMGT]iB|[KMGT]B|B)"
+_UNIT_GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 2**10,
+             "KB": 1e3 / 2**30, "MB": 1e6 / 2**30, "GB": 1e9 / 2**30, "TB": 1e12 / 2**30}
+
+
+def _size(name: str) -> str:
+    return _SIZE.format(name)
+
+
+def _gib(m: "re.Match[str]", name: str) -> Optional[float]:
+    if m is None or m.group(name) is None:
+        return None
+    return round(float(m.group(name)) * _UNIT_GIB[m.group(name + "_u")], 6)
+
+
+_OLD_DETAIL = re.compile(
+    r"\(GPU (?P<gpu>\d+); " + _size("total") + r" total capacity; " + _size("alloc") + r" already allocated; "
+    + _size("free") + r" free; (?:" + _size("allowed") + r" allowed; )?(?:" + _size("reserved")
+    + r" reserved in total by PyTorch|" + _size("cached") + r" cached)\)"
+)
+_NEW_DETAIL = re.compile(
+    r"GPU (?P<gpu>\d+) has a total capac(?:i)?ty of " + _size("total") + r" of which " + _size("free") + r" is free\."
+)
+_NEW_ALLOC = re.compile(
+    r"Of the allocated memory " + _size("alloc") + r" is allocated by PyTorch, (?:with " + _size("private")
+    + r" allocated in private pools \(e\.g\., CUDA Graphs\), )?and " + _size("unalloc") + r" is reserved by PyTorch but unallocated"
+)
+_PROC = re.compile(r"this process has " + _size("proc") + r" memory in use")
+
+
+def _exc_split(text: str) -> tuple[Optional[str], str]:
+    m = EXC_LINE.match(text)
+    if m is not None and m.group("msg") is not None:
+        return m.group("type"), m.group("msg").strip()
+    return None, text.strip()
+
+
+def _first_time(state: dict, key: tuple, line: int) -> bool:
+    seen = state.setdefault("seen", {})
+    last = seen.get(key)
+    if len(seen) > _MAX_REMEMBERED:
+        seen.clear()
+    seen[key] = line
+    return last is None or line - last > _REPEAT_WINDOW
+
+
+def _error(rec, error: str, fields: dict) -> ErrorEvent:
+    exc_type, message = _exc_split(rec.text)
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error=error, message=message, exc_type=exc_type,
+                      fields=fields)
+
+
+@rule(
+    "cuda-oom",
+    ("out of memory. Tried to allocate", "Out of memory. Tried to allocate", "CUDA error: out of memory"),
+    r"(?:CUDA )?[Oo]ut of memory\. Tried to allocate " + _size("tried") + r"|CUDA error: out of memory",
+)
+def _oom(m, rec, state):
+    text = rec.text
+    fields: dict = {"tried_gib": _gib(m, "tried")}
+    if m.group("tried") is None:
+        fields["driver"] = True  # cudaErrorMemoryAllocation from a CUDA call, not the caching allocator
+    old = _OLD_DETAIL.search(text, m.end())
+    new = _NEW_DETAIL.search(text, m.end()) if old is None else None
+    if old is not None:
+        fields.update(gpu=int(old.group("gpu")), total_gib=_gib(old, "total"), free_gib=_gib(old, "free"),
+                      allocated_gib=_gib(old, "alloc"))
+        reserved = _gib(old, "reserved")
+        if reserved is not None:
+            fields["reserved_gib"] = reserved
+            fields["reserved_unallocated_gib"] = round(max(reserved - fields["allocated_gib"], 0.0), 6)
+        if old.group("cached") is not None:
+            fields["cached_gib"] = _gib(old, "cached")
+        if old.group("allowed") is not None:
+            fields["allowed_gib"] = _gib(old, "allowed")
+    elif new is not None:
+        fields.update(gpu=int(new.group("gpu")), total_gib=_gib(new, "total"), free_gib=_gib(new, "free"))
+        alloc = _NEW_ALLOC.search(text, new.end())
+        if alloc is not None:
+            fields.update(allocated_gib=_gib(alloc, "alloc"), reserved_unallocated_gib=_gib(alloc, "unalloc"))
+            if alloc.group("private") is not None:
+                fields["private_pools_gib"] = _gib(alloc, "private")
+        proc = _PROC.search(text, new.end())
+        if proc is not None:
+            fields["process_in_use_gib"] = _gib(proc, "proc")
+    if not _first_time(state, ("oom", fields.get("tried_gib"), fields.get("gpu")), rec.loc.line):
+        return []
+    return _error(rec, "cuda_oom", fields)
+
+
+@rule("cublas-alloc", ("CUBLAS_STATUS_ALLOC_FAILED",), r"CUBLAS_STATUS_ALLOC_FAILED(?: when calling `(?P<call>[^`]*)`)?")
+def _cublas_alloc(m, rec, state):
+    if not _first_time(state, ("cublas_alloc",), rec.loc.line):
+        return []
+    return _error(rec, "cuda_oom", {"cublas": True, "call": m.group("call")})
+
+
+@rule("ecc", ("uncorrectable ECC error encountered",), r"uncorrectable ECC error encountered")
+def _ecc(m, rec, state):
+    if not _first_time(state, ("ecc",), rec.loc.line):
+        return []
+    return _error(rec, "ecc_error", {"cuda_error": "uncorrectable ECC error encountered"})
+
+
+@rule("illegal-address", ("an illegal memory access was encountered",), r"an illegal memory access was encountered")
+def _illegal(m, rec, state):
+    if not _first_time(state, ("illegal",), rec.loc.line):
+        return []
+    return _error(rec, "cuda_illegal_address", {"cuda_error": "an illegal memory access was encountered"})
+
+
+@rule("device-assert-triggered", ("device-side assert triggered",), r"device-side assert triggered")
+def _assert_triggered(m, rec, state):
+    if not _first_time(state, ("assert_triggered",), rec.loc.line):
+        return []
+    return _error(rec, "cuda_device_assert", {"cuda_error": "device-side assert triggered"})
+
+
+@rule(
+    "device-assert",
+    ("Assertion `",),
+    r"(?P<file>\S+\.cuh?):(?P<line>\d+): (?:(?P<func>[^:]+?): )?block: \[(?P<block>[\d,\s]+)\], "
+    r"thread: \[(?P<thread>[\d,\s]+)\] Assertion `(?P<assertion>.*)` failed\.?",
+)
+def _assert_line(m, rec, state):
+    path = m.group("file")
+    kernel_file = re.split(r"[\\/]", path)[-1]
+    if not _first_time(state, ("assert", kernel_file, m.group("line"), m.group("assertion")), rec.loc.line):
+        return []  # one line per failing GPU thread: keep the first
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="cuda_device_assert", message=rec.text.strip(),
+        fields={"assertion": m.group("assertion"), "kernel_file": kernel_file, "kernel_path": path,
+                "kernel_line": int(m.group("line")), "function": m.group("func"),
+                "block": m.group("block"), "thread": m.group("thread")},
+    )
+
+
+@rule(
+    "xid",
+    ("NVRM: Xid",),
+    r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9A-Fa-f:.]+)\): (?P<xid>\d+),\s*(?:pid=(?P<pid>'?[^,]*?'?), name=(?P<name>[^,]*), )?(?P<detail>.*)$",
+)
+def _xid(m, rec, state):
+    pid = (m.group("pid") or "").strip("'")
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="gpu_xid", message=rec.text.strip(),
+        fields={"xid": int(m.group("xid")), "pci": m.group("pci"), "pid": int(pid) if pid.isdigit() else None,
+                "process": m.group("name"), "detail": m.group("detail").strip()},
+    )
+
+
+@rule(
+    "cuda-error",
+    ("CUDA error: ", "cuda runtime error ("),
+    r"(?:CUDA error: |cuda runtime error \((?P<code>\d+)\) : )(?P<err>.+?)(?: at \S+:\d+)?\s*$",
+)
+def _cuda_error(m, rec, state):
+    err = m.group("err").strip()
+    # 2.6+ appends the search hint on the same line when the message is flattened
+    err = re.split(r"\s+(?:Search for `|CUDA kernel errors might|Compile with `)", err)[0].strip()
+    if not _first_time(state, ("cuda_error", err), rec.loc.line):
+        return []
+    return _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
+
+
+PARSER = Parser(
+    name="cuda",
+    framework=FW,
+    priority=30,
+    description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
+    rules=[_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _cuda_error],
+)

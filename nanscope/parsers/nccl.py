@@ -1,0 +1,401 @@
+"""Collective communication failures: c10d ProcessGroupNCCL, NCCL itself, and gloo.
+
+Templates (every generation seen in released code; see /work/scratch/research/templates.md §1):
+pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp
+  [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE,
+      NumelIn=544997376, NumelOut=68124672, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.
+      (torch <= 2.0: no Numel fields; the same text is repeated by "NCCL watchdog thread terminated with
+      exception:", "Process group watchdog thread terminated with exception:", "what():" and
+      "NCCL communicator was aborted on rank N. Original reason for failure was:")
+  [Rank 1] Work WorkNCCL(SeqNum=2521, ...) timed out in blocking wait.
+  [PG 1 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 1580, last enqueued NCCL
+      work: 1582, last completed NCCL work: 1579.                                     (2.3 - 2.5)
+  [PG ID 2 PG GUID 9 Rank 4] Timeout at NCCL work: 610, last enqueued NCCL work: 616, last completed NCCL work: 609.
+  ... NCCL error is detected by watchdog at work: / Work timeout is detected by watchdog at work:   (2.6)
+  [PG ID 0 PG GUID 0(default_pg) Rank 5]  failure detected by watchdog at work sequence id: 120049 PG status:
+      last enqueued work: 120051, last completed work: 120048                          (2.7+)
+  [Rank 4] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, ...
+  [Rank 4] To avoid data inconsistency, we are taking the entire process down.
+  Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. ...
+  [Rank 0] Collective WorkNCCL(...) raised the following async exception: NCCL error: <reason>
+torch/csrc/distributed/c10d/NCCLUtils.hpp: NCCL error in: <file>:<line>, <ncclGetErrorString>, NCCL version X
+  followed by detail lines `ncclSystemError: System call ...`, `ncclRemoteError: A call failed ...`.
+torch/csrc/distributed/c10d/TraceUtils.h (TORCH_NCCL_DESYNC_DEBUG=1):
+  \t - [3] Timeout at collective: ALLREDUCE, #17
+  \t - To our best knowledge, ranks [1, 2] are the lagging ranks that caused this timeout. They never joined any collectives
+  \t   - [0] joined but didn't finish collective #17 (count from 1)
+  \t     [1, 2] finished collective #17, but didn't join collective #18 (count from 1)
+torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp (TORCH_DISTRIBUTED_DEBUG=DETAIL):
+  Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(...),
+      but Rank 0 is running collective: CollectiveFingerPrint(...).      (<= 1.12: "is running inconsistent collective")
+NVIDIA/nccl src/transport/net_ib*.cc, every tag from 2.10 to 2.30:
+  NET/IB : Got completion from peer 10.0.0.2<54862> with error 12, opcode 0, len 0, vendor err 129
+  NET/IB : Got completion from peer ... with status=12 opcode=0 len=0 vendor err 129 (Recv) ...
+  NET/IB: Got completion from peer ... with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129 ...
+  (plugins: NET/IBP:, NET/IB/GIN:)
+NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>
+NVIDIA/nccl src/proxy.cc (INFO): [Service thread] Connection closed by localRank 1
+  NOTE: NCCL prints this INFO line on every ordinary teardown too (NCCL_DEBUG=INFO); the event is marked
+  fields['nccl_info']=True so a signature never takes it alone as a crash.
+facebookincubator/gloo gloo/transport/tcp/{unbound_buffer,pair}.cc, inside Python exception lines:
+  RuntimeError: [.../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 15000ms for recv operation to complete
+  RuntimeError: [.../gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:41364. ...
+  [.../pair.cc:534] Read error [10.0.0.2]:27170: Connection reset by peer
+
+Ranks: the `[Rank r]` / `[PG ... Rank r]` a c10d message prints is the rank *within that process group*.
+It is used as the event's rank only when the line has no launcher rank prefix and the group is the
+default one (or not named); it is always kept in fields['pg_rank'].
+
+One failure is printed several times per rank (the exception, the watchdog-thread message, `what():`);
+a repeat of the same collective / error on the same stream within a few hundred lines is recognised
+but gives no second event. The PG-status line merges in the op and timeout of the timeout it follows.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from nanscope.model import Collective, ErrorEvent, WarningEvent
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.numbers import to_int
+from nanscope.parsers.python import EXC_LINE
+
+FW = "nccl"
+_REPEAT_WINDOW = 300  # lines: a repeat of the same failure closer than this is the same failure
+_MAX_REMEMBERED = 256
+
+_GLOG = re.compile(r"^\[?[EWIF]\d{0,4}(?: \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +[\w/.\-]+:\d+\] ")
+_PG_PREFIX = re.compile(
+    r"\[PG (?:ID )?(?P<id>\d+)(?: PG GUID (?P<guid>[^\s(\]]+))?\s*(?:\((?P<desc>[^)]*)\))? Rank (?P<rank>\d+)\]"
+)
+_WORK_KV = re.compile(r"(?P<k>SeqNum|OpType|NumelIn|NumelOut|Timeout\(ms\))=(?P<v>[\w\-]+)")
+_RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
+
+
+def _work_fields(text: str, start: int = 0) -> dict:
+    """The key=value pairs of the first WorkNCCL(...) description at or after start."""
+    t = text.find("Timeout(ms)=", start)
+    stop = text.find(")", t + 12) if t >= 0 else -1
+    out: dict = {}
+    for k in _WORK_KV.finditer(text, start, stop + 1 if stop >= 0 else len(text)):
+        out.setdefault(k.group("k"), k.group("v"))
+    return out
+
+
+def _exc_split(text: str) -> tuple[Optional[str], str]:
+    """`RuntimeError: msg` -> ("RuntimeError", "msg"); a glog line -> (None, text without glog prefix)."""
+    m = EXC_LINE.match(text)
+    if m is not None and m.group("msg") is not None:
+        return m.group("type"), m.group("msg").strip()
+    return None, _GLOG.sub("", text, count=1).strip()
+
+
+def _first_time(state: dict, key: tuple, line: int) -> bool:
+    """True unless the same failure (key) was already reported on this stream a few lines ago."""
+    seen = state.setdefault("seen", {})
+    last = seen.get(key)
+    if len(seen) > _MAX_REMEMBERED:
+        seen.clear()
+    seen[key] = line
+    return last is None or line - last > _REPEAT_WINDOW
+
+
+def _pg(text: str) -> tuple[Optional[str], Optional[int], bool]:
+    """(pg label, pg rank, is the default group or unnamed) from a c10d logPrefix in the line."""
+    m = _PG_PREFIX.search(text)
+    if m is None:
+        return None, None, True
+    ident = m.group("guid") or m.group("id")
+    desc = m.group("desc")
+    label = f"{ident}({desc})" if desc else ident
+    default = desc == "default_pg" or ident == "0"
+    return label, int(m.group("rank")), default
+
+
+def _rank(rec, pg_rank: Optional[int], default_pg: bool) -> Optional[int]:
+    """The rank a message names, used only when the launcher prefix gives none (see module doc)."""
+    if rec.origin.rank is not None or pg_rank is None or not default_pg:
+        return None
+    return pg_rank
+
+
+def _error(rec, error: str, **kw) -> ErrorEvent:
+    exc_type, message = _exc_split(rec.text)
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error=error, message=message, exc_type=exc_type, **kw)
+
+
+def _remember(state: dict, seq: int, **values) -> dict:
+    colls = state.setdefault("collectives", {})
+    if len(colls) > _MAX_REMEMBERED:
+        colls.clear()
+    entry = colls.setdefault(seq, {})
+    for k, v in values.items():
+        if v is not None:
+            entry[k] = v
+    return entry
+
+
+# --- collective timeouts ------------------------------------------------------------------
+
+@rule(
+    "watchdog-timeout",
+    ("Watchdog caught collective operation timeout", "timed out in blocking wait"),
+    r"(?:\[Rank (?P<rank>\d+)\] )?(?:Watchdog caught collective operation timeout: |Work )WorkNCCL\((?P<work>)",
+)
+def _watchdog_timeout(m, rec, state):
+    work = _work_fields(rec.text, m.end())
+    ran = _RAN_FOR.search(rec.text, m.end())
+    seq, op = to_int(work.get("SeqNum")), work.get("OpType")
+    timeout_ms = to_int(work.get("Timeout(ms)"))
+    pg, pg_rank, default = _pg(rec.text[: m.start()])
+    msg_rank = to_int(m.group("rank"))
+    if pg_rank is None:
+        pg_rank = msg_rank
+    if not _first_time(state, ("timeout", seq, op), rec.loc.line):
+        return []
+    known = _remember(state, seq, op=op, timeout_ms=timeout_ms, pg=pg) if seq is not None else {}
+    blocking = "timed out in blocking wait" in rec.text
+    return _error(
+        rec, "collective_timeout", rank=_rank(rec, pg_rank, default),
+        collective=Collective(pg=pg, seq=seq, op=op, enqueued=known.get("enqueued"), completed=known.get("completed"),
+                              timeout_ms=timeout_ms),
+        fields={"backend": "nccl", "pg_rank": pg_rank, "ran_for_ms": int(ran.group(1)) if ran else None,
+                "numel_in": to_int(work.get("NumelIn")), "numel_out": to_int(work.get("NumelOut")),
+                "blocking_wait": blocking},
+    )
+
+
+@rule(
+    "watchdog-pg-status",
+    ("detected by watchdog", "Timeout at NCCL work"),
+    r"(?P<what>Exception \(either an error or timeout\) detected by watchdog at work|NCCL error is detected by watchdog at work"
+    r"|Work timeout is detected by watchdog at work|failure detected by watchdog at work sequence id|Timeout at NCCL work)"
+    r":\s*(?P<seq>\d+),?\s*(?:PG status: )?last enqueued (?:NCCL )?work: (?P<enq>-?\d+), last completed (?:NCCL )?work: (?P<comp>-?\d+)",
+)
+def _pg_status(m, rec, state):
+    seq, enq, comp = int(m.group("seq")), int(m.group("enq")), int(m.group("comp"))
+    pg, pg_rank, default = _pg(rec.text)
+    what = m.group("what")
+    kind = "nccl_error" if what.startswith("NCCL error") else "collective_timeout"
+    if not _first_time(state, ("status", pg, seq, enq, comp), rec.loc.line):
+        return []
+    known = _remember(state, seq, enqueued=enq, completed=comp, pg=pg)
+    return _error(
+        rec, kind, rank=_rank(rec, pg_rank, default),
+        collective=Collective(pg=pg or known.get("pg"), seq=seq, op=known.get("op"), enqueued=enq, completed=comp,
+                              timeout_ms=known.get("timeout_ms")),
+        fields={"backend": "nccl", "pg_rank": pg_rank, "status_line": True},
+    )
+
+
+@rule(
+    "gloo-timeout",
+    ("Timed out waiting",),
+    r"Timed out waiting (?P<ms>\d+)ms for (?P<op>recv|send) operation to complete",
+)
+def _gloo_timeout(m, rec, state):
+    return _error(
+        rec, "collective_timeout", collective=Collective(timeout_ms=int(m.group("ms"))),
+        fields={"backend": "gloo", "transport_op": m.group("op")},
+    )
+
+
+# --- desync ----------------------------------------------------------------------------------
+
+def _ranks(s: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", s)]
+
+
+@rule("desync-timeout-at", ("Timeout at collective:",), r"- \[(?P<rank>\d+)\] Timeout at collective: (?P<op>[^,]+), #(?P<seq>\d+)")
+def _desync_at(m, rec, state):
+    r = int(m.group("rank"))
+    return _error(
+        rec, "collective_desync", rank=_rank(rec, r, True),
+        collective=Collective(op=m.group("op").strip(), seq=int(m.group("seq"))),
+        fields={"pg_rank": r, "state": "timed_out"},
+    )
+
+
+@rule(
+    "desync-missing",
+    ("are the lagging ranks",),
+    r"ranks \[(?P<ranks>[\d, ]*)\] are the lagging ranks that caused this timeout",
+)
+def _desync_missing(m, rec, state):
+    return _error(rec, "collective_desync", fields={"lagging_ranks": _ranks(m.group("ranks")), "state": "never_joined"})
+
+
+@rule(
+    "desync-lagging",
+    ("joined but didn't finish", "but didn't join collective", "joined but do not finish", "but didnt join collective"),
+    r"\[(?P<ranks>[\d, ]*)\] (?:(?P<started>joined but (?:didn't|do not) finish collective (?:#|seq: ))(?P<seq>\d+)"
+    r"|finished collective (?:#|seq: )\d+, but didn'?t join collective (?:#|seq: )(?P<next>\d+))",
+)
+def _desync_lagging(m, rec, state):
+    started = m.group("started") is not None
+    return _error(
+        rec, "collective_desync",
+        collective=Collective(seq=int(m.group("seq") if started else m.group("next"))),
+        fields={"lagging_ranks": _ranks(m.group("ranks")),
+                "state": "joined_not_finished" if started else "not_joined_next"},
+    )
+
+
+@rule(
+    "collective-mismatch",
+    ("Detected mismatch between collectives", "is running inconsistent collective"),
+    r"(?:Detected mismatch between collectives on ranks\. )?Rank (?P<me>\d+) is running (?:inconsistent )?collective: "
+    r"(?P<mine>CollectiveFingerPrint\(.*?)(?:, but Rank (?P<other>\d+) is running collective: (?P<theirs>CollectiveFingerPrint\(.*))?$",
+)
+def _mismatch(m, rec, state):
+    me = int(m.group("me"))
+    other = to_int(m.group("other"))
+    mine = re.search(r"OpType=(\w+)", m.group("mine"))
+    seq = re.search(r"SequenceNumber=(\d+)", m.group("mine"))
+    theirs = re.search(r"OpType=(\w+)", m.group("theirs") or "")
+    return _error(
+        rec, "collective_desync", rank=_rank(rec, me, True),
+        collective=Collective(op=mine.group(1) if mine else None, seq=int(seq.group(1)) if seq else None),
+        fields={"pg_rank": me, "mismatch_ranks": [me] + ([other] if other is not None else []),
+                "other_op": theirs.group(1) if theirs else None, "state": "mismatch"},
+    )
+
+
+# --- NCCL errors -----------------------------------------------------------------------------
+
+_REASON_CODE = [
+    ("unhandled cuda error", "ncclUnhandledCudaError"),
+    ("unhandled system error", "ncclSystemError"),
+    ("internal error", "ncclInternalError"),
+    ("invalid argument", "ncclInvalidArgument"),
+    ("invalid usage", "ncclInvalidUsage"),
+    ("remote process exited", "ncclRemoteError"),
+]
+_KNOWN_REASON = "|".join(re.escape(r) for r, _ in _REASON_CODE)
+
+
+@rule(
+    "nccl-error",
+    ("NCCL error",),
+    r"NCCL error(?: in: (?P<where>[^,\s]+:\d+),\s*|:\s*(?=" + _KNOWN_REASON + r"))(?P<reason>[^,]+?)"
+    r"(?:,\s*NCCL version (?P<ver>[\w.\-+]+))?\s*$",
+)
+def _nccl_error(m, rec, state):
+    reason = m.group("reason").strip()
+    code = next((c for r, c in _REASON_CODE if reason.startswith(r)), None)
+    state["last_nccl_error"] = rec.loc.line
+    work = re.search(r"WorkNCCL\((?P<w>.*?)\) raised the following async exception", rec.text)
+    coll = None
+    if work:
+        kv = _work_fields(work.group("w"))
+        coll = Collective(seq=to_int(kv.get("SeqNum")), op=kv.get("OpType"), timeout_ms=to_int(kv.get("Timeout(ms)")))
+    pg, pg_rank, default = _pg(rec.text)
+    if not _first_time(state, ("nccl_error", pg, reason, coll.seq if coll else None), rec.loc.line):
+        return []
+    return _error(
+        rec, "nccl_error", collective=coll,
+        fields={"reason": reason, "code": code, "where": m.group("where"), "nccl_version": m.group("ver")},
+    )
+
+
+@rule(
+    "nccl-error-detail",
+    ("ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument"),
+    r"^(?P<code>nccl(?:RemoteError|SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument)): (?P<detail>.+)",
+    match_start=True,
+)
+def _nccl_error_detail(m, rec, state):
+    last = state.get("last_nccl_error")
+    if last is not None and 0 <= rec.loc.line - last <= 5:
+        return []  # the detail line of the `NCCL error in:` just reported
+    if not _first_time(state, ("nccl_error_detail", m.group("code")), rec.loc.line):
+        return []
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="nccl_error", message=rec.text.strip(),
+        fields={"code": m.group("code"), "reason": m.group("detail").strip()},
+    )
+
+
+@rule(
+    "nccl-net-ib",
+    ("Got completion from peer",),
+    r"NET/IB\w*(?:/GIN)?\s*:\s*Got completion from peer (?P<peer>\S+) with "
+    r"(?:error (?P<err>\d+)|status=(?:(?P<sym>[A-Z_]+)\()?(?P<st>\d+)\)?)",
+)
+def _net_ib(m, rec, state):
+    peer = m.group("peer")
+    host, port = peer, None
+    pm = re.match(r"^(?P<h>.+)<(?P<p>\d+)>$", peer)
+    if pm:
+        host, port = pm.group("h"), int(pm.group("p"))
+    code = int(m.group("err") or m.group("st"))
+    if not _first_time(state, ("net_ib", peer, code), rec.loc.line):
+        return []
+    return _error(
+        rec, "nccl_network",
+        fields={"peer": peer, "peer_host": host, "peer_port": port, "code": code, "status_name": m.group("sym")},
+    )
+
+
+@rule(
+    "watchdog-abort",
+    ("Some NCCL operations have failed or timed out", "we are taking the entire process down"),
+    r"Some NCCL operations have failed or timed out|To avoid data inconsistency, we are taking the entire process down",
+)
+def _abort(m, rec, state):
+    if not _first_time(state, ("watchdog_abort",), rec.loc.line):
+        return []
+    pg, pg_rank, default = _pg(rec.text)
+    r = re.search(r"\[Rank (\d+)\]", rec.text)
+    if pg_rank is None and r:
+        pg_rank = int(r.group(1))
+    return _error(rec, "watchdog_abort", rank=_rank(rec, pg_rank, default), fields={"pg_rank": pg_rank})
+
+
+@rule(
+    "flight-recorder-disabled",
+    ("FlightRecorder is disabled",),
+    r"Stack trace of the failed collective not found, potentially because FlightRecorder is disabled",
+)
+def _flight_recorder(m, rec, state):
+    return WarningEvent(loc=rec.loc, text=rec.text, framework=FW, warning="flight_recorder_disabled",
+                        message=_exc_split(rec.text)[1])
+
+
+# --- lost peers --------------------------------------------------------------------------------
+
+@rule(
+    "gloo-peer-lost",
+    ("Connection closed by peer", "Connection reset by peer"),
+    r"(?:\[[^\]]*gloo[^\]]*\] )?(?:Connection closed by peer (?P<peer>\[[^\]]+\]:\d+)"
+    r"|Read error (?P<rpeer>\[[^\]]+\]:\d+): Connection reset by peer)",
+)
+def _gloo_peer(m, rec, state):
+    return _error(
+        rec, "peer_connection_lost",
+        fields={"backend": "gloo", "peer": m.group("peer") or m.group("rpeer"),
+                "reason": "closed" if m.group("peer") else "reset"},
+    )
+
+
+@rule(
+    "nccl-peer-lost",
+    ("Connection closed by localRank", "Connection closed by remote peer"),
+    r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)|socketProgress: Connection closed by remote peer (?P<peer>\S+)",
+)
+def _nccl_peer(m, rec, state):
+    if m.group("lr") is not None:
+        return _error(rec, "peer_connection_lost",
+                      fields={"backend": "nccl", "peer_local_rank": int(m.group("lr")), "nccl_info": True})
+    return _error(rec, "peer_connection_lost", fields={"backend": "nccl", "peer": m.group("peer"), "nccl_info": False})
+
+
+PARSER = Parser(
+    name="nccl",
+    framework=FW,
+    priority=35,
+    description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
+    rules=[_watchdog_timeout, _pg_status, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch,
+           _nccl_error, _nccl_error_detail, _net_ib, _abort, _flight_recorder, _gloo_peer, _nccl_peer],
+)

@@ -1,0 +1,147 @@
+"""cuda parser: real CUDA / allocator / driver lines -> events; look-alikes -> nothing from this parser.
+
+Lines are verbatim from the public issue cited next to each (see research §3), or the framework's
+template rendered where marked [SRC].
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nanscope.ingest.reader import Source
+from nanscope.model import InputInfo
+from nanscope.parsers.registry import all_parsers
+from nanscope.pipeline import ScanResult, scan_source
+
+
+def _mine(text: str, name: str = "train.log") -> list:
+    src = Source(name, None, text.encode("utf-8"))
+    return [e for e in scan_source(src, all_parsers(), InputInfo(name, None), ScanResult()) if e.framework == "cuda"]
+
+
+REAL = [
+    # github.com/murong-xu/CADS/issues/4 (torch 2.5+)
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total capacity of 31.47 GiB of which 12.73 GiB is free. Including non-PyTorch memory, this process has 18.73 GiB memory in use. Of the allocated memory 9.08 GiB is allocated by PyTorch, and 9.35 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+     "cuda_oom", None, "torch.OutOfMemoryError",
+     {"tried_gib": 22.78, "gpu": 0, "total_gib": 31.47, "free_gib": 12.73, "allocated_gib": 9.08, "reserved_unallocated_gib": 9.35}),
+    # github.com/modelscope/ms-swift/issues/6301 (rank prefix, several `Process N has` clauses)
+    ("[rank11]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.35 GiB. GPU 3 has a total capacity of 63.42 GiB of which 1.70 GiB is free. Process 2521735 has 474.00 MiB memory in use. Including non-PyTorch memory, this process has 60.30 GiB memory in use. Process 2521734 has 474.00 MiB memory in use. Process 2521733 has 474.00 MiB memory in use. Of the allocated memory 50.94 GiB is allocated by PyTorch, and 8.56 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+     "cuda_oom", 11, "torch.OutOfMemoryError",
+     {"tried_gib": 4.35, "gpu": 3, "total_gib": 63.42, "free_gib": 1.7, "allocated_gib": 50.94, "reserved_unallocated_gib": 8.56}),
+    # github.com/Synthintel0/MyGirlGPT/issues/11 (torch 2.1 "capacty" typo, MiB units)
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 32.00 MiB. GPU 0 has a total capacty of 4.00 GiB of which 41.56 MiB is free. Including non-PyTorch memory, this process has 3.44 GiB memory in use. Of the allocated memory 2.58 GiB is allocated by PyTorch, and 1.90 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF.",
+     "cuda_oom", None, "torch.cuda.OutOfMemoryError",
+     {"tried_gib": 0.03125, "total_gib": 4.0, "free_gib": round(41.56 / 1024, 6), "reserved_unallocated_gib": round(1.90 / 1024, 6)}),
+    # github.com/carolchenyx/MGFN./issues/35 (`0 bytes` free, no proc_info)
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacty of 6.00 GiB of which 0 bytes is free. Of the allocated memory 2.93 GiB is allocated by PyTorch, and 1.90 MiB is reserved by PyTorch but unallocated.",
+     "cuda_oom", None, "torch.cuda.OutOfMemoryError", {"free_gib": 0.0, "allocated_gib": 2.93}),
+    # github.com/chnsh/DCRNN_PyTorch/issues/6 (<= 2.0 wording, RuntimeError, no space after the colon)
+    ("RuntimeError:CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 5.80 GiB total capacity; 4.36 GiB already allocated; 6.69 MiB free; 4.63 GiB reserved in total by PyTorch)",
+     "cuda_oom", None, "RuntimeError",
+     {"tried_gib": round(20 / 1024, 6), "gpu": 0, "total_gib": 5.8, "allocated_gib": 4.36, "reserved_unallocated_gib": 0.27}),
+    # github.com/pytorch/pytorch/issues/59778 (<= 2.0 wording, no exception type on the line)
+    ("CUDA out of memory. Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; 781.59 MiB already allocated; 3.03 GiB free; 1.24 GiB reserved in total by PyTorch) ",
+     "cuda_oom", None, None, {"tried_gib": 2.26, "free_gib": 3.03, "allocated_gib": round(781.59 / 1024, 6)}),
+    # github.com/DeepMotionAIResearch/DenseMatchingBenchmark/issues/20
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+     "cuda_oom", None, "RuntimeError", {"cublas": True, "call": "cublasCreate(handle)"}),
+    # github.com/evo-design/evo/issues/136
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", "cuda_illegal_address", None, "RuntimeError", {}),
+    # github.com/ThetaCursed/clean-ui/issues/4
+    ("../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [109,0,0], thread: [124,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.",
+     "cuda_device_assert", None, None,
+     {"kernel_file": "IndexKernel.cu", "kernel_line": 92, "assertion": "-sizes[i] <= index && index < sizes[i] && \"index out of bounds\""}),
+    # github.com/kousw/stable-diffusion-webui-daam/issues/4 (Windows path, no `operator():`)
+    ("C:\\actions-runner\\_work\\pytorch\\pytorch\\builder\\windows\\pytorch\\aten\\src\\ATen\\native\\cuda\\IndexKernel.cu:91: block: [26,0,0], thread: [32,0,0] Assertion `index >= -sizes[i] && index < sizes[i] && \"index out of bounds\"` failed.",
+     "cuda_device_assert", None, None, {"kernel_file": "IndexKernel.cu", "kernel_line": 91, "function": None}),
+    # follow-up of every device assert (research §3.4), under a rank prefix
+    ("[rank2]: RuntimeError: CUDA error: device-side assert triggered", "cuda_device_assert", 2, "RuntimeError", {}),
+    # github.com/vllm-project/vllm/issues/5222 (title)
+    ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "ecc_error", None, "RuntimeError", {}),
+    # github.com/NVIDIA/semantic-segmentation/issues/33 (1.x THC form)
+    ("RuntimeError: cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/aten/src/THC/THCCachingHostAllocator.cpp:265",
+     "ecc_error", None, "RuntimeError", {}),
+    # NVIDIA/NVSentinel#155 / leptonai gpud comment: Xid 79 with pid/name and a dmesg timestamp
+    ("[6085126.134786] NVRM: Xid (PCI:0002:00:00): 79, pid=1582259, name=nvc:[driver], GPU has fallen off the bus.",
+     "gpu_xid", None, None, {"xid": 79, "pci": "0002:00:00", "pid": 1582259}),
+    ("NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+     "gpu_xid", None, None, {"xid": 79, "pci": "0000:05:00", "pid": None}),
+    # github.com/NVIDIA/NVSentinel/issues/155 (older driver, no pid/name)
+    ("NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus", "gpu_xid", None, None, {"xid": 79, "detail": "GPU has fallen off the bus"}),
+    # research §3.5: oldest Xid format, no `PCI:`
+    ("NVRM: Xid (0000:03:00): 14, Channel 00000001", "gpu_xid", None, None, {"xid": 14, "pci": "0000:03:00"}),
+    # cudaGetErrorString text (research §3.2)
+    ("RuntimeError: CUDA error: unspecified launch failure", "cuda_error", None, "RuntimeError", {"cuda_error": "unspecified launch failure"}),
+    # github.com/ostris/ai-toolkit/issues/470 (2.6+ message flattened on one line)
+    ("CUDA error: uncorrectable ECC error encountered Search for `cudaErrorECCUncorrectable' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.",
+     "ecc_error", None, None, {}),
+]
+
+
+@pytest.mark.parametrize("line,error,rank,exc_type,fields", REAL, ids=[f"{i}-{r[1]}" for i, r in enumerate(REAL)])
+def test_real_lines(line, error, rank, exc_type, fields):
+    evs = _mine(line + "\n")
+    assert len(evs) == 1, evs
+    ev = evs[0]
+    assert ev.kind == "error" and ev.error == error
+    assert ev.rank == rank
+    assert ev.exc_type == exc_type
+    for k, v in fields.items():
+        assert ev.fields[k] == v, k
+
+
+def test_device_assert_repeated_per_thread_is_one_event():
+    # github.com/kvcache-ai/ktransformers/issues/467 shape: one line per failing thread, then the error
+    log = "".join(
+        f"/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:94: operator(): block: [0,0,0], thread: [{t},0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n"
+        for t in range(64)
+    ) + "RuntimeError: CUDA error: device-side assert triggered\n"
+    evs = _mine(log)
+    assert [(e.error, e.loc.line) for e in evs] == [("cuda_device_assert", 1), ("cuda_device_assert", 65)]
+
+
+def test_boilerplate_after_a_cuda_error_is_not_another_event():
+    # github.com/evo-design/evo/issues/136 (four lines as printed by torch 2.2+)
+    log = (
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+    )
+    assert [e.error for e in _mine(log)] == ["cuda_illegal_address"]
+
+
+def test_repeats_of_one_error_on_one_rank_are_one_event_but_other_ranks_count():
+    line = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    log = f"[rank0]: {line}[rank0]:   what():  CUDA error: an illegal memory access was encountered\n[rank1]: {line}"
+    assert [(e.error, e.rank) for e in _mine(log)] == [("cuda_illegal_address", 0), ("cuda_illegal_address", 1)]
+
+
+LOOKALIKES = [
+    # research §3.7 and everyday config / docs / code lines
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+    "See https://pytorch.org/docs/stable/notes/cuda.html#environment-variables for PYTORCH_CUDA_ALLOC_CONF",
+    "WARNING: catching torch.cuda.OutOfMemoryError and retrying with a smaller batch is enabled (auto_find_batch_size=True)",
+    "    except torch.cuda.OutOfMemoryError:",
+    "  max_split_size_mb: 512",
+    "max mem: 12126",
+    "Memory profiling takes 4.21 seconds; the current vLLM instance can use total_gpu_memory (79.14GiB) x gpu_memory_utilization (0.90) = 71.22GiB",
+    "[2024-05-01 10:00:00,000] [INFO] [utils.py:800:see_memory_usage] MA 1.2 GB         Max_MA 1.5 GB         CA 2.0 GB         Max_CA 2 GB ",
+    "|  0  NVIDIA A100-SXM4-80GB  On | 00000000:07:00.0 Off |   0 |  Volatile Uncorr. ECC",
+    "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023",
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+    "UserWarning: Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for debugging.",
+]
+
+
+@pytest.mark.parametrize("line", LOOKALIKES)
+def test_lookalikes_give_no_event(line):
+    assert _mine(line + "\n") == []
+
+
+def test_anomaly_mode_nan_stays_with_the_python_parser():
+    # github.com/pytorch/pytorch/issues/51196
+    src = Source("t.log", None, b"RuntimeError: Function 'MulBackward0' returned nan values in its 0th output.\n")
+    evs = list(scan_source(src, all_parsers(), InputInfo("t.log", None), ScanResult()))
+    assert [(e.framework, e.error) for e in evs] == [("python", "nan_op")]

@@ -1,0 +1,191 @@
+"""nccl parser: real c10d / NCCL / gloo lines -> events; look-alikes -> nothing from this parser.
+
+Every line in REAL is verbatim from the source cited next to it (public issue, or the framework's
+own template rendered where no issue line was found: marked [SRC]).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nanscope.ingest.reader import Source
+from nanscope.model import InputInfo
+from nanscope.parsers.registry import all_parsers
+from nanscope.pipeline import ScanResult, scan_source
+
+
+def _events(text: str, name: str = "train.log") -> list:
+    src = Source(name, None, text.encode("utf-8"))
+    return list(scan_source(src, all_parsers(), InputInfo(name, None), ScanResult()))
+
+
+def _mine(text: str, name: str = "train.log") -> list:
+    return [e for e in _events(text, name) if e.framework == "nccl"]
+
+
+REAL = [
+    # github.com/hiyouga/LlamaFactory/issues/6269
+    ("[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.",
+     "collective_timeout", 0, {"seq": 7753, "op": "_REDUCE_SCATTER_BASE", "timeout_ms": 600000}, {"ran_for_ms": 600061, "numel_in": 544997376}),
+    # github.com/OFA-Sys/OFA/issues/271 (torch <= 2.0: no Numel fields, no rank prefix: rank from [Rank 1])
+    ("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.",
+     "collective_timeout", 1, {"seq": 469508, "op": "ALLREDUCE", "timeout_ms": 1800000}, {"numel_in": None}),
+    # github.com/pytorch/pytorch/issues/118369 (glued to a progress bar)
+    ("Epoch 0:   6%|██ consumed_samples=2.56e+7][E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25624887 milliseconds before timing out.",
+     "collective_timeout", 0, {"seq": 96120}, {"ran_for_ms": 25624887}),
+    # github.com/huggingface/diffusers/issues/12422 (blocking wait)
+    ("[rank1]:[E1002 18:16:40.662691402 ProcessGroupNCCL.cpp:756] [Rank 1] Work WorkNCCL(SeqNum=2521, OpType=ALLREDUCE, NumelIn=160672064, NumelOut=160672064, Timeout(ms)=600000) timed out in blocking wait.",
+     "collective_timeout", 1, {"seq": 2521, "timeout_ms": 600000}, {"blocking_wait": True}),
+    # github.com/hiyouga/LlamaFactory/issues/7396 (2.3-2.5 status line; PG 1 is not the default group)
+    ("[rank0]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.",
+     "collective_timeout", 0, {"pg": "1", "seq": 1580, "enqueued": 1582, "completed": 1579}, {"pg_rank": 0}),
+    # github.com/modelscope/DiffSynth-Studio/issues/458
+    ("[rank4]:[E318 07:39:53.792780659 ProcessGroupNCCL.cpp:1834] [PG ID 2 PG GUID 9 Rank 4] Timeout at NCCL work: 610, last enqueued NCCL work: 616, last completed NCCL work: 609.",
+     "collective_timeout", 4, {"pg": "9", "seq": 610, "enqueued": 616, "completed": 609}, {}),
+    # github.com/snowflakedb/ArcticTraining/issues/219 (2.7+: two spaces, no period)
+    ("[rank5]:[E626 16:48:25.440238649 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 5]  failure detected by watchdog at work sequence id: 120049 PG status: last enqueued work: 120051, last completed work: 120048",
+     "collective_timeout", 5, {"pg": "0(default_pg)", "seq": 120049, "enqueued": 120051, "completed": 120048}, {}),
+    # github.com/modelscope/DiffSynth-Studio/issues/458
+    ("[rank4]:[E318 07:39:53.792790830 ProcessGroupNCCL.cpp:630] [Rank 4] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+     "watchdog_abort", 4, None, {}),
+    # github.com/salesforce/MUST/issues/7 (old single-line form, no prefix)
+    ("[E ProcessGroupNCCL.cpp:341] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. To avoid this inconsistency, we are taking the entire process down.",
+     "watchdog_abort", None, None, {}),
+    # github.com/modelscope/ms-swift/pull/9443 (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+    ("[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[195812480], TensorDtypes=BFloat16, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))), but Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[51123456], TensorDtypes=BFloat16)).Collectives differ in the following aspects:   Tensor Tensor shapes: 195812480vs 51123456",
+     "collective_desync", 1, {"seq": 3104, "op": "ALLREDUCE"}, {"mismatch_ranks": [1, 0], "state": "mismatch"}),
+    # [SRC] TraceUtils.h analyzeMissingRanks rendered (no issue line found), under torchrun --tee
+    ("[default0]:\t - To our best knowledge, ranks [1, 2] are the lagging ranks that caused this timeout. They never joined any collectives",
+     "collective_desync", 0, None, {"lagging_ranks": [1, 2], "state": "never_joined"}),
+    # [SRC] TraceUtils.h analyzeLaggingRanks rendered
+    ("[default3]:\t   - [0] joined but didn't finish collective #17 (count from 1)",
+     "collective_desync", 3, {"seq": 17}, {"lagging_ranks": [0], "state": "joined_not_finished"}),
+    ("[default3]:\t     [1, 2] finished collective #17, but didn't join collective #18 (count from 1)",
+     "collective_desync", 3, {"seq": 18}, {"lagging_ranks": [1, 2], "state": "not_joined_next"}),
+    # index blog page quoting torch 2.x (NCCLUtils.hpp template)
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3",
+     "nccl_error", None, None, {"code": "ncclSystemError", "nccl_version": "2.19.3"}),
+    # test fixture in the index, torch 1.x form (RuntimeError, no parenthetical)
+    ("RuntimeError: NCCL error in: /opt/conda/conda-bld/pytorch-nightly_1668734418820/work/torch/lib/c10d/ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.14.3",
+     "nccl_error", None, None, {"code": "ncclSystemError", "reason": "unhandled system error"}),
+    # github.com/NVIDIA/nccl/issues/928 (NCCL 2.10-2.14 form)
+    ("H100-2:19989:20082 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer fe80::966d:ae03:8b:df78%ib0<53249> with error 4, opcode 32564, len 32564, vendor err 81 (Send)",
+     "nccl_network", None, None, {"peer": "fe80::966d:ae03:8b:df78%ib0<53249>", "code": 4, "peer_port": 53249}),
+    # github.com/NVIDIA/nccl/issues/1405 (status= form, plugin)
+    ("kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid fd00:1148:9000:5000:4:200:3:ff22 remoteGidsfd00:1148:9000:5000:4:200:3:ff1f",
+     "nccl_network", None, None, {"peer_host": "10.216.210.236", "code": 12}),
+    # github.com/NVIDIA/nccl/issues/1664 (title; vendor plugin NET/IBP:)
+    ("NET/IBP:Got completion from peer 7.6.13.83<36315> with status=12 opcode=32698 len=32696 vendor err 129 (Send)",
+     "nccl_network", None, None, {"code": 12}),
+    # [SRC] NVIDIA/nccl src/transport/net_ib/p2p.cc:688 (HEAD 5067397c) rendered: symbolic status
+    ("node1:123:456 [2] NCCL WARN NET/IB: Got completion from peer 10.0.0.2<40000> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129  hca mlx5_0",
+     "nccl_network", None, None, {"code": 12, "status_name": "IBV_WC_RETRY_EXC_ERR"}),
+    # sample_logs/torch/ddp_crash_rank1.log (real gloo run)
+    ("[default2]:[rank2]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:41364. This is typically caused by a remote worker crashing. Check the logs of the remote worker before reporting an error. GLHF! 🏖️",
+     "peer_connection_lost", 2, None, {"backend": "gloo", "peer": "[127.0.0.1]:41364"}),
+    # sample_logs/torch/ddp_hang_rank3.log (real gloo run)
+    ("[default1]:[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 15000ms for recv operation to complete",
+     "collective_timeout", 1, {"timeout_ms": 15000}, {"backend": "gloo", "transport_op": "recv"}),
+    # [SRC] NVIDIA/nccl src/proxy.cc INFO, v2.14-HEAD, with NCCL's host:pid:tid prefix, under torchrun --tee
+    ("[default0]:node0:2211:2290 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
+     "peer_connection_lost", 0, None, {"peer_local_rank": 1, "nccl_info": True}),
+]
+
+
+@pytest.mark.parametrize("line,error,rank,coll,fields", REAL, ids=[f"{i}-{r[1]}" for i, r in enumerate(REAL)])
+def test_real_lines(line, error, rank, coll, fields):
+    evs = _mine(line + "\n")
+    assert len(evs) == 1, evs
+    ev = evs[0]
+    assert ev.kind == "error" and ev.error == error
+    assert ev.rank == rank
+    for k, v in (coll or {}).items():
+        assert getattr(ev.collective, k) == v, k
+    for k, v in fields.items():
+        assert ev.fields[k] == v, k
+
+
+def test_gloo_exception_keeps_its_type_and_message():
+    ev = _mine("[default0]:[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129] Timed out waiting 15000ms for send operation to complete\n")[0]
+    assert ev.exc_type == "RuntimeError"
+    assert ev.message.startswith("[/__w/pytorch/pytorch/third_party/gloo")
+    assert ev.fields["transport_op"] == "send"
+
+
+def test_flight_recorder_notice_is_a_warning():
+    # github.com/snowflakedb/ArcticTraining/issues/219
+    evs = _mine("[rank1]:[E626 16:48:25.440243908 ProcessGroupNCCL.cpp:670] Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.\n")
+    assert [(e.kind, e.warning, e.rank) for e in evs] == [("warning", "flight_recorder_disabled", 1)]
+
+
+def test_one_timeout_printed_three_times_is_one_event_then_merged_with_pg_status():
+    # github.com/huggingface/open-r1/issues/620 + github.com/vllm-project/vllm/issues/6042 shapes:
+    # the exception, the PG status line, and the watchdog-thread repeat of the same SeqNum.
+    log = (
+        "(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=158046, OpType=GATHER, NumelIn=2867200, NumelOut=0, Timeout(ms)=600000) ran for 600027 milliseconds before timing out.\n"
+        "(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 1] Timeout at NCCL work: 158046, last enqueued NCCL work: 158046, last completed NCCL work: 158045.\n"
+        "(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:577] [Rank 1] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.\n"
+        "(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:583] [Rank 1] To avoid data inconsistency, we are taking the entire process down.\n"
+        "(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:1414] [PG 1 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=158046, OpType=GATHER, NumelIn=2867200, NumelOut=0, Timeout(ms)=600000) ran for 600027 milliseconds before timing out.\n"
+    )
+    evs = _mine(log)
+    assert [(e.error, e.loc.line) for e in evs] == [
+        ("collective_timeout", 1), ("collective_timeout", 2), ("watchdog_abort", 3)]
+    assert all(e.rank == 1 for e in evs)
+    status = evs[1].collective
+    assert (status.seq, status.op, status.enqueued, status.completed, status.timeout_ms) == (158046, "GATHER", 158046, 158045, 600000)
+
+
+def test_nccl_error_detail_line_is_folded_into_the_error():
+    log = (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3\n"
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n"
+        "Last error:\n"
+    )
+    evs = _mine(log)
+    assert [e.error for e in evs] == ["nccl_error"]
+    assert evs[0].exc_type == "torch.distributed.DistBackendError"
+
+
+def test_remote_error_detail_alone_is_an_nccl_error():
+    # NCCLUtils.cpp getNcclErrorDetailStr text on its own (the `NCCL error in:` line was cut off)
+    evs = _mine("[rank3]: ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n")
+    assert [(e.error, e.rank, e.fields["code"]) for e in evs] == [("nccl_error", 3, "ncclRemoteError")]
+
+
+def test_subgroup_rank_is_not_taken_as_global_rank_without_prefix():
+    # [PG 1 Rank 0] is rank 0 of process group 1; with no launcher prefix the global rank is unknown
+    ev = _mine("[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.\n")[0]
+    assert ev.rank is None and ev.fields["pg_rank"] == 0
+
+
+def test_gloo_lines_in_real_sample_are_taken_before_the_generic_python_parser():
+    from conftest import SAMPLES
+
+    data = (SAMPLES / "torch" / "ddp_hang_rank3.log").read_bytes()
+    evs = _events(data.decode("utf-8"), "ddp_hang_rank3.log")
+    timeouts = [e for e in evs if e.kind == "error" and e.error == "collective_timeout"]
+    assert sorted(e.rank for e in timeouts) == [0, 1, 2]
+    assert {e.framework for e in timeouts} == {"nccl"}
+
+
+LOOKALIKES = [
+    # research §1.11 look-alikes, and config / env dumps
+    "[rank0]:[I1118 20:32:23.955028747 ProcessGroupNCCL.cpp:2005] [PG ID 0 PG GUID 0(default_pg) Rank 0] NCCL Work update periodically: last enqueued NCCL work: 5, last completed NCCL work: 5.",
+    "node0:2211:2211 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:10.0.0.1<0>",
+    "node0:2211:2211 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+    "node0:2211:2290 [0] NCCL INFO transport/net.cc:1302 -> 6",
+    "NCCL_DEBUG=INFO",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 NCCL_TIMEOUT=1800",
+    "  nccl_timeout: 1800",
+    "ddp_timeout=1800, timeout=datetime.timedelta(seconds=1800)",
+    "[W ProcessGroupNCCL.cpp:1234] Warning: TORCH_NCCL_AVOID_RECORD_STREAMS is the default now, this environment variable is thus deprecated. (function operator())",
+    "See https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications for the Watchdog caught collective operation timeout FAQ",
+    "To debug NCCL errors set TORCH_NCCL_TRACE_BUFFER_SIZE and TORCH_NCCL_DESYNC_DEBUG=1",
+    "ConnectionResetError: [Errno 104] Connection reset by peer",
+]
+
+
+@pytest.mark.parametrize("line", LOOKALIKES)
+def test_lookalikes_give_no_event(line):
+    assert _mine(line + "\n") == []
