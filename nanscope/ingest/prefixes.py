@@ -8,6 +8,7 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
   [1,3]<stdout>:            Open MPI --tag-output (job, rank)
   (VllmWorker rank=3 pid=P) (EngineCore_0 pid=P) (RayWorkerWrapper pid=P, ip=...)
   svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers
+  2024-05-01T12:00:00.123Z  kubectl logs --timestamps (the time is kept as the line's timestamp)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import re
 from typing import Optional
 
+from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Origin
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
@@ -27,7 +29,8 @@ _PREFIX = re.compile(
       | \[(?P<bare>\d+)\]:(?=[ \t]*\S)[ \t]?
       | (?P<srun>\d{1,5}):[ \t]+(?=\S)
       | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
-      | \((?P<proc>[A-Za-z][\w\-]*)(?:[ \t]+rank=(?P<prank>\d+))?[ \t]+pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
+      | (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
+      | \((?P<proc>[A-Za-z][\w\-]*?)(?:(?:_?TP|-)(?P<ptag>\d+))?(?:[ \t]+(?:rank=(?P<prank>\d+)|TP(?P<ptp>\d+)))?[ \t]+pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \(pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \[(?:pod/)?[\w.\-]+/[\w.\-]+\][ \t]
       | (?P<svc>[A-Za-z][\w.\-]*)[ \t]+\|[ \t]
@@ -73,7 +76,7 @@ def origin_from_path(path: Optional[str]) -> Origin:
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
-    rank = local = proc = None
+    rank = local = proc = ts = None
     pos = 0
     match = _PREFIX.match
     found = False
@@ -95,13 +98,18 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             rank = int(m.group("srun"))
         elif m.group("mpirank") is not None:
             rank = int(m.group("mpirank"))
+        if m.group("rfc") is not None:
+            ts = parse_ts(m.group("rfc"))
         if m.group("proc") is not None:
             proc = m.group("proc")
-            if m.group("prank") is not None:
-                rank = int(m.group("prank"))
+            # (VllmWorker rank=2 pid=P), (VllmWorker TP2 pid=P), (Worker_TP2 pid=P), (VllmWorker-2 pid=P);
+            # an EngineCore_0 / EngineCore_DP0 index is an engine, not a rank.
+            r = m.group("prank") or m.group("ptp") or (m.group("ptag") if "Worker" in proc else None)
+            if r is not None:
+                rank = int(r)
         del g
     if not found:
         return text, base
     if rank is None and local is not None and base.node is None:
         rank = local  # one node: torchrun's local rank is the global rank
-    return text[pos:], Origin(rank=rank, local_rank=local, node=base.node, proc=proc)
+    return text[pos:], Origin(rank=rank, local_rank=local, node=base.node, proc=proc, ts=ts)

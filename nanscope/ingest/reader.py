@@ -16,12 +16,12 @@ import re
 import sys
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator, Optional
+from typing import BinaryIO, Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
 from nanscope.model import InputInfo
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 16 << 20
 MAX_LINE_BYTES = 1 << 20
 _TERMINATOR = re.compile(rb"[\r\n\x00]")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -132,18 +132,142 @@ def _peek(raw: BinaryIO, n: int) -> bytes:
     return b""
 
 
+class Prefilter:
+    """The parsers' keywords, compiled once: which lines are candidates, and which keywords they hold.
+
+    Over a chunk of lines the work runs in native code (RE2 through pyarrow.compute): one regex
+    mask over every line keeps the candidates, then a few extract passes list the keywords each
+    candidate holds (leftmost match, then the rest of the line), so the pipeline can go straight
+    to the rules that own them. A keyword found this way may hide others that start inside it
+    (`exitcode` inside `exitcode:`); `possible()` adds those, and every rule still checks its own
+    keywords exactly before its regex runs.
+    """
+
+    MAX_PASSES = 6  # rows with more keyword occurrences than this try every parser
+
+    def __init__(self, words: Sequence[str]):
+        uniq = sorted({w for w in words}, key=lambda w: (-len(w), w))
+        self.match_all = "" in uniq
+        self.words: tuple[str, ...] = tuple(w for w in uniq if w)
+        self.bwords: tuple[bytes, ...] = tuple(w.encode() for w in self.words)
+        alt = b"|".join(re.escape(w) for w in self.bwords) if self.bwords else b"(?!)"
+        self.regex = re.compile(b"(?:)" if self.match_all else alt)  # the pure-Python form
+        self.pattern = self.regex.pattern
+        self.search = self.regex.search
+        self._re2 = "|".join(_re2_escape(w) for w in self.bwords)
+        self._extract = f"(?P<kw>{self._re2})(?P<rest>(?s:.*))"
+        self._possible: dict[tuple, Optional[frozenset]] = {}
+        self._hidden = {w: frozenset(o for o in self.words if _starts_inside(o, w)) for w in self.words}
+
+    def possible(self, found: tuple) -> Optional[frozenset]:
+        """Keywords that may occur in a line where `found` (bytes, in order) were found; None: any."""
+        got = self._possible.get(found, False)
+        if got is not False:
+            return got  # type: ignore[return-value]
+        if found is ALL or self.match_all:
+            out = None
+        else:
+            s: set = set()
+            for b in found:
+                w = b.decode("utf-8", "replace")
+                s.add(w)
+                s.update(self._hidden.get(w, ()))
+            out = frozenset(s)
+        self._possible[found] = out
+        return out
+
+    def candidates(self, lines) -> tuple[list[int], list[bytes], list[tuple]]:
+        """For an Arrow binary array of lines: candidate indices, their bytes and found keywords."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.match_all:
+            return list(range(len(lines))), lines.to_pylist(), [ALL] * len(lines)
+        if not self.bwords:
+            return [], [], []
+        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self._re2))
+        if len(idx) == 0:
+            return [], [], []
+        cand = pc.take(lines, idx)
+        rows = list(range(len(cand)))
+        found: list[list] = [[] for _ in rows]
+        rest = cand
+        for _ in range(self.MAX_PASSES):
+            ex = pc.extract_regex(rest, self._extract)
+            keep = pc.indices_nonzero(pc.is_valid(ex))
+            if len(keep) == 0:
+                rows = []
+                break
+            kws = pc.take(ex.field("kw"), keep).to_pylist()
+            rows = [rows[i] for i in keep.to_pylist()] if len(keep) != len(rows) else rows
+            for r, k in zip(rows, kws):
+                found[r].append(k)
+            rest = pc.take(ex.field("rest"), keep)
+        for r in rows:  # still more keywords after MAX_PASSES: try everything
+            found[r] = ALL  # type: ignore[call-overload]
+        return idx.to_pylist(), cand.to_pylist(), [f if f is ALL else tuple(f) for f in found]  # type: ignore[misc]
+
+
+ALL: tuple = ("\x00all",)  # "found" marker: any keyword may be present
+_PA = None
+
+
+def _re2_escape(word: bytes) -> str:
+    """A literal for RE2 over binary data (Latin-1 mode in Arrow): every non-alphanumeric byte as \\xHH."""
+    return "".join(chr(c) if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122) else f"\\x{c:02x}" for c in word)
+
+
+def _starts_inside(other: str, word: str) -> bool:
+    """Can an occurrence of `other` start within an occurrence of `word` (and so be skipped over)?"""
+    if other == word:
+        return False
+    for i in range(len(word)):
+        tail = word[i:]
+        if other.startswith(tail) or tail.startswith(other):
+            return True
+    return False
+
+
+def _split_lines(region: bytes):
+    global _PA
+    if _PA is None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        _PA = (pa, pc)
+    pa, pc = _PA
+    return pc.split_pattern(pa.array([region], pa.binary()), b"\n")[0].values
+
+
 def scan(
     stream: BinaryIO,
-    keywords: "re.Pattern[bytes]",
+    keywords: "Prefilter",
     info: InputInfo,
     chunk_bytes: int = CHUNK_BYTES,
     max_line: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[int, bytes]]:
     """Yield (line number, line bytes) for every line that contains a keyword."""
+    for lineno, line, _found in scan_candidates(stream, keywords, info, chunk_bytes, max_line):
+        yield lineno, line
+
+
+def scan_candidates(
+    stream: BinaryIO,
+    prefilter: "Prefilter",
+    info: InputInfo,
+    chunk_bytes: int = CHUNK_BYTES,
+    max_line: int = MAX_LINE_BYTES,
+    progress: Optional[Callable[[int], None]] = None,
+) -> Iterator[tuple[int, bytes, tuple]]:
+    """Yield (line number, line bytes, keywords found) for every line that contains a keyword.
+
+    Lines are split at \\n, \\r and NUL; a line longer than max_line keeps its first max_line
+    bytes (counted in info.long_lines)."""
+    if not isinstance(prefilter, Prefilter):
+        raise TypeError("scan needs a Prefilter (nanscope.parsers.registry.keyword_regex)")
     lineno = 1
     carry = b""
     skipping = False  # inside an over-long line: drop bytes until the next terminator
-    offset = 0
     while True:
         try:
             chunk = stream.read(chunk_bytes)
@@ -156,7 +280,8 @@ def scan(
             info.error = f"zstd input ends early after line {lineno}"
         if not chunk:
             break
-        offset += len(chunk)
+        if progress is not None:
+            progress(len(chunk))
         if b"\x00" in chunk:
             info.nul_bytes += chunk.count(b"\x00")
         if skipping:
@@ -167,40 +292,76 @@ def scan(
             lineno += chunk.count(b"\n", 0, m.start())
             chunk = chunk[m.start() :]
         buf = carry + chunk if carry else chunk
-        last = max(buf.rfind(b"\n"), buf.rfind(b"\r"), buf.rfind(b"\x00"))
+        last = buf.rfind(b"\n")
+        if len(buf) - last - 1 > max_line:  # no newline for a long stretch: \r / NUL end lines too
+            last = max(last, buf.rfind(b"\r"), buf.rfind(b"\x00"))
         region, carry = buf[: last + 1], buf[last + 1 :]
+        del buf, chunk
         if region:
-            lineno = yield from _scan_region(region, lineno, keywords, info)
+            lineno = yield from _scan_region(region, lineno, prefilter, info, max_line)
         if len(carry) > max_line:
             info.long_lines += 1
-            if keywords.search(carry, 0, max_line):
-                yield lineno, carry[:max_line]
+            head = carry[:max_line]
+            if prefilter.search(head):
+                yield lineno, head, ALL
             carry = b""
             skipping = True
     if carry:
-        lineno = yield from _scan_region(carry, lineno, keywords, info)
+        lineno = yield from _scan_region(carry, lineno, prefilter, info, max_line)
         lineno += 1  # the last line had no terminator
     info.lines = lineno - 1
 
 
-def _scan_region(region: bytes, lineno: int, keywords: "re.Pattern[bytes]", info: InputInfo):
-    """Scan a region that ends at a line terminator (or the end of input)."""
-    pos = 0
-    counted = 0
-    n = len(region)
-    search = keywords.search
-    term = _TERMINATOR.search
-    while pos < n:
-        m = search(region, pos)
-        if m is None:
-            break
-        s = m.start()
-        start = max(region.rfind(b"\n", 0, s), region.rfind(b"\r", 0, s), region.rfind(b"\x00", 0, s)) + 1
-        e = term(region, m.end())
-        end = e.start() if e else n
-        lineno += region.count(b"\n", counted, start)
-        counted = start
+def _scan_region(region: bytes, lineno: int, prefilter: Prefilter, info: InputInfo, max_line: int):
+    """Candidates of a region that ends at a line terminator (or the end of input)."""
+    lines = _split_lines(region)
+    newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
+    idx, cands, found = prefilter.candidates(lines)
+    long_seen = False
+    if len(region) > max_line:
+        import pyarrow.compute as pc
+
+        long_seen = pc.max(pc.binary_length(lines)).as_py() > max_line
+        if long_seen:
+            info.long_lines += _count_long(lines, idx, max_line)
+    term = _TERMINATOR.split
+    for i, line, f in zip(idx, cands, found):
+        ln = lineno + i
+        if b"\r" in line or b"\x00" in line:
+            words = prefilter.possible(f)
+            for piece in term(line):
+                if len(piece) > max_line:
+                    piece = piece[:max_line]
+                if _has_keyword(piece, words, prefilter):
+                    info.candidate_lines += 1
+                    yield ln, piece, f
+            continue
+        if long_seen and len(line) > max_line:
+            line = line[:max_line]
+            if not prefilter.search(line):
+                continue
         info.candidate_lines += 1
-        yield lineno, region[start:end]
-        pos = end + 1
-    return lineno + region.count(b"\n", counted)
+        yield ln, line, f
+    return lineno + newlines
+
+
+def _has_keyword(piece: bytes, words: Optional[frozenset], prefilter: Prefilter) -> bool:
+    if words is None:
+        return prefilter.search(piece) is not None
+    for w in words:
+        if w.encode() in piece:
+            return True
+    return False
+
+
+def _count_long(lines, idx: list, max_line: int) -> int:
+    """Pieces longer than max_line in the lines that have one (rare: only called when one exists)."""
+    import pyarrow.compute as pc
+
+    n = 0
+    big = pc.indices_nonzero(pc.greater(pc.binary_length(lines), max_line)).to_pylist()
+    for i in big:
+        for piece in _TERMINATOR.split(lines[i].as_py()):
+            if len(piece) > max_line:
+                n += 1
+    return n

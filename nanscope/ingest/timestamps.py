@@ -12,7 +12,7 @@ from typing import Optional
 _TS = re.compile(
     r"""^[ \t]*\[?(?:
         (?P<glog>[EWIFD])(?P<gm>\d\d)(?P<gd>\d\d)[ ](?P<gt>\d\d:\d\d:\d\d(?:\.\d+)?)      # glog / c10
-      | (?:(?P<y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)  # ISO-ish
+      | (?:(?P<y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T_](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)  # ISO-ish
       | (?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[ ]+(?P<vm>\d\d)-(?P<vd>\d\d)[ ](?P<vt>\d\d:\d\d:\d\d(?:\.\d+)?)  # vLLM
     )""",
     re.X,

@@ -13,8 +13,13 @@ import re
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
 
+# A logger's own prefix before the exception text: vLLM's `ERROR 01-11 03:46:48 [core.py:936] `
+# (older: `core.py:936] ` without brackets) and Python logging's default `ERROR:name:`.
+LOGGER_PREFIX = (r"(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[ ]+\d\d-\d\d[ ]\d\d:\d\d:\d\d(?:\.\d+)?[ ]+"
+                 r"\[?[\w./-]+:\d+\]?[ ]+|(?:ERROR|WARNING|CRITICAL):[\w.]+:)?")
+
 EXC_LINE = re.compile(
-    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Exited))"
+    LOGGER_PREFIX + r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Exited))"
     r"(?::[ \t]*(?P<msg>.*))?$"
 )
 
@@ -46,7 +51,7 @@ def classify(exc_type: str, message: str, frame: str = "") -> str:
     return "exception"
 
 
-@rule("traceback", ("Traceback",), r"^Traceback \(most recent call last\):", match_start=True)
+@rule("traceback", ("Traceback",), LOGGER_PREFIX + r"Traceback \(most recent call last\):", match_start=True)
 def _traceback(m, rec, state):
     state["traceback_line"] = rec.loc.line
     return []

@@ -240,12 +240,14 @@ class CountWithin(Machine):
 
     name = "count_within"
     PARAMS = {"when": (True, "condition"), "min_count": (True, "int"), "window_steps": (False, "int"),
-              "max_step": (False, "int")}
+              "max_step": (False, "int"), "weight": (False, "str")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.when = self.cond("when")
         self.min_count = int(self.num("min_count", 2))
+        # weight: a field that says how many occurrences one line stands for (a cumulative counter)
+        self.weight = field_getter(spec["weight"]) if "weight" in spec else None
         self.window = self.num("window_steps", 0) or None
         self.max_step = spec.get("max_step")
 
@@ -262,9 +264,12 @@ class CountWithin(Machine):
         if self.window is not None and ev.step is not None:
             while q and q[0].step is not None and ev.step - q[0].step >= self.window:
                 q.popleft()
-        if len(q) >= self.min_count:
+        count = len(q)
+        if self.weight is not None:
+            count = max(count, max((int(self.weight(e) or 0) for e in q), default=0))
+        if count >= self.min_count:
             st["fired"] = True
-            emit(self.match(q[0], list(q)[: EVIDENCE_PER_MATCH - 1] + [ev], step=q[0].step, count=len(q)))
+            emit(self.match(q[0], list(q)[: EVIDENCE_PER_MATCH - 1] + [ev], step=q[0].step, count=count))
             q.clear()
 
 

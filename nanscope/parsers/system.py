@@ -1,0 +1,198 @@
+"""The machine around the job: kernel OOM killer, Slurm, the shell, DataLoader workers, checkpoints.
+
+Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.md):
+  kernel mm/oom_kill.c   Out of memory: Killed process 698405 (python) total-vm:...kB, anon-rss:...
+                         Memory cgroup out of memory: Killed process ...
+                         oom-kill:constraint=CONSTRAINT_NONE,...,task=python,pid=698405,uid=1000
+                         (<= 4.9: `Out of memory: Kill process 1234 (python) score 900 or sacrifice child`)
+  slurmstepd             error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks have been OOM Killed.
+                         error: Detected 1 oom-kill event(s) in step 3495064.0 cgroup. ...   (<= 20.x)
+                         error: *** JOB 494583 ON node CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***
+                         *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***   (old order)
+  srun                   error: nid001277: tasks 1-3: Out Of Memory
+                         error: Orion-18-69: task 289: Bus error / Killed / Terminated / Exited with exit code 1
+  bash                   Killed    |   /var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed   python3 main.py
+  torch/utils/data       RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.
+                         RuntimeError: DataLoader worker (pid(s) 1234, 5678) exited unexpectedly
+                         ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).
+  torch/serialization    RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory
+  safetensors            safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge
+  pickle                 _pickle.UnpicklingError: invalid load key, 'v'.
+
+Several of these arrive as Python exception lines, which python.py (priority 80) would take as a
+generic `exception`: this parser runs before it and still fills `exc_type`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from nanscope.model import ErrorEvent, LifecycleEvent
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.python import EXC_LINE
+
+_SIGNAL_WORDS = {
+    "killed": "SIGKILL",
+    "terminated": "SIGTERM",
+    "aborted": "SIGABRT",
+    "aborted (core dumped)": "SIGABRT",
+    "segmentation fault": "SIGSEGV",
+    "segmentation fault (core dumped)": "SIGSEGV",
+    "bus error": "SIGBUS",
+    "bus error (core dumped)": "SIGBUS",
+    "illegal instruction": "SIGILL",
+    "illegal instruction (core dumped)": "SIGILL",
+    "floating point exception": "SIGFPE",
+    "hangup": "SIGHUP",
+    "interrupt": "SIGINT",
+}
+
+
+def _exc_type(text: str) -> Optional[str]:
+    m = EXC_LINE.match(text)
+    return m.group("type") if m else None
+
+
+def _err(rec, kind: str, fields: dict, **kw) -> ErrorEvent:
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="system", error=kind, message=rec.text.strip(),
+        exc_type=_exc_type(rec.text), fields=fields, **kw,
+    )
+
+
+def _tasks(spec: str) -> list[int]:
+    """Slurm task lists: `3`, `1-3`, `2,4-5,7`."""
+    out: list[int] = []
+    for part in spec.split(","):
+        a, _, b = part.partition("-")
+        if a.isdigit() and (not b or b.isdigit()):
+            out.extend(range(int(a), int(b) + 1) if b else [int(a)])
+    return out
+
+
+def _kernel_kill(rec, state, pid: int, process: Optional[str], cgroup: bool):
+    # One kill prints several lines (oom-kill:..., Out of memory: Killed process ..., and on old
+    # kernels `Kill process` then `Killed process`): one event per killed pid.
+    if state.get("oom_pid") == pid:
+        return []
+    state["oom_pid"] = pid
+    return _err(rec, "host_oom", {"pid": pid, "process": process, "source": "kernel", "cgroup": cgroup})
+
+
+@rule(
+    "kernel-oom-kill",
+    ("Killed process", "Kill process"),
+    r"(?P<cg>Memory cgroup out of memory: )?(?:Out of memory(?: \([\w ]+\))?: )?Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)",
+)
+def _kernel(m, rec, state):
+    return _kernel_kill(rec, state, int(m.group("pid")), m.group("comm"), bool(m.group("cg")))
+
+
+@rule("kernel-oom-kill-constraint", ("oom-kill:",), r"oom-kill:constraint=\w+.*?,task=(?P<comm>[^,]*),pid=(?P<pid>\d+)")
+def _kernel_constraint(m, rec, state):
+    return _kernel_kill(rec, state, int(m.group("pid")), m.group("comm"), "oom_memcg=" in rec.text)
+
+
+@rule(
+    "slurm-oom",
+    ("oom_kill event", "oom-kill event", "OOM Killed"),
+    r"Detected (?P<n>\d+) oom[_-]kill events?(?:\(s\))? in (?:StepId=|step )(?P<step>[\w.]*\w)|(?P<only>Some of the step tasks have been OOM Killed)",
+)
+def _slurm_oom(m, rec, state):
+    return _err(rec, "host_oom", {
+        "source": "slurm", "count": int(m.group("n")) if m.group("n") else None, "step": m.group("step"),
+    })
+
+
+@rule(
+    "slurm-cancelled",
+    ("CANCELLED AT",),
+    r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.]+) (?:ON (?P<node>\S+) )?CANCELLED AT (?P<at>\S+)"
+    r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?(?: on (?P<node2>\S+))? \*\*\*",
+)
+def _slurm_cancelled(m, rec, state):
+    why = m.group("why")
+    job = m.group("id").split(".")[0]
+    seen = state.setdefault("slurm_cancelled", set())
+    if (job, why) in seen:  # `*** JOB n ...` and `*** STEP n.0 ...` report the same cancellation
+        return []
+    seen.add((job, why))
+    fields = {"source": "slurm", "job": job, "step": m.group("id") if m.group("what") == "STEP" else None,
+              "node": m.group("node") or m.group("node2"), "at": m.group("at"), "reason": why}
+    kinds = {"TIME LIMIT": "slurm_time_limit", "PREEMPTION": "slurm_preempted", "NODE FAILURE": "slurm_node_failure"}
+    if why in kinds:
+        return _err(rec, kinds[why], fields)
+    # No reason (scancel, or Slurm ending the step after an OOM) or another one: the job ended.
+    return LifecycleEvent(loc=rec.loc, text=rec.text, framework="system", action="end", fields=fields)
+
+
+@rule("srun-task", ("srun: error:",), r"srun: error: (?P<node>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.+?)\s*$")
+def _srun_task(m, rec, state):
+    tasks = _tasks(m.group("tasks"))
+    what = m.group("what")
+    rank = tasks[0] if len(tasks) == 1 else None
+    fields = {"source": "srun", "node": m.group("node"), "tasks": tasks, "reason": what}
+    if what.lower() == "out of memory":
+        return _err(rec, "host_oom", fields, rank=rank)
+    code = re.fullmatch(r"Exited with exit code (-?\d+)", what)
+    return _err(
+        rec, "worker_failed", fields, rank=rank,
+        exitcode=int(code.group(1)) if code else None, signal=_SIGNAL_WORDS.get(what.lower()),
+    )
+
+
+@rule(
+    "shell-killed",
+    ("Killed",),
+    r"^(?:\S+: line \d+:[ \t]+(?P<pid>\d+)[ \t]+)?Killed(?:[ \t]{2,}(?P<cmd>\S.*?))?[ \t]*$",
+    match_start=True,
+)
+def _killed(m, rec, state):
+    # bash reports a child killed by SIGKILL: usually the OOM killer, only a hint on its own.
+    return _err(rec, "killed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
+                                "command": m.group("cmd")}, signal="SIGKILL")
+
+
+@rule(
+    "dataloader-worker",
+    ("DataLoader worker", "encountered in worker"),
+    r"DataLoader worker \(pid(?:\(s\))? (?P<pids>[^)]*)\) (?:is killed by signal: (?P<sig>[^.]+)\.?"
+    r"|exited unexpectedly(?: with exit code (?P<code>-?\d+))?)"
+    r"|Unexpected (?P<fault>bus error|segmentation fault|floating-point exception) encountered in worker",
+)
+def _dataloader(m, rec, state):
+    pids = [int(p) for p in re.findall(r"\d+", m.group("pids") or "")]
+    sig = m.group("sig")
+    fault = m.group("fault")
+    signal = _SIGNAL_WORDS.get(sig.lower()) if sig else ({"bus error": "SIGBUS", "segmentation fault": "SIGSEGV",
+                                                         "floating-point exception": "SIGFPE"}.get(fault or ""))
+    return _err(rec, "dataloader_worker_killed", {
+        "pids": pids, "signal_name": sig, "shm_suspect": fault == "bus error",
+    }, signal=signal, exitcode=int(m.group("code")) if m.group("code") else None)
+
+
+@rule(
+    "checkpoint-corrupt",
+    ("PytorchStreamReader failed", "Error while deserializing header", "invalid load key"),
+    r"PytorchStreamReader failed (?P<zip>.+?)\s*$"
+    r"|Error while deserializing header: (?P<st>\w+)"
+    r"|invalid load key, (?P<key>'[^']*'|\S+?)\.?\s*$",
+)
+def _checkpoint(m, rec, state):
+    if m.group("zip"):
+        fields = {"format": "torch_zip", "detail": m.group("zip")}
+    elif m.group("st"):
+        fields = {"format": "safetensors", "detail": m.group("st")}
+    else:
+        fields = {"format": "pickle", "detail": f"invalid load key {m.group('key')}"}
+    return _err(rec, "checkpoint_corrupt", fields)
+
+
+PARSER = Parser(
+    name="system",
+    framework="system",
+    priority=45,
+    description="kernel OOM killer, Slurm and srun, shell kills, DataLoader workers, corrupt checkpoints",
+    rules=[_kernel, _kernel_constraint, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _dataloader, _checkpoint],
+)

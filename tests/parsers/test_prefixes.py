@@ -1,0 +1,134 @@
+"""nanscope/ingest/prefixes.py: launcher prefixes peeled off real lines, and rank hints from file paths.
+
+Where a prefix is shown in front of a message that came from elsewhere, the comment says so; the
+prefix shapes themselves are what the launchers print (torchrun --tee, srun --label, mpirun
+--tag-output, Ray, vLLM, docker compose, kubectl logs --prefix/--timestamps).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nanscope.ingest.prefixes import origin_from_path, peel
+from nanscope.model import Origin
+
+PEEL = [
+    # (line, message after peeling, rank, local_rank)
+    # torchrun --tee (sample_logs/torch/ddp_healthy.log)
+    ("[default3]:step=0, loss=2.3468, grad_norm=0.3615, lr=0.001", "step=0, loss=2.3468, grad_norm=0.3615, lr=0.001", 3, 3),
+    # torch's [rankN]: (modelscope/DiffSynth-Studio#458)
+    ("[rank4]:[E318 07:39:53.792772442 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 9 Rank 4] Exception (either an error "
+     "or timeout) detected by watchdog at work: 610, last enqueued NCCL work: 616, last completed NCCL work: 609.",
+     "[E318 07:39:53.792772442 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 9 Rank 4] Exception (either an error or "
+     "timeout) detected by watchdog at work: 610, last enqueued NCCL work: 616, last completed NCCL work: 609.", 4, None),
+    # stacked: torchrun --tee around torch's rank prefix (sample_logs/torch, torch 2.13)
+    ("[default1]:[rank1]: Traceback (most recent call last):", "Traceback (most recent call last):", 1, 1),
+    ("[default0]:[rank0]:[W1129 19:37:42.411 reducer.cpp:1529] Warning", "[W1129 19:37:42.411 reducer.cpp:1529] Warning", 0, 0),
+    # srun --label (padded to the width of the largest task id)
+    ("3: iteration 10/100 | lm loss: 2.5E+00 |", "iteration 10/100 | lm loss: 2.5E+00 |", 3, None),
+    (" 3: iteration 10/100 | lm loss: 2.5E+00 |", "iteration 10/100 | lm loss: 2.5E+00 |", 3, None),
+    ("29: Epoch 0:   1%|          | 795/77225", "Epoch 0:   1%|          | 795/77225", 29, None),
+    # Open MPI --tag-output
+    ("[1,3]<stdout>:step 12 | loss nan", "step 12 | loss nan", 3, None),
+    ("[1,0]<stderr>:Traceback (most recent call last):", "Traceback (most recent call last):", 0, None),
+    # Ray actors (the rank comes from torch's prefix behind it)
+    ("(RayWorkerWrapper pid=4009, ip=10.0.0.1) [rank3]:[E219 08:58:32.606233339 ProcessGroupNCCL.cpp:629] x",
+     "[E219 08:58:32.606233339 ProcessGroupNCCL.cpp:629] x", 3, None),
+    ("(WorkerDict pid=3490362) [rank1]:[E1118 20:32:23.955028747 ProcessGroupNCCL.cpp:629] x",
+     "[E1118 20:32:23.955028747 ProcessGroupNCCL.cpp:629] x", 1, None),
+    ("(pid=4009, ip=10.0.0.1) hello", "hello", None, None),
+    # vLLM process tags (vllm-project/vllm#43295, #26612, #32105, vllm-ascend#5117, LMCache#1361, SergiioB/...#4)
+    ("(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 000: x", "INFO 05-19 10:13:11 [loggers.py:271] Engine 000: x", None, None),
+    ("(EngineCore_0 pid=3945189) INFO 08-21 07:17:09 [scheduler.py:495] x", "INFO 08-21 07:17:09 [scheduler.py:495] x", None, None),
+    ("(EngineCore_DP0 pid=1937911) ERROR 10-11 10:42:14 [core.py:708] EngineCore failed to start.",
+     "ERROR 10-11 10:42:14 [core.py:708] EngineCore failed to start.", None, None),
+    ("(EngineCore pid=316) ValueError: x", "ValueError: x", None, None),
+    ("(VllmWorker rank=2 pid=4242) INFO 05-20 00:55:13 [gpu_worker.py:424] x", "INFO 05-20 00:55:13 [gpu_worker.py:424] x", 2, None),
+    ("(VllmWorker-0 pid=4242) INFO x", "INFO x", 0, None),
+    # a tensor-parallel worker index is the worker's rank; a pipeline stage index (PP0) is not
+    ("(Worker_TP1 pid=224) INFO 12-17 09:16:13 [multiproc_executor.py:599] WorkerProc shutting down.",
+     "INFO 12-17 09:16:13 [multiproc_executor.py:599] WorkerProc shutting down.", 1, None),
+    ("(Worker_PP0 pid=3258192) INFO 01-11 03:46:46 [gpu_worker.py:358] Available KV cache memory: 9.05 GiB",
+     "INFO 01-11 03:46:46 [gpu_worker.py:358] Available KV cache memory: 9.05 GiB", None, None),
+    # docker compose (vllm-project/vllm-ascend#5117): service, then vLLM's tag
+    ("qwen3-vl-32b  | (APIServer pid=104) ERROR 12-17 09:16:13 [async_llm.py:480] AsyncLLM output_handler failed.",
+     "ERROR 12-17 09:16:13 [async_llm.py:480] AsyncLLM output_handler failed.", None, None),
+    ("svc-1  | hello", "hello", None, None),
+    # kubectl logs --prefix
+    ("[pod/trainer-0/main] step=1, loss=2.3", "step=1, loss=2.3", None, None),
+]
+
+
+@pytest.mark.parametrize("line,msg,rank,local", PEEL)
+def test_peel(line, msg, rank, local):
+    got, origin = peel(line, Origin())
+    assert got == msg
+    assert (origin.rank, origin.local_rank) == (rank, local)
+
+
+NOT_PREFIXES = [
+    "INFO 05-19 10:13:11 [loggers.py:271] Engine 000: x",  # vLLM's logger prefix stays (timestamps are read from it)
+    "[E1129 19:37:42.411 reducer.cpp:1529] x",  # glog header
+    "[2024-04-17 09:42:26] INFO     [olmo.train:816, rank=0] [step=1/739328]",
+    "Step 3: loss 2.1",
+    " 40%|████      | 20/50 [00:02<00:03,  9.10it/s]",
+    "12:30:01 training started",
+    "[441280.839852] Out of memory: Killed process 698405 (python)",  # dmesg uptime
+]
+
+
+@pytest.mark.parametrize("line", NOT_PREFIXES)
+def test_lines_without_launcher_prefix_are_left_alone(line):
+    base = Origin(rank=7)
+    assert peel(line, base) == (line, base)
+
+
+def test_line_prefix_beats_file_name():
+    base = origin_from_path("logs/rank_3.log")
+    assert base.rank == 3
+    assert peel("[rank1]:x", base)[1].rank == 1
+    assert peel("plain line", base)[1].rank == 3
+
+
+def test_local_rank_on_a_named_node_is_not_a_global_rank():
+    base = origin_from_path("job/node1/console.log")
+    _, origin = peel("[default3]:x", base)
+    assert (origin.rank, origin.local_rank, origin.node) == (None, 3, "node1")
+
+
+def test_vllm_worker_tp_tag():
+    msg, origin = peel("(VllmWorker TP0 pid=1234) INFO 04-17 08:12:24 [gpu_worker.py:1] x", Origin())
+    assert msg == "INFO 04-17 08:12:24 [gpu_worker.py:1] x"
+
+
+def test_kubectl_timestamps():
+    # tenstorrent/tt-inference-server#3359 (the message is cut there)
+    msg, _ = peel("2026-05-12T08:01:39.331095044Z (APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] Engine 000: x", Origin())
+    assert msg == "INFO 05-12 08:01:39 [loggers.py:271] Engine 000: x"
+
+
+def test_kubectl_prefix_and_timestamps():
+    msg, _ = peel("[pod/trainer-0/main] 2024-01-01T00:00:00.000000000Z step=1, loss=2.3", Origin())
+    assert msg == "step=1, loss=2.3"
+
+
+PATHS = [
+    ("rank_3.log", 3, None),
+    ("rank3.log", 3, None),
+    ("node1/rank_3.out", 3, "node1"),
+    ("logs/node2/worker.log", None, "node2"),
+    ("/tmp/torchelastic_x/abc_def/attempt_0/3/stdout.log", 3, None),
+    ("attempt_1/12/stderr.log", 12, None),
+    ("run_rank9/ddp_nan_rank2.log", 2, None),  # the file's own name wins over its folder
+    ("run_rank9/console.log", 9, None),
+    ("slurm-4242.out", None, None),  # a Slurm job id is not a rank
+    ("train.log", None, None),
+    ("frank3.log", None, None),  # `rank` inside a word is not a rank
+    (None, None, None),
+]
+
+
+@pytest.mark.parametrize("path,rank,node", PATHS)
+def test_origin_from_path(path, rank, node):
+    o = origin_from_path(path)
+    assert (o.rank, o.node) == (rank, node)
