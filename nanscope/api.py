@@ -82,7 +82,7 @@ def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = Non
     return Report(
         tool_version=__version__, inputs=result.inputs, ranks=streams.summaries(), findings=top,
         diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top),
-        signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0,
+        signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0, signatures=sigs,
     )
 
 

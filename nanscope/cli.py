@@ -95,6 +95,7 @@ def diagnose(
     no_color: bool = typer.Option(False, "--no-color", help="Same as --color never."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in evidence lines."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="A known-good run (JSON report or log): report what is new or worse; only new findings affect the exit status."),
 ) -> None:
     """Diagnose a job's logs: the root cause, the initiating rank, the fix. """
     from nanscope import api
@@ -107,6 +108,8 @@ def diagnose(
     if fmt not in reporters.FORMATS:
         raise typer.BadParameter(f"unknown format '{fmt}'; known: {', '.join(reporters.FORMATS)}", param_hint="--format")
     report = api.diagnose(paths or ["-"], options)
+    if baseline:
+        api.with_baseline(report, baseline, options)
     if not quiet:
         with open_output(output) as out:
             color_on = use_color(color, no_color, out) and output is None
@@ -118,18 +121,34 @@ def diagnose(
 @app.command()
 def events(
     paths: List[str] = typer.Argument(None, help="Log files, folders, .gz, or - for stdin."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="events.jsonl (default: JSON Lines on stdout)."),
+    output: Optional[str] = typer.Option(None, "--output", "-o",
+                                         help="events.jsonl, events.parquet or events.arrow (default: JSON Lines on stdout)."),
+    partition_by: Optional[str] = typer.Option(None, "--partition-by",
+                                               help="'rank': write -o as a hive-style folder of Parquet files, rank=R/part-<hash>.parquet."),
     parser: Optional[List[str]] = typer.Option(None, "--parser", help="Force these parsers."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in the text column."),
 ) -> None:
-    """Print the normalized events nanscope extracted (JSON Lines)."""
+    """Print or export the normalized events nanscope extracted (JSON Lines, Parquet, Arrow)."""
     from nanscope import api
-    from nanscope.export import write_jsonl
+    from nanscope.export import table_format, write_jsonl, write_partitioned, write_table
     from nanscope.output import open_output
 
-    if output and not output.endswith((".jsonl", ".json", ".ndjson")) and output != "-":
-        raise NanscopeError(f"cannot write {output}: use a .jsonl file name (or - for stdout)")
-    evs = api.events(paths or ["-"], api.Options(parsers=_split(parser) or None))
+    inputs = paths or ["-"]
+    if partition_by is not None:
+        if partition_by != "rank":
+            raise typer.BadParameter("only 'rank' is supported", param_hint="--partition-by")
+        if not output or output == "-" or table_format(output) == "arrow" or output.endswith((".jsonl", ".json", ".ndjson")):
+            raise typer.BadParameter("needs -o FOLDER (a Parquet dataset folder)", param_hint="--partition-by")
+        evs = api.events(inputs, api.Options(parsers=_split(parser) or None))
+        write_partitioned(evs, output, inputs, redact_text=not no_redact)
+        raise typer.Exit(0)
+    fmt = table_format(output) if output and output != "-" else None
+    if output and output != "-" and fmt is None and not output.endswith((".jsonl", ".json", ".ndjson")):
+        raise NanscopeError(f"cannot write {output}: use a .jsonl, .parquet or .arrow file name (or - for stdout)")
+    evs = api.events(inputs, api.Options(parsers=_split(parser) or None))
+    if fmt is not None:
+        write_table(evs, output, fmt, redact_text=not no_redact)
+        raise typer.Exit(0)
     with open_output(output) as out:
         write_jsonl(evs, out, redact_text=not no_redact)
     raise typer.Exit(0)

@@ -229,3 +229,4 @@ class Report:
     signatures_loaded: int
     elapsed_s: float = 0.0
     baseline: Optional[dict] = None  # with --baseline: what is new or worse
+    signatures: list = field(default_factory=list, repr=False)  # the signatures this run used (SARIF rules, JUnit cases)

@@ -6,6 +6,7 @@ Everything here is a generator; nothing holds more than one chunk of one input.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
@@ -159,6 +160,15 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             "NS-IO-INVALID-UTF8", f"{info.replaced_bytes} invalid UTF-8 sequence(s) replaced with U+FFFD", name))
     if not info.complete:
         result.diagnostics.append(Diagnostic("NS-IO-INCOMPLETE", info.error or "input ends early", name))
+    if source.path is not None and size is not None:
+        try:
+            now = os.stat(source.path).st_size
+        except OSError:
+            now = None
+        if now is None or now < size:
+            result.diagnostics.append(Diagnostic(
+                "NS-IO-CHANGED", f"the file shrank while it was read ({size} -> {now if now is not None else 'gone'} bytes): "
+                "it was truncated or rotated; what was read is diagnosed", name))
 
 
 def _place(ev: Event, text: str, msg: str, origin, key: tuple) -> None:

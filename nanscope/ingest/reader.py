@@ -9,10 +9,10 @@ its head is kept, the rest is skipped and counted.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import re
+import struct
 import sys
 import zlib
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ from typing import BinaryIO, Callable, Iterator, Optional, Sequence
 from nanscope.errors import InputError
 from nanscope.model import InputInfo
 
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 1 << 20
 _TERMINATOR = re.compile(rb"[\r\n\x00]")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -66,35 +66,67 @@ def expand_sources(paths: list[str]) -> list[Source]:
     return out
 
 
-class _ZstdStream:
-    """A zstd reader that notices truncation (zstandard's stream_reader does not)."""
+class _Decompressed:
+    """A decompressing reader that keeps every byte it could decode and notices truncation.
 
-    def __init__(self, raw: BinaryIO):
-        import zstandard  # optional dependency
+    gzip.GzipFile raises EOFError on a truncated member and drops the data of that read call;
+    zstandard's stream_reader returns truncated data with no error at all. Feeding a
+    decompressobj ourselves keeps the readable prefix and tells, at the end, whether the last
+    member/frame was complete. Concatenated members (rotated logs joined with cat) are followed.
+    """
 
+    READ = 1 << 20
+
+    def __init__(self, raw: BinaryIO, new: "Callable[[], Any]", padding_ok: bool):
         self._raw = raw
-        self._d = zstandard.ZstdDecompressor().decompressobj()
-        self._zstd = zstandard
+        self._new = new
+        self._d = new()
+        self._padding_ok = padding_ok
         self.truncated = False
         self._eof = False
 
     def read(self, n: int) -> bytes:
-        while not self._eof:
-            data = self._raw.read(1 << 20)
+        out = bytearray()
+        while len(out) < n and not self._eof:
+            data = self._raw.read(self.READ)
             if not data:
                 self._eof = True
-                if not self._d.eof:
+                if not self._d.eof and self._started:
                     self.truncated = True
                 break
-            out = self._d.decompress(data)
-            if self._d.eof:  # multi-frame: start a new frame with what is left
-                rest = self._d.unused_data
-                self._d = self._zstd.ZstdDecompressor().decompressobj()
-                if rest:
-                    out += self._d.decompress(rest)
-            if out:
-                return out
-        return b""
+            self._started = True
+            out += self._feed(data)
+        return bytes(out)
+
+    _started = False
+
+    def _feed(self, data: bytes) -> bytes:
+        out = bytearray()
+        while data:
+            out += self._d.decompress(data)
+            if not self._d.eof:
+                break
+            rest = self._d.unused_data
+            if not rest or (self._padding_ok and not rest.strip(b"\x00")):
+                self._d = self._new()
+                self._started = False
+                break
+            self._d = self._new()
+            data = rest
+        return bytes(out)
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+def _gzip_stream(raw: BinaryIO) -> _Decompressed:
+    return _Decompressed(raw, lambda: zlib.decompressobj(wbits=31), padding_ok=True)
+
+
+def _zstd_stream(raw: BinaryIO) -> _Decompressed:
+    import zstandard  # optional dependency
+
+    return _Decompressed(raw, lambda: zstandard.ZstdDecompressor().decompressobj(), padding_ok=False)
 
 
 def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
@@ -114,10 +146,10 @@ def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
             size = None
     head = _peek(raw, 4)
     if head.startswith(_GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=raw, mode="rb"), size  # type: ignore[return-value]
+        return _gzip_stream(raw), size  # type: ignore[return-value]
     if head.startswith(_ZSTD_MAGIC):
         try:
-            return _ZstdStream(raw), size  # type: ignore[return-value]
+            return _zstd_stream(raw), size  # type: ignore[return-value]
         except ImportError:
             raise InputError("zstd input needs the 'zstandard' package (pip install zstandard)", source.name) from None
     return raw, size
@@ -178,31 +210,31 @@ class Prefilter:
 
     def candidates(self, lines) -> tuple[list[int], list[bytes], list[tuple]]:
         """For an Arrow binary array of lines: candidate indices, their bytes and found keywords."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        pc = _arrow()[1]
+        pool = _arrow()[2]
 
         if self.match_all:
             return list(range(len(lines))), lines.to_pylist(), [ALL] * len(lines)
         if not self.bwords:
             return [], [], []
-        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self._re2))
+        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self._re2, memory_pool=pool), memory_pool=pool)
         if len(idx) == 0:
             return [], [], []
-        cand = pc.take(lines, idx)
+        cand = pc.take(lines, idx, memory_pool=pool)
         rows = list(range(len(cand)))
         found: list[list] = [[] for _ in rows]
         rest = cand
         for _ in range(self.MAX_PASSES):
-            ex = pc.extract_regex(rest, self._extract)
-            keep = pc.indices_nonzero(pc.is_valid(ex))
+            ex = pc.extract_regex(rest, self._extract, memory_pool=pool)
+            keep = pc.indices_nonzero(pc.is_valid(ex, memory_pool=pool), memory_pool=pool)
             if len(keep) == 0:
                 rows = []
                 break
-            kws = pc.take(ex.field("kw"), keep).to_pylist()
+            kws = pc.take(ex.field("kw"), keep, memory_pool=pool).to_pylist()
             rows = [rows[i] for i in keep.to_pylist()] if len(keep) != len(rows) else rows
             for r, k in zip(rows, kws):
                 found[r].append(k)
-            rest = pc.take(ex.field("rest"), keep)
+            rest = pc.take(ex.field("rest"), keep, memory_pool=pool)
         for r in rows:  # still more keywords after MAX_PASSES: try everything
             found[r] = ALL  # type: ignore[call-overload]
         return idx.to_pylist(), cand.to_pylist(), [f if f is ALL else tuple(f) for f in found]  # type: ignore[misc]
@@ -228,15 +260,26 @@ def _starts_inside(other: str, word: str) -> bool:
     return False
 
 
-def _split_lines(region: bytes):
+def _arrow():
+    """pyarrow, pyarrow.compute and the memory pool the reader uses (imported on first use).
+
+    The system allocator returns a chunk's memory when it is freed; Arrow's default pool
+    (mimalloc / jemalloc) keeps it resident, which shows as a higher peak RSS."""
     global _PA
     if _PA is None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        _PA = (pa, pc)
-    pa, pc = _PA
-    return pc.split_pattern(pa.array([region], pa.binary()), b"\n")[0].values
+        _PA = (pa, pc, pa.system_memory_pool())
+    return _PA
+
+
+def _split_lines(region: memoryview):
+    """The region's \n-separated lines as an Arrow binary array (the region is not copied)."""
+    pa, pc, pool = _arrow()
+    offsets = pa.py_buffer(struct.pack("<ii", 0, len(region)))
+    one = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, pa.py_buffer(region)])
+    return pc.split_pattern(one, b"\n", memory_pool=pool)[0].values
 
 
 def scan(
@@ -275,10 +318,10 @@ def scan_candidates(
             info.complete = False
             info.error = f"input ends early ({type(e).__name__}: {e}) after line {lineno}"
             chunk = b""
-        if getattr(stream, "truncated", False):
-            info.complete = False
-            info.error = f"zstd input ends early after line {lineno}"
         if not chunk:
+            if getattr(stream, "truncated", False):
+                info.complete = False
+                info.error = f"compressed input ends early (truncated) after line {lineno}"
             break
         if progress is not None:
             progress(len(chunk))
@@ -292,13 +335,14 @@ def scan_candidates(
             lineno += chunk.count(b"\n", 0, m.start())
             chunk = chunk[m.start() :]
         buf = carry + chunk if carry else chunk
+        del chunk
         last = buf.rfind(b"\n")
         if len(buf) - last - 1 > max_line:  # no newline for a long stretch: \r / NUL end lines too
             last = max(last, buf.rfind(b"\r"), buf.rfind(b"\x00"))
-        region, carry = buf[: last + 1], buf[last + 1 :]
-        del buf, chunk
-        if region:
-            lineno = yield from _scan_region(region, lineno, prefilter, info, max_line)
+        carry = buf[last + 1 :]
+        if last >= 0:
+            lineno = yield from _scan_region(memoryview(buf)[: last + 1], lineno, prefilter, info, max_line)
+        del buf
         if len(carry) > max_line:
             info.long_lines += 1
             head = carry[:max_line]
@@ -307,20 +351,19 @@ def scan_candidates(
             carry = b""
             skipping = True
     if carry:
-        lineno = yield from _scan_region(carry, lineno, prefilter, info, max_line)
+        lineno = yield from _scan_region(memoryview(carry), lineno, prefilter, info, max_line)
         lineno += 1  # the last line had no terminator
     info.lines = lineno - 1
 
 
-def _scan_region(region: bytes, lineno: int, prefilter: Prefilter, info: InputInfo, max_line: int):
+def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: InputInfo, max_line: int):
     """Candidates of a region that ends at a line terminator (or the end of input)."""
     lines = _split_lines(region)
     newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
     idx, cands, found = prefilter.candidates(lines)
     long_seen = False
     if len(region) > max_line:
-        import pyarrow.compute as pc
-
+        pc = _arrow()[1]
         long_seen = pc.max(pc.binary_length(lines)).as_py() > max_line
         if long_seen:
             info.long_lines += _count_long(lines, idx, max_line)
@@ -356,7 +399,7 @@ def _has_keyword(piece: bytes, words: Optional[frozenset], prefilter: Prefilter)
 
 def _count_long(lines, idx: list, max_line: int) -> int:
     """Pieces longer than max_line in the lines that have one (rare: only called when one exists)."""
-    import pyarrow.compute as pc
+    pc = _arrow()[1]
 
     n = 0
     big = pc.indices_nonzero(pc.greater(pc.binary_length(lines), max_line)).to_pylist()

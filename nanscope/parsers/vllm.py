@@ -55,6 +55,8 @@ _LOG_PREFIX = re.compile(
 )
 _COUNTS = re.compile(r"\b(?P<k>Running|Waiting|Swapped|Pending): (?P<v>\d+) reqs")
 _KV_USAGE = re.compile(r"GPU KV cache usage: (?P<v>" + _F + r")%")
+# V1 names the device: "%s KV cache usage" (GPU, CPU, XPU, ...). V0 printed GPU and CPU (swap) side by side.
+_DEV_KV_USAGE = re.compile(r"Waiting: \d+ reqs, (?P<dev>[A-Z]+) KV cache usage: (?P<v>" + _F + r")%")
 _CPU_KV = re.compile(r"CPU KV cache usage: (?P<v>" + _F + r")%")
 _PREFIX_HIT = re.compile(r"Prefix cache hit rate: (?P<v>" + _F + r")%")
 _PREEMPTIONS = re.compile(r"Preemptions: (?P<v>\d+)")
@@ -97,10 +99,12 @@ def _metrics(m, rec, state):
     _seen(state)
     text = rec.text
     counts = {c.group("k"): int(c.group("v")) for c in _COUNTS.finditer(text)}
-    kv = _KV_USAGE.search(text)
+    kv = _KV_USAGE.search(text) or _DEV_KV_USAGE.search(text)
     pre = _PREEMPTIONS.search(text)
     fields: dict = {}
     for key, rx in (("cpu_kv_cache_usage", _CPU_KV), ("prefix_cache_hit_rate", _PREFIX_HIT)):
+        if key == "cpu_kv_cache_usage" and "Pending:" not in text:
+            continue  # only V0 has a separate CPU (swap) KV cache usage
         f = rx.search(text)
         if f:
             fields[key] = to_float(f.group("v"))
@@ -210,7 +214,20 @@ def _free_memory(m, rec, state):
 )
 def _engine_dead(m, rec, state):
     phase = "startup" if m.group("start") else "runtime"
-    return _error(rec, state, "vllm_engine_dead", {"phase": phase})
+    fields = {"phase": phase}
+    if state.get("shutdown_requested"):
+        fields["during_shutdown"] = True  # Ctrl-C / SIGTERM races the output handler: not a crash
+    return _error(rec, state, "vllm_engine_dead", fields)
+
+
+@rule(
+    "shutdown-requested",
+    ("shutdown triggered", "trigger received signal"),
+    r"\[shutdown\] (?:API server: shutdown triggered|EngineCore: trigger received signal=SIG(?:INT|TERM))",
+)
+def _shutdown(m, rec, state):
+    state["shutdown_requested"] = True
+    return []
 
 
 @rule(
@@ -245,5 +262,5 @@ PARSER = Parser(
     priority=40,
     description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, sampler NaN, preemption",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _engine_dead, _nan_probs, _preemption],
+           _shutdown, _engine_dead, _nan_probs, _preemption],
 )

@@ -24,6 +24,11 @@ class RenderOptions:
 FORMATS: dict[str, tuple[str, str]] = {
     "text": ("nanscope.report.text", "the terminal report (default)"),
     "json": ("nanscope.report.json", "versioned JSON envelope (see `nanscope schema`)"),
+    "jsonl": ("nanscope.report.jsonl", "JSON Lines messages: begin, finding..., summary, end"),
+    "markdown": ("nanscope.report.markdown", "GitHub Markdown for PR comments and $GITHUB_STEP_SUMMARY"),
+    "github": ("nanscope.report.github", "GitHub Actions annotations + the report in a stop-commands block"),
+    "junit": ("nanscope.report.junit", "JUnit XML: one testcase per signature (GitLab test reports)"),
+    "sarif": ("nanscope.report.sarif", "SARIF 2.1.0 for code scanning"),
 }
 
 

@@ -25,3 +25,42 @@ def terminal(text: str, max_len: int = 400) -> str:
 
 def xml(text: str) -> str:
     return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100 else "\ufffd", text)
+
+
+# --- GitHub Actions runner (actions/toolkit packages/core/src/command.ts; actions/runner ActionCommand.cs)
+
+def gh_data(text: str) -> str:
+    """A workflow command's message: toolkit escapeData (% first, then CR and LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def gh_property(text: str) -> str:
+    """A workflow command's property value: toolkit escapeProperty (escapeData plus ':' and ',')."""
+    return gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def gh_defuse(text: str) -> str:
+    """The runner matches the legacy `##[command]` form anywhere in a line: break every one."""
+    return text.replace("##[", "## [")
+
+
+# --- Markdown (GitHub-flavoured: PR comments, $GITHUB_STEP_SUMMARY)
+
+_BACKTICKS = re.compile(r"`+")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def md_fence(text: str, info: str = "text") -> str:
+    """`text` as a fenced code block: no Markdown or HTML inside one is interpreted, and the fence
+    is longer than any backtick run in the text, so no line of it can close the block early."""
+    text = terminal(text, max_len=len(text) + 1)
+    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}\n"
+
+
+def md_inline(text: str) -> str:
+    """Short text outside a code block (titles, fixes): Markdown punctuation and HTML made literal."""
+    text = " ".join(terminal(text, max_len=len(text) + 1).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
