@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from nanscope import __version__
 from nanscope.attribution import SEVERITY_ORDER, attribute
@@ -33,6 +33,8 @@ class Options:
     parsers: Optional[Sequence[str]] = None  # force these parsers
     max_line_bytes: int = MAX_LINE_BYTES
     bundled_signatures: Optional[Sequence[Signature]] = field(default=None, repr=False)  # preloaded
+    jobs: Optional[int] = None  # worker processes for several input files (None: one per core when it pays)
+    progress: Optional[Callable[[int, int], None]] = field(default=None, repr=False, compare=False)  # (bytes, lines) read
 
 
 def load_signatures(options: Options) -> list[Signature]:
@@ -53,9 +55,14 @@ def events(paths: Iterable[str], options: Optional[Options] = None, result: Opti
     options = options or Options()
     result = result if result is not None else ScanResult()
     streams = Streams()
-    scan_opts = ScanOptions(parsers=options.parsers, max_line_bytes=options.max_line_bytes)
+    scan_opts = _scan_options(options)
     for ev in scan_all(expand_sources(list(paths)), scan_opts, result):
         yield from streams.process(ev)
+
+
+def _scan_options(options: Options) -> ScanOptions:
+    return ScanOptions(parsers=options.parsers, max_line_bytes=options.max_line_bytes, jobs=options.jobs,
+                       progress=options.progress)
 
 
 def diagnose(paths: Iterable[str], options: Optional[Options] = None) -> Report:
@@ -70,7 +77,7 @@ def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = Non
     engine = Engine(sigs)
     streams = Streams()
     result = ScanResult()
-    scan_opts = ScanOptions(parsers=options.parsers, max_line_bytes=options.max_line_bytes)
+    scan_opts = _scan_options(options)
     job_ranks: set = set()
     for ev in scan_all(sources, scan_opts, result):
         for e in streams.process(ev):

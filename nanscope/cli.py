@@ -95,6 +95,7 @@ def diagnose(
     no_color: bool = typer.Option(False, "--no-color", help="Same as --color never."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in evidence lines."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for several input files (default: one per core when the input is large)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A known-good run (JSON report or log): report what is new or worse; only new findings affect the exit status."),
 ) -> None:
     """Diagnose a job's logs: the root cause, the initiating rank, the fix. """
@@ -107,7 +108,18 @@ def diagnose(
 
     if fmt not in reporters.FORMATS:
         raise typer.BadParameter(f"unknown format '{fmt}'; known: {', '.join(reporters.FORMATS)}", param_hint="--format")
-    report = api.diagnose(paths or ["-"], options)
+    from nanscope.ingest.reader import expand_sources
+    from nanscope.progress import progress_for
+
+    sources = expand_sources(paths or ["-"])
+    options.jobs = jobs
+    options.progress = progress_for(sources, quiet=quiet)
+    try:
+        report = api.diagnose_sources(sources, options)
+    finally:
+        if options.progress is not None:
+            options.progress.close()
+            options.progress = None
     if baseline:
         api.with_baseline(report, baseline, options)
     if not quiet:

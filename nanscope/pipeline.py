@@ -25,6 +25,8 @@ from nanscope.streams import stream_key
 class ScanOptions:
     parsers: Optional[Sequence[str]] = None  # --parser: force these
     max_line_bytes: int = MAX_LINE_BYTES
+    jobs: Optional[int] = None  # worker processes for several files; None: one per core for large inputs
+    progress: Optional[Callable[[int, int], None]] = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -85,7 +87,7 @@ def dispatch_for(parsers: tuple) -> Dispatch:
 
 
 def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, result: ScanResult,
-                max_line: int = MAX_LINE_BYTES, progress: Optional[Callable[[int], None]] = None) -> Iterator[Event]:
+                max_line: int = MAX_LINE_BYTES, progress: Optional[Callable[[int, int], None]] = None) -> Iterator[Event]:
     """Events of one input, in line order."""
     parsers = tuple(parsers)
     dispatch = dispatch_for(parsers)
@@ -98,8 +100,10 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     plan = dispatch.plan
     everything = dispatch.all
     formats = info.formats
+    marks: dict = {}
     try:
-        for lineno, raw, found in scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress):
+        for lineno, raw, found in scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress,
+                                                  marks=marks):
             text = raw.decode("utf-8", "replace")
             if "\ufffd" in text:
                 info.replaced_bytes += text.count("\ufffd")
@@ -151,10 +155,14 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 pass
     if info.long_lines:
         result.diagnostics.append(Diagnostic(
-            "NS-IO-LONG-LINE", f"{info.long_lines} line(s) longer than {max_line} bytes were cut to that length", name))
+            "NS-IO-LONG-LINE", f"{info.long_lines} line(s) longer than {max_line} bytes were cut to that length", name,
+            marks.get("long")))
     if info.nul_bytes:
+        nul_line, nul_offset = marks.get("nul", (None, None))
+        where = f" (the first at line {nul_line}, byte offset {nul_offset})" if nul_line is not None else ""
         result.diagnostics.append(Diagnostic(
-            "NS-IO-BINARY-REGION", f"{info.nul_bytes} NUL byte(s) in the input (a crashed writer or a binary file); they were read as line breaks", name))
+            "NS-IO-BINARY-REGION", f"{info.nul_bytes} NUL byte(s) in the input (a crashed writer or a binary file); they were read as line breaks{where}",
+            name, nul_line))
     if info.replaced_bytes:
         result.diagnostics.append(Diagnostic(
             "NS-IO-INVALID-UTF8", f"{info.replaced_bytes} invalid UTF-8 sequence(s) replaced with U+FFFD", name))
@@ -185,13 +193,20 @@ def _place(ev: Event, text: str, msg: str, origin, key: tuple) -> None:
 
 
 def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult) -> Iterator[Event]:
-    """Events of every input, one input after the other. Unreadable inputs are reported and skipped."""
+    """Events of every input, one input after the other. Unreadable inputs are reported and skipped.
+    Several files are read by worker processes (nanscope.parallel) with the same result."""
     parsers = select(options.parsers)
+    from nanscope.parallel import scan_parallel, should_parallelize
+
+    jobs = should_parallelize(sources, options.jobs)
+    if jobs:
+        yield from scan_parallel(sources, options, result, jobs, options.progress)
+        return
     for src in sources:
         info = InputInfo(path=src.name, size=None)
         result.inputs.append(info)
         try:
-            yield from scan_source(src, parsers, info, result, options.max_line_bytes)
+            yield from scan_source(src, parsers, info, result, options.max_line_bytes, options.progress)
         except InputError as e:
             info.complete = False
             info.error = e.message

@@ -22,6 +22,7 @@ from nanscope.errors import InputError
 from nanscope.model import InputInfo
 
 CHUNK_BYTES = 4 << 20
+SMALL_REGION = 256 << 10  # below this, candidates are found in Python (no RE2 compile per call)
 MAX_LINE_BYTES = 1 << 20
 _TERMINATOR = re.compile(rb"[\r\n\x00]")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -169,13 +170,13 @@ class Prefilter:
 
     Over a chunk of lines the work runs in native code (RE2 through pyarrow.compute): one regex
     mask over every line keeps the candidates, then a few extract passes list the keywords each
-    candidate holds (leftmost match, then the rest of the line), so the pipeline can go straight
-    to the rules that own them. A keyword found this way may hide others that start inside it
-    (`exitcode` inside `exitcode:`); `possible()` adds those, and every rule still checks its own
+    candidate holds (leftmost match, then again from the byte after it), so the pipeline can go
+    straight to the rules that own them. A match may hide a keyword that starts at the same byte
+    (`exitcode` and `exitcode:`); `possible()` adds those, and every rule still checks its own
     keywords exactly before its regex runs.
     """
 
-    MAX_PASSES = 6  # rows with more keyword occurrences than this try every parser
+    MAX_PASSES = 8  # rows with more keyword occurrences than this try every parser
 
     def __init__(self, words: Sequence[str]):
         uniq = sorted({w for w in words}, key=lambda w: (-len(w), w))
@@ -234,10 +235,35 @@ class Prefilter:
             rows = [rows[i] for i in keep.to_pylist()] if len(keep) != len(rows) else rows
             for r, k in zip(rows, kws):
                 found[r].append(k)
-            rest = pc.take(ex.field("rest"), keep, memory_pool=pool)
+            # the next pass starts one byte after this match, so keywords that start inside it
+            # are found too (only keywords starting at the same byte need possible())
+            kw = pc.take(ex.field("kw"), keep, memory_pool=pool)
+            rest = pc.binary_join_element_wise(
+                pc.binary_slice(kw, 1, 1 << 16, memory_pool=pool), pc.take(ex.field("rest"), keep, memory_pool=pool), b"",
+                memory_pool=pool)
         for r in rows:  # still more keywords after MAX_PASSES: try everything
             found[r] = ALL  # type: ignore[call-overload]
         return idx.to_pylist(), cand.to_pylist(), [f if f is ALL else tuple(f) for f in found]  # type: ignore[misc]
+
+    def candidates_small(self, data: bytes) -> tuple[list[int], list[bytes], list[tuple]]:
+        """candidates() for a small region, in Python: first which keywords occur at all, then
+        which lines hold them (the found tuples are exact)."""
+        lines = data.split(b"\n")
+        if self.match_all:
+            return list(range(len(lines))), lines, [ALL] * len(lines)
+        present = [w for w in self.bwords if w in data]
+        idx: list[int] = []
+        cands: list[bytes] = []
+        found: list[tuple] = []
+        if not present:
+            return idx, cands, found
+        for i, line in enumerate(lines):
+            f = tuple(w for w in present if w in line)
+            if f:
+                idx.append(i)
+                cands.append(line)
+                found.append(f)
+        return idx, cands, found
 
 
 ALL: tuple = ("\x00all",)  # "found" marker: any keyword may be present
@@ -250,14 +276,8 @@ def _re2_escape(word: bytes) -> str:
 
 
 def _starts_inside(other: str, word: str) -> bool:
-    """Can an occurrence of `other` start within an occurrence of `word` (and so be skipped over)?"""
-    if other == word:
-        return False
-    for i in range(len(word)):
-        tail = word[i:]
-        if other.startswith(tail) or tail.startswith(other):
-            return True
-    return False
+    """Can `other` occur at the same byte as a match of `word` (and so not be reported itself)?"""
+    return other != word and (other.startswith(word) or word.startswith(other))
 
 
 def _arrow():
@@ -300,12 +320,17 @@ def scan_candidates(
     info: InputInfo,
     chunk_bytes: int = CHUNK_BYTES,
     max_line: int = MAX_LINE_BYTES,
-    progress: Optional[Callable[[int], None]] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+    marks: Optional[dict] = None,
 ) -> Iterator[tuple[int, bytes, tuple]]:
     """Yield (line number, line bytes, keywords found) for every line that contains a keyword.
 
     Lines are split at \\n, \\r and NUL; a line longer than max_line keeps its first max_line
-    bytes (counted in info.long_lines)."""
+    bytes (counted in info.long_lines). progress(bytes, newlines) is called for every chunk read;
+    `marks` receives where the first NUL byte ("nul": (line, offset)) and the first over-long line
+    ("long": line) are."""
+    marks = marks if marks is not None else {}
+    offset = 0
     if not isinstance(prefilter, Prefilter):
         raise TypeError("scan needs a Prefilter (nanscope.parsers.registry.keyword_regex)")
     lineno = 1
@@ -324,9 +349,13 @@ def scan_candidates(
                 info.error = f"compressed input ends early (truncated) after line {lineno}"
             break
         if progress is not None:
-            progress(len(chunk))
+            progress(len(chunk), chunk.count(b"\n"))
         if b"\x00" in chunk:
             info.nul_bytes += chunk.count(b"\x00")
+            if "nul" not in marks:
+                p = chunk.find(b"\x00")
+                marks["nul"] = (lineno + chunk.count(b"\n", 0, p), offset + p)
+        offset += len(chunk)
         if skipping:
             m = _TERMINATOR.search(chunk)
             if m is None:
@@ -341,32 +370,49 @@ def scan_candidates(
             last = max(last, buf.rfind(b"\r"), buf.rfind(b"\x00"))
         carry = buf[last + 1 :]
         if last >= 0:
-            lineno = yield from _scan_region(memoryview(buf)[: last + 1], lineno, prefilter, info, max_line)
+            lineno = yield from _scan_region(memoryview(buf)[: last + 1], lineno, prefilter, info, max_line, marks)
         del buf
         if len(carry) > max_line:
             info.long_lines += 1
+            marks.setdefault("long", lineno)
             head = carry[:max_line]
             if prefilter.search(head):
                 yield lineno, head, ALL
             carry = b""
             skipping = True
     if carry:
-        lineno = yield from _scan_region(memoryview(carry), lineno, prefilter, info, max_line)
+        lineno = yield from _scan_region(memoryview(carry), lineno, prefilter, info, max_line, marks)
         lineno += 1  # the last line had no terminator
     info.lines = lineno - 1
 
 
-def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: InputInfo, max_line: int):
+def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: InputInfo, max_line: int,
+                 marks: dict):
     """Candidates of a region that ends at a line terminator (or the end of input)."""
-    lines = _split_lines(region)
-    newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
-    idx, cands, found = prefilter.candidates(lines)
     long_seen = False
-    if len(region) > max_line:
-        pc = _arrow()[1]
-        long_seen = pc.max(pc.binary_length(lines)).as_py() > max_line
-        if long_seen:
-            info.long_lines += _count_long(lines, idx, max_line)
+    if len(region) < SMALL_REGION:  # a small file: compiling the RE2 program would cost more
+        data = bytes(region)
+        newlines = data.count(b"\n")
+        idx, cands, found = prefilter.candidates_small(data)
+        if len(data) > max_line:
+            for i, line in enumerate(data.split(b"\n")):
+                n = sum(1 for piece in _TERMINATOR.split(line) if len(piece) > max_line)
+                if n:
+                    info.long_lines += n
+                    marks.setdefault("long", lineno + i)
+                    long_seen = True
+    else:
+        lines = _split_lines(region)
+        newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
+        idx, cands, found = prefilter.candidates(lines)
+        if len(region) > max_line:
+            pc = _arrow()[1]
+            long_seen = pc.max(pc.binary_length(lines)).as_py() > max_line
+            if long_seen:
+                n, first = _count_long(lines, max_line)
+                info.long_lines += n
+                if n:
+                    marks.setdefault("long", lineno + first)
     term = _TERMINATOR.split
     for i, line, f in zip(idx, cands, found):
         ln = lineno + i
@@ -397,14 +443,16 @@ def _has_keyword(piece: bytes, words: Optional[frozenset], prefilter: Prefilter)
     return False
 
 
-def _count_long(lines, idx: list, max_line: int) -> int:
-    """Pieces longer than max_line in the lines that have one (rare: only called when one exists)."""
+def _count_long(lines, max_line: int) -> tuple[int, int]:
+    """Pieces longer than max_line, and the index of the first line with one (only called when
+    one exists)."""
     pc = _arrow()[1]
-
     n = 0
+    first = -1
     big = pc.indices_nonzero(pc.greater(pc.binary_length(lines), max_line)).to_pylist()
     for i in big:
-        for piece in _TERMINATOR.split(lines[i].as_py()):
-            if len(piece) > max_line:
-                n += 1
-    return n
+        k = sum(1 for piece in _TERMINATOR.split(lines[i].as_py()) if len(piece) > max_line)
+        if k and first < 0:
+            first = i
+        n += k
+    return n, first

@@ -49,8 +49,13 @@ class Parser:
         self.keywords = tuple(seen)
 
     def parse(self, rec: Record, state: dict) -> Optional[list[Event]]:
+        return self.parse_rules(rec, state, self.rules)
+
+    def parse_rules(self, rec: Record, state: dict, rules: Sequence[Rule]) -> Optional[list[Event]]:
+        """parse() restricted to `rules` (the pipeline passes the rules whose keywords the
+        prefilter saw in the line; each rule still checks its keywords exactly)."""
         text = rec.text
-        for rule in self.rules:
+        for rule in rules:
             for k in rule.keywords:
                 if k in text:
                     break

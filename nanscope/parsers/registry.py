@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 from functools import lru_cache
 from typing import Optional, Sequence
 
 from nanscope.errors import NanscopeError
+from nanscope.ingest.reader import Prefilter
 from nanscope.parsers.base import Parser
 
 _NOT_PARSERS = {"base", "registry", "numbers"}
@@ -44,7 +44,7 @@ def select(names: Optional[Sequence[str]] = None) -> tuple[Parser, ...]:
     return tuple(p for p in parsers if p.name in names)
 
 
-def keyword_regex(parsers: Sequence[Parser], extra: Sequence[str] = ()) -> "re.Pattern[bytes]":
-    """One native prefilter over raw bytes: the union of every rule's keywords."""
-    words = sorted({k for p in parsers for k in p.keywords} | set(extra), key=len, reverse=True)
-    return re.compile(b"|".join(re.escape(w.encode()) for w in words))
+def keyword_regex(parsers: Sequence[Parser], extra: Sequence[str] = ()) -> Prefilter:
+    """One native prefilter over raw bytes: the union of every rule's keywords (a Prefilter; its
+    `.search` / `.pattern` are the equivalent Python regex)."""
+    return Prefilter([k for p in parsers for k in p.keywords] + list(extra))
