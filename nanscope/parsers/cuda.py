@@ -28,12 +28,11 @@ import re
 from typing import Optional
 
 from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.python import EXC_LINE
 
 FW = "cuda"
-_REPEAT_WINDOW = 300
-_MAX_REMEMBERED = 256
 
 _SIZE = r"(?P<{0}>\d+(?:\.\d+)?) ?(?P<{0}_u>bytes|[KMGT]iB|[KMGT]B|B)"
 _UNIT_GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0, "TiB": 2**10,
@@ -70,15 +69,6 @@ def _exc_split(text: str) -> tuple[Optional[str], str]:
     if m is not None and m.group("msg") is not None:
         return m.group("type"), m.group("msg").strip()
     return None, text.strip()
-
-
-def _first_time(state: dict, key: tuple, line: int) -> bool:
-    seen = state.setdefault("seen", {})
-    last = seen.get(key)
-    if len(seen) > _MAX_REMEMBERED:
-        seen.clear()
-    seen[key] = line
-    return last is None or line - last > _REPEAT_WINDOW
 
 
 def _error(rec, error: str, fields: dict) -> ErrorEvent:
@@ -120,35 +110,35 @@ def _oom(m, rec, state):
         proc = _PROC.search(text, new.end())
         if proc is not None:
             fields["process_in_use_gib"] = _gib(proc, "proc")
-    if not _first_time(state, ("oom", fields.get("tried_gib"), fields.get("gpu")), rec.loc.line):
+    if not first_time(state, ("oom", fields.get("tried_gib"), fields.get("gpu")), rec.loc.line):
         return []
     return _error(rec, "cuda_oom", fields)
 
 
 @rule("cublas-alloc", ("CUBLAS_STATUS_ALLOC_FAILED",), r"CUBLAS_STATUS_ALLOC_FAILED(?: when calling `(?P<call>[^`]*)`)?")
 def _cublas_alloc(m, rec, state):
-    if not _first_time(state, ("cublas_alloc",), rec.loc.line):
+    if not first_time(state, ("cublas_alloc",), rec.loc.line):
         return []
     return _error(rec, "cuda_oom", {"cublas": True, "call": m.group("call")})
 
 
 @rule("ecc", ("uncorrectable ECC error encountered",), r"uncorrectable ECC error encountered")
 def _ecc(m, rec, state):
-    if not _first_time(state, ("ecc",), rec.loc.line):
+    if not first_time(state, ("ecc",), rec.loc.line):
         return []
     return _error(rec, "ecc_error", {"cuda_error": "uncorrectable ECC error encountered"})
 
 
 @rule("illegal-address", ("an illegal memory access was encountered",), r"an illegal memory access was encountered")
 def _illegal(m, rec, state):
-    if not _first_time(state, ("illegal",), rec.loc.line):
+    if not first_time(state, ("illegal",), rec.loc.line):
         return []
     return _error(rec, "cuda_illegal_address", {"cuda_error": "an illegal memory access was encountered"})
 
 
 @rule("device-assert-triggered", ("device-side assert triggered",), r"device-side assert triggered")
 def _assert_triggered(m, rec, state):
-    if not _first_time(state, ("assert_triggered",), rec.loc.line):
+    if not first_time(state, ("assert_triggered",), rec.loc.line):
         return []
     return _error(rec, "cuda_device_assert", {"cuda_error": "device-side assert triggered"})
 
@@ -162,7 +152,7 @@ def _assert_triggered(m, rec, state):
 def _assert_line(m, rec, state):
     path = m.group("file")
     kernel_file = re.split(r"[\\/]", path)[-1]
-    if not _first_time(state, ("assert", kernel_file, m.group("line"), m.group("assertion")), rec.loc.line):
+    if not first_time(state, ("assert", kernel_file, m.group("line"), m.group("assertion")), rec.loc.line):
         return []  # one line per failing GPU thread: keep the first
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework=FW, error="cuda_device_assert", message=rec.text.strip(),
@@ -195,7 +185,7 @@ def _cuda_error(m, rec, state):
     err = m.group("err").strip()
     # 2.6+ appends the search hint on the same line when the message is flattened
     err = re.split(r"\s+(?:Search for `|CUDA kernel errors might|Compile with `)", err)[0].strip()
-    if not _first_time(state, ("cuda_error", err), rec.loc.line):
+    if not first_time(state, ("cuda_error", err), rec.loc.line):
         return []
     return _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
 

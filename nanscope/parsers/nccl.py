@@ -57,13 +57,12 @@ import re
 from typing import Optional
 
 from nanscope.model import Collective, ErrorEvent, WarningEvent
+from nanscope.parsers._repeats import MAX_REMEMBERED, first_time
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_int
 from nanscope.parsers.python import EXC_LINE
 
 FW = "nccl"
-_REPEAT_WINDOW = 300  # lines: a repeat of the same failure closer than this is the same failure
-_MAX_REMEMBERED = 256
 
 _GLOG = re.compile(r"^\[?[EWIF]\d{0,4}(?: \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +[\w/.\-]+:\d+\] ")
 _PG_PREFIX = re.compile(
@@ -89,16 +88,6 @@ def _exc_split(text: str) -> tuple[Optional[str], str]:
     if m is not None and m.group("msg") is not None:
         return m.group("type"), m.group("msg").strip()
     return None, _GLOG.sub("", text, count=1).strip()
-
-
-def _first_time(state: dict, key: tuple, line: int) -> bool:
-    """True unless the same failure (key) was already reported on this stream a few lines ago."""
-    seen = state.setdefault("seen", {})
-    last = seen.get(key)
-    if len(seen) > _MAX_REMEMBERED:
-        seen.clear()
-    seen[key] = line
-    return last is None or line - last > _REPEAT_WINDOW
 
 
 def _pg(text: str) -> tuple[Optional[str], Optional[int], bool]:
@@ -127,7 +116,7 @@ def _error(rec, error: str, **kw) -> ErrorEvent:
 
 def _remember(state: dict, seq: int, **values) -> dict:
     colls = state.setdefault("collectives", {})
-    if len(colls) > _MAX_REMEMBERED:
+    if len(colls) > MAX_REMEMBERED:
         colls.clear()
     entry = colls.setdefault(seq, {})
     for k, v in values.items():
@@ -152,7 +141,7 @@ def _watchdog_timeout(m, rec, state):
     msg_rank = to_int(m.group("rank"))
     if pg_rank is None:
         pg_rank = msg_rank
-    if not _first_time(state, ("timeout", seq, op), rec.loc.line):
+    if not first_time(state, ("timeout", seq, op), rec.loc.line):
         return []
     known = _remember(state, seq, op=op, timeout_ms=timeout_ms, pg=pg) if seq is not None else {}
     blocking = "timed out in blocking wait" in rec.text
@@ -178,7 +167,7 @@ def _pg_status(m, rec, state):
     pg, pg_rank, default = _pg(rec.text)
     what = m.group("what")
     kind = "nccl_error" if what.startswith("NCCL error") else "collective_timeout"
-    if not _first_time(state, ("status", pg, seq, enq, comp), rec.loc.line):
+    if not first_time(state, ("status", pg, seq, enq, comp), rec.loc.line):
         return []
     known = _remember(state, seq, enqueued=enq, completed=comp, pg=pg)
     return _error(
@@ -291,7 +280,7 @@ def _nccl_error(m, rec, state):
         kv = _work_fields(work.group("w"))
         coll = Collective(seq=to_int(kv.get("SeqNum")), op=kv.get("OpType"), timeout_ms=to_int(kv.get("Timeout(ms)")))
     pg, pg_rank, default = _pg(rec.text)
-    if not _first_time(state, ("nccl_error", pg, reason, coll.seq if coll else None), rec.loc.line):
+    if not first_time(state, ("nccl_error", pg, reason, coll.seq if coll else None), rec.loc.line):
         return []
     return _error(
         rec, "nccl_error", collective=coll,
@@ -309,7 +298,7 @@ def _nccl_error_detail(m, rec, state):
     last = state.get("last_nccl_error")
     if last is not None and 0 <= rec.loc.line - last <= 5:
         return []  # the detail line of the `NCCL error in:` just reported
-    if not _first_time(state, ("nccl_error_detail", m.group("code")), rec.loc.line):
+    if not first_time(state, ("nccl_error_detail", m.group("code")), rec.loc.line):
         return []
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework=FW, error="nccl_error", message=rec.text.strip(),
@@ -330,7 +319,7 @@ def _net_ib(m, rec, state):
     if pm:
         host, port = pm.group("h"), int(pm.group("p"))
     code = int(m.group("err") or m.group("st"))
-    if not _first_time(state, ("net_ib", peer, code), rec.loc.line):
+    if not first_time(state, ("net_ib", peer, code), rec.loc.line):
         return []
     return _error(
         rec, "nccl_network",
@@ -344,7 +333,7 @@ def _net_ib(m, rec, state):
     r"Some NCCL operations have failed or timed out|To avoid data inconsistency, we are taking the entire process down",
 )
 def _abort(m, rec, state):
-    if not _first_time(state, ("watchdog_abort",), rec.loc.line):
+    if not first_time(state, ("watchdog_abort",), rec.loc.line):
         return []
     pg, pg_rank, default = _pg(rec.text)
     r = re.search(r"\[Rank (\d+)\]", rec.text)

@@ -73,7 +73,9 @@ def report_record(r: Report, do_redact: bool = True) -> dict:
         "inputs": [
             {
                 "path": i.path, "size": i.size, "lines": i.lines, "event_lines": i.event_lines,
-                "formats": dict(i.formats), "complete": i.complete, "error": i.error,
+                "formats": dict(i.formats),
+                "recognised_share": round(min(1.0, sum(i.formats.values()) / i.lines), 4) if i.lines else 0.0,
+                "complete": i.complete, "error": i.error,
                 "replaced_bytes": i.replaced_bytes, "long_lines": i.long_lines, "nul_bytes": i.nul_bytes,
             }
             for i in r.inputs

@@ -46,6 +46,8 @@ def _getter(path: str) -> Callable[[Any], Any]:
     if head == "event":
         return lambda ev: ev.kind
     parts = rest.split(".") if rest else []
+    if not parts:  # the hot path: a plain field
+        return lambda ev: getattr(ev, head, None)
 
     def get(ev: Any) -> Any:
         v = getattr(ev, head, None)
@@ -101,7 +103,8 @@ def _split_list(s: str) -> list[str]:
 
 
 def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    t = type(v)
+    return t is float or t is int or (t is not bool and isinstance(v, (int, float)))
 
 
 def compile_expr(expr: str) -> Pred:
@@ -173,10 +176,11 @@ def compile_expr(expr: str) -> Pred:
 
 
 def _is_test(what: str) -> Callable[[Any], bool]:
+    isfinite = math.isfinite
     if what == "finite":
-        return lambda v: _num(v) and math.isfinite(v)
+        return lambda v: v is not None and _num(v) and isfinite(v)
     if what == "nonfinite":
-        return lambda v: _num(v) and not math.isfinite(v)
+        return lambda v: v is not None and _num(v) and not isfinite(v)
     if what == "nan":
         return lambda v: _num(v) and math.isnan(v)
     if what == "inf":
@@ -190,6 +194,23 @@ def _is_test(what: str) -> Callable[[Any], bool]:
     return lambda v: v is False
 
 
+def _all(preds: list) -> Pred:
+    """Chained `and` without a generator per call: this runs for every event of every machine."""
+    if not preds:
+        return lambda ev: True
+    f = preds[0]
+    for g in preds[1:]:
+        f = (lambda a, b: lambda ev: a(ev) and b(ev))(f, g)
+    return f
+
+
+def _any(preds: list) -> Pred:
+    f = preds[0]
+    for g in preds[1:]:
+        f = (lambda a, b: lambda ev: a(ev) or b(ev))(f, g)
+    return f
+
+
 def compile_condition(cond: Any) -> Pred:
     """A string, a list (all), or a table with `all` and/or `any` lists."""
     if cond is None:
@@ -197,8 +218,7 @@ def compile_condition(cond: Any) -> Pred:
     if isinstance(cond, str):
         return compile_expr(cond)
     if isinstance(cond, list):
-        preds = [compile_condition(c) for c in cond]
-        return lambda ev: all(p(ev) for p in preds)
+        return _all([compile_condition(c) for c in cond])
     if isinstance(cond, dict):
         unknown = set(cond) - {"all", "any"}
         if unknown:
@@ -207,5 +227,7 @@ def compile_condition(cond: Any) -> Pred:
         anys = [compile_condition(c) for c in cond.get("any", [])]
         if not alls and not anys:
             raise SignatureError("empty condition table")
-        return lambda ev: all(p(ev) for p in alls) and (not anys or any(p(ev) for p in anys))
+        if not anys:
+            return _all(alls)
+        return _all(alls + [_any(anys)])
     raise SignatureError(f"a condition is a string, a list or a table, not {type(cond).__name__}")
