@@ -284,12 +284,15 @@ def _arrow():
     """pyarrow, pyarrow.compute and the memory pool the reader uses (imported on first use).
 
     The system allocator returns a chunk's memory when it is freed; Arrow's default pool
-    (mimalloc / jemalloc) keeps it resident, which shows as a higher peak RSS."""
+    (mimalloc / jemalloc) keeps it resident, which shows as a higher peak RSS. Arrow's own thread
+    pool is limited to one thread: parallelism comes from worker processes (--jobs), and every
+    extra thread can hold a malloc arena of its own, which made peak RSS depend on machine load."""
     global _PA
     if _PA is None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        pa.set_cpu_count(1)
         _PA = (pa, pc, pa.system_memory_pool())
     return _PA
 
