@@ -57,13 +57,14 @@ class Streams:
             st.steps_seen += 1
             if ev.step is None:
                 ev.step = st.step + 1 if st.step is not None else st.steps_seen
+            new_step = ev.step != st.step
             for err in st.fatal:
                 # A block-buffered stdout flushes step lines after the traceback on stderr: those
                 # steps ran before the exception, which belongs to the step after them.
                 if err.step is not None and ev.step >= err.step:
                     err.step = ev.step + 1
             st.step = ev.step
-            derived = self._ledger(st, ev)
+            derived = self._ledger(st, ev, new_step)
             yield ev
             if derived is not None:
                 yield derived
@@ -88,9 +89,10 @@ class Streams:
                 _scale_range(st.summary, ev.new_scale)
         yield ev
 
-    def _ledger(self, st: _Stream, ev: StepEvent) -> Optional[ScaleEvent]:
+    def _ledger(self, st: _Stream, ev: StepEvent, new_step: bool = True) -> Optional[ScaleEvent]:
         s = st.summary
-        s.steps += 1
+        if new_step:  # two prints of the same step (DeepSpeed's step=N and the script's own) count once
+            s.steps += 1
         if s.first_step is None or ev.step < s.first_step:
             s.first_step = ev.step
         if s.last_step is None or ev.step > s.last_step:

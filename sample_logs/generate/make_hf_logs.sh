@@ -17,7 +17,7 @@
 #       && $VENV_HF/bin/pip install transformers accelerate
 #   python3 -m venv $VENV_DS && $VENV_DS/bin/pip install torch==2.13.0 \
 #       && echo torch==2.13.0 > pin.txt && $VENV_DS/bin/pip install deepspeed -c pin.txt
-# Usage: sample_logs/generate/make_hf_logs.sh [hf|ds|all]   (default all)
+# Usage: sample_logs/generate/make_hf_logs.sh [hf|ds|ds-healthy|all]   (default all)
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -102,4 +102,11 @@ if [[ "$WHAT" == ds || "$WHAT" == all ]]; then
         $DS --steps 60 --initial-scale-power 16 --logging-steps 5 --inject loss-once --inject-step 30
     run_log "$OUT_DS" fp16_scale_collapse.log "$VENV_DS" \
         $DS --steps 80 --initial-scale-power 16 --logging-steps 5 --inject poison-inf --inject-step 30
+fi
+
+# A healthy fp16 DeepSpeed run (default initial scale 2**16: no overflow in 60 steps here).
+if [[ "$WHAT" == ds || "$WHAT" == all || "$WHAT" == ds-healthy ]]; then
+    mkdir -p "$OUT_DS"
+    run_log "$OUT_DS" fp16_healthy.log "$VENV_DS" \
+        python sample_logs/generate/hf_train.py --framework deepspeed --steps 60 --initial-scale-power 16 --logging-steps 5
 fi
