@@ -31,11 +31,14 @@ def _ids(report: dict) -> list[str]:
     return [f["id"] for f in report["findings"]]
 
 
+# Peak RSS of the child's own address space (VmHWM). Not getrusage(): on Linux the ru_maxrss of a
+# process started by fork/vfork + exec includes the parent's peak (here: pytest's).
 _RSS_WRAPPER = (
-    "import resource, sys\n"
+    "import re, sys\n"
     "from nanscope.cli import main\n"
     "rc = main(sys.argv[1:])\n"
-    "sys.stderr.write('PEAK_RSS_KB=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    "kb = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+    "sys.stderr.write('PEAK_RSS_KB=%d\\n' % kb)\n"
     "sys.exit(rc)\n"
 )
 
