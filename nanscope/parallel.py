@@ -18,8 +18,8 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError, NanscopeError
 from nanscope.ingest.reader import Source
-from nanscope.model import Diagnostic, Event, InputInfo
-from nanscope.pipeline import ScanOptions, ScanResult, scan_source
+from nanscope.model import Event, InputInfo
+from nanscope.pipeline import ScanOptions, ScanResult, note_unreadable, scan_source
 from nanscope.parsers.registry import select
 
 BATCH = 1024  # events per message
@@ -126,14 +126,8 @@ def _worker(w: int, jobs: int, sources: list, options: ScanOptions, q) -> None:
                         q.put(("events", batch, read[0], read[1]))
                         batch = []
                         read[0] = read[1] = 0
-            except InputError as e:
-                info.complete = False
-                info.error = e.message
-                result.diagnostics.append(Diagnostic("NS-IO-UNREADABLE", e.message, src.name))
-            except OSError as e:
-                info.complete = False
-                info.error = e.strerror or str(e)
-                result.diagnostics.append(Diagnostic("NS-IO-UNREADABLE", info.error, src.name))
+            except (InputError, OSError) as e:
+                note_unreadable(info, result, src.name, e)
             q.put(("events", batch, read[0], read[1]))
             q.put(("done", info, result.diagnostics))
     except KeyboardInterrupt:

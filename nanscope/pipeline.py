@@ -192,6 +192,14 @@ def _place(ev: Event, text: str, msg: str, origin, key: tuple) -> None:
             ev.origin = dataclasses.replace(origin, ts=ts)
 
 
+def note_unreadable(info: InputInfo, result: ScanResult, name: str, e: Exception) -> None:
+    """An input that cannot be read is reported and skipped; the rest is still diagnosed."""
+    message = e.message if isinstance(e, InputError) else (getattr(e, "strerror", None) or str(e))
+    info.complete = False
+    info.error = message
+    result.diagnostics.append(Diagnostic("NS-IO-UNREADABLE", message, name))
+
+
 def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult) -> Iterator[Event]:
     """Events of every input, one input after the other. Unreadable inputs are reported and skipped.
     Several files are read by worker processes (nanscope.parallel) with the same result."""
@@ -207,11 +215,5 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
         result.inputs.append(info)
         try:
             yield from scan_source(src, parsers, info, result, options.max_line_bytes, options.progress)
-        except InputError as e:
-            info.complete = False
-            info.error = e.message
-            result.diagnostics.append(Diagnostic("NS-IO-UNREADABLE", e.message, src.name))
-        except OSError as e:
-            info.complete = False
-            info.error = e.strerror or str(e)
-            result.diagnostics.append(Diagnostic("NS-IO-UNREADABLE", info.error, src.name))
+        except (InputError, OSError) as e:
+            note_unreadable(info, result, src.name, e)

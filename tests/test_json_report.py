@@ -9,7 +9,7 @@ import subprocess
 import jsonschema
 import pytest
 
-from conftest import ROOT, manifest_entries, run_cli
+from conftest import manifest_entries, run_cli
 from nanscope.schema import report_schema
 
 _ENTRIES = manifest_entries()

@@ -86,7 +86,6 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             break
         found = True
         pos = m.end()
-        g = m.lastgroup
         if m.group("role") is not None:
             if m.group("role") == "rank":
                 rank = int(m.group("n"))
@@ -107,7 +106,6 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             r = m.group("prank") or m.group("ptp") or (m.group("ptag") if "Worker" in proc else None)
             if r is not None:
                 rank = int(r)
-        del g
     if not found:
         return text, base
     if rank is None and local is not None and base.node is None:

@@ -16,7 +16,7 @@ import struct
 import sys
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
 from nanscope.model import InputInfo

@@ -10,7 +10,7 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 from nanscope.model import Diagnostic, Event, Evidence, Finding
 from nanscope.signatures.machines import Match

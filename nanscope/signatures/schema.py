@@ -7,8 +7,8 @@ all files are collected before anything fails (a linter run shows them together)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Optional
 
 from nanscope.errors import SignatureError
 from nanscope.signatures.machines import MACHINES, Machine

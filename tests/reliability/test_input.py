@@ -5,7 +5,6 @@ Sizes are chosen for the 2-core CI machine; NANSCOPE_BIG=1 runs the large varian
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import subprocess
