@@ -24,7 +24,6 @@ from markdown_it import MarkdownIt
 from conftest import ROOT, run_cli
 from nanscope import __version__, api
 from nanscope.report import FORMATS, RenderOptions, render
-from nanscope.report import github as github_report
 from nanscope.report import markdown as markdown_report
 from nanscope.report.sanitize import gh_data, gh_property, md_fence, xml
 
