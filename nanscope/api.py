@@ -57,7 +57,11 @@ def events(paths: Iterable[str], options: Optional[Options] = None, result: Opti
     streams = Streams()
     scan_opts = _scan_options(options)
     for ev in scan_all(expand_sources(list(paths)), scan_opts, result):
-        yield from streams.process(ev)
+        for e in streams.process(ev):
+            if e.kind == "steps":
+                yield from e.events()  # type: ignore[attr-defined]
+            else:
+                yield e
 
 
 def _scan_options(options: Options) -> ScanOptions:

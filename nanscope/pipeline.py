@@ -13,12 +13,19 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
 from nanscope.ingest.prefixes import origin_from_path, peel, strip_ansi
-from nanscope.ingest.reader import MAX_LINE_BYTES, Source, open_binary, scan_candidates
+import numpy as np
+
+from nanscope.ingest.claimable import claimable_regex
+from nanscope.ingest.native import NativeLane
+from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Source, open_binary, scan_candidates
 from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.registry import keyword_regex, select
 from nanscope.streams import stream_key
+
+
+NATIVE = True  # the native lane for step lines (tests switch it off to compare both lanes)
 
 
 @dataclass
@@ -45,6 +52,7 @@ class Dispatch:
     def __init__(self, parsers: Sequence[Parser]):
         self.parsers = tuple(parsers)
         self.prefilter = keyword_regex(self.parsers)
+        self.claimable = claimable_regex(self.parsers)
         self.custom = _custom(self.parsers)
         self.all = tuple((i, p, None) for i, p in enumerate(self.parsers))
         self._plans: dict = {}
@@ -101,9 +109,20 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     everything = dispatch.all
     formats = info.formats
     marks: dict = {}
+    lane = NativeLane(parsers, name, base, max_line) if NATIVE else None
+    native = lane.claim if lane is not None and lane.ok else None
+    held = Pending()  # the native lane's rows not yet delivered
     try:
         for lineno, raw, found in scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress,
-                                                  marks=marks):
+                                                  marks=marks, native=native,
+                                                  claimable=dispatch.claimable if NATIVE else None):
+            if found.__class__ is Claimed:
+                yield from held.flush_all()
+                n = held.add(found.payload)
+                info.candidate_lines += n
+                info.event_lines += n
+                formats[lane.framework] = formats.get(lane.framework, 0) + n  # type: ignore[union-attr]
+                continue
             text = raw.decode("utf-8", "replace")
             if "\ufffd" in text:
                 info.replaced_bytes += text.count("\ufffd")
@@ -142,7 +161,10 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             for ev in events:
                 if ev.stream is None:
                     _place(ev, text, msg, origin, key)
+                if held:
+                    yield from held.flush_before(ev)
                 yield ev
+        yield from held.flush_all()
         by_name = {p.name: p for p in parsers}
         for (pname, key), st in states.items():
             for ev in by_name[pname].flush(st):
@@ -177,6 +199,74 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             result.diagnostics.append(Diagnostic(
                 "NS-IO-CHANGED", f"the file shrank while it was read ({size} -> {now if now is not None else 'gone'} bytes): "
                 "it was truncated or rotated; what was read is diagnosed", name))
+
+
+class Pending:
+    """The native lane's step rows of the current region, per stream, until a per-line event of
+    the same stream (or the next region) needs them delivered first: within a stream, rows and
+    events reach streams and engine in line order, as on the per-line path."""
+
+    def __init__(self) -> None:
+        self.by_stream: dict = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.by_stream)
+
+    def add(self, batches: list) -> int:
+        n = 0
+        for b in batches:
+            self.by_stream.setdefault(b.stream, []).append(b)
+            n += len(b)
+        return n
+
+    def flush_before(self, ev: Event):
+        keys = [ev.stream]
+        o = ev.origin
+        if o is not None and o.local_rank is not None and ev.stream is not None and ev.stream[0] == "rank":
+            keys.append(("local", ev.stream[1], o.local_rank))  # streams may read that stream's step
+        line = ev.loc.line
+        for key in keys:
+            got = self.by_stream.get(key)
+            if not got:
+                continue
+            keep = []
+            for b in got:
+                cut = int(np.searchsorted(b.lines, line))
+                if cut:
+                    yield b.slice(0, cut) if cut < len(b) else b
+                if cut < len(b):
+                    keep.append(b.slice(cut, len(b)) if cut else b)
+            if keep:
+                self.by_stream[key] = keep
+            else:
+                del self.by_stream[key]
+
+    def flush_all(self):
+        if not self.by_stream:
+            return
+        batches = sorted((b for bs in self.by_stream.values() for b in bs), key=lambda b: int(b.lines[0]))
+        self.by_stream = {}
+        yield from batches
+
+
+def parse_line(raw: bytes, lineno: int, name: str, base, parser_names: tuple) -> list:
+    """One line through the per-line path with fresh parser state (for a stateless line this is
+    exactly what the scan gives; StepBatch.event uses it to turn a native row into an event)."""
+    parsers = select(parser_names)
+    text = raw.decode("utf-8", "replace")
+    if "\x1b" in text:
+        text = strip_ansi(text)
+    msg, origin = peel(text, base)
+    rec = Record(Loc(name, lineno), msg, origin, text)
+    key = stream_key(origin, name)
+    for p in parsers:
+        events = p.parse(rec, {})
+        if events is not None:
+            for ev in events:
+                if ev.stream is None:
+                    _place(ev, text, msg, origin, key)
+            return events
+    return []
 
 
 def _place(ev: Event, text: str, msg: str, origin, key: tuple) -> None:

@@ -13,7 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any, Iterator, Optional
 
+import numpy as np
+
 from nanscope.model import ErrorEvent, Event, Origin, RankSummary, ScaleEvent, StepEvent
+from nanscope.stepbatch import StepBatch
 
 
 def stream_key(origin: Origin, source: str) -> tuple:
@@ -52,6 +55,9 @@ class Streams:
         return st
 
     def process(self, ev: Event) -> Iterator[Event]:
+        if ev.kind == "steps":
+            yield from self.process_batch(ev)  # type: ignore[arg-type]
+            return
         st = self._get(ev)
         if isinstance(ev, StepEvent):
             st.steps_seen += 1
@@ -88,6 +94,63 @@ class Streams:
             if ev.new_scale is not None:
                 _scale_range(st.summary, ev.new_scale)
         yield ev
+
+    def process_batch(self, b: StepBatch) -> Iterator[Any]:
+        """process() for a whole StepBatch: the same ledger, in array operations. Yields the batch
+        (cut after each row whose loss scale changed, with the derived ScaleEvent in between)."""
+        st = self._get(b)  # type: ignore[arg-type]
+        n = len(b)
+        if n == 0:
+            return
+        if st.fatal or not b.step_set.all():
+            for ev in b.events():  # rare: exceptions waiting for their step, or rows without one
+                yield from self.process(ev)
+            return
+        s = st.summary
+        steps = b.step
+        st.steps_seen += n
+        new = np.empty(n, dtype=bool)
+        new[0] = st.step is None or int(steps[0]) != st.step
+        np.not_equal(steps[1:], steps[:-1], out=new[1:])
+        s.steps += int(new.sum())
+        lo, hi = int(steps.min()), int(steps.max())
+        s.first_step = lo if s.first_step is None else min(s.first_step, lo)
+        s.last_step = hi if s.last_step is None else max(s.last_step, hi)
+        lv, lp = b.col("loss")  # type: ignore[misc]
+        gv, gp = b.col("grad_norm")  # type: ignore[misc]
+        if lp.any():
+            s.last_loss = float(lv[np.nonzero(lp)[0][-1]])
+        s.nonfinite_steps += int(((lp & ~np.isfinite(lv)) | (gp & ~np.isfinite(gv))).sum())
+        st.step = int(steps[-1])
+        sv, sp = b.col("loss_scale")  # type: ignore[misc]
+        fin = np.nonzero(sp & np.isfinite(sv))[0]
+        if len(fin) == 0:
+            yield b
+            return
+        vals = sv[fin]
+        _scale_range(s, float(vals.min()))
+        _scale_range(s, float(vals.max()))
+        before = np.empty(len(vals))
+        before[0] = st.scale if st.scale is not None else vals[0]
+        before[1:] = vals[:-1]
+        changed = np.nonzero(vals != before)[0]
+        st.scale = float(vals[-1])
+        start = 0
+        for c in changed.tolist():
+            row = int(fin[c])
+            old, now = float(before[c]), float(vals[c])
+            decrease = now < old
+            if decrease:
+                s.skipped_steps += 1  # a scaler halves its scale exactly when it skips a step
+            yield b.slice(start, row + 1)
+            ev = b.event(row)
+            yield ScaleEvent(
+                loc=ev.loc, text=ev.text, framework=ev.framework, origin=ev.origin, rank=ev.rank, step=int(steps[row]),
+                stream=b.stream, action="decrease" if decrease else "increase", old_scale=old, new_scale=now,
+            )
+            start = row + 1
+        if start < n:
+            yield b.slice(start, n) if start else b
 
     def _ledger(self, st: _Stream, ev: StepEvent, new_step: bool = True) -> Optional[ScaleEvent]:
         s = st.summary

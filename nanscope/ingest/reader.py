@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
+from nanscope.ingest.claimable import UNJUDGED
 from nanscope.model import InputInfo
 
 CHUNK_BYTES = 4 << 20
@@ -209,19 +210,48 @@ class Prefilter:
         self._possible[found] = out
         return out
 
-    def candidates(self, lines) -> tuple[list[int], list[bytes], list[tuple]]:
-        """For an Arrow binary array of lines: candidate indices, their bytes and found keywords."""
-        pc = _arrow()[1]
-        pool = _arrow()[2]
+    def candidates(self, lines, claim: Optional[Callable] = None, claimable: Optional[str] = None,
+                   max_line: int = 0, info: Optional[InputInfo] = None) -> tuple[list[int], list[bytes], list[tuple], Any]:
+        """For an Arrow binary array of lines: candidate indices, their bytes and found keywords.
+
+        claim(candidates, indices) -> (claimed positions, payload) lets the native lane take
+        lines before any of them reaches Python; the payload is returned last. `claimable`
+        (nanscope/ingest/claimable.py) drops the candidates no rule could claim (still counted
+        in info.candidate_lines, as the per-line path would)."""
+        pa, pc, pool = _arrow()
 
         if self.match_all:
-            return list(range(len(lines))), lines.to_pylist(), [ALL] * len(lines)
+            return list(range(len(lines))), lines.to_pylist(), [ALL] * len(lines), None
         if not self.bwords:
-            return [], [], []
+            return [], [], [], None
         idx = pc.indices_nonzero(pc.match_substring_regex(lines, self._re2, memory_pool=pool), memory_pool=pool)
         if len(idx) == 0:
-            return [], [], []
+            return [], [], [], None
         cand = pc.take(lines, idx, memory_pool=pool)
+        payload = None
+        if claim is not None:
+            import numpy as np
+
+            idx_np = idx.to_numpy(zero_copy_only=False)
+            claimed, payload = claim(cand, idx_np)
+            if len(claimed):
+                rest = np.ones(len(cand), dtype=bool)
+                rest[claimed] = False
+                keep = pa.array(np.nonzero(rest)[0])
+                cand, idx = cand.take(keep), pa.array(idx_np[rest])
+                if len(cand) == 0:
+                    return [], [], [], payload
+        if claimable is not None:
+            keep = pc.or_(pc.match_substring_regex(cand, claimable, memory_pool=pool),
+                          pc.match_substring_regex(cand, UNJUDGED, memory_pool=pool))
+            if max_line:
+                keep = pc.or_(keep, pc.greater(pc.binary_length(cand), max_line))
+            n_before = len(cand)
+            cand, idx = cand.filter(keep), idx.filter(keep)
+            if info is not None:
+                info.candidate_lines += n_before - len(cand)
+            if len(cand) == 0:
+                return [], [], [], payload
         rows = list(range(len(cand)))
         found: list[list] = [[] for _ in rows]
         rest = cand
@@ -243,7 +273,7 @@ class Prefilter:
                 memory_pool=pool)
         for r in rows:  # still more keywords after MAX_PASSES: try everything
             found[r] = ALL  # type: ignore[call-overload]
-        return idx.to_pylist(), cand.to_pylist(), [f if f is ALL else tuple(f) for f in found]  # type: ignore[misc]
+        return idx.to_pylist(), cand.to_pylist(), [f if f is ALL else tuple(f) for f in found], payload  # type: ignore[misc]
 
     def candidates_small(self, data: bytes) -> tuple[list[int], list[bytes], list[tuple]]:
         """candidates() for a small region, in Python: first which keywords occur at all, then
@@ -325,13 +355,17 @@ def scan_candidates(
     max_line: int = MAX_LINE_BYTES,
     progress: Optional[Callable[[int, int], None]] = None,
     marks: Optional[dict] = None,
+    native: Optional[Callable] = None,
+    claimable: Optional[str] = None,
 ) -> Iterator[tuple[int, bytes, tuple]]:
     """Yield (line number, line bytes, keywords found) for every line that contains a keyword.
 
     Lines are split at \\n, \\r and NUL; a line longer than max_line keeps its first max_line
     bytes (counted in info.long_lines). progress(bytes, newlines) is called for every chunk read;
     `marks` receives where the first NUL byte ("nul": (line, offset)) and the first over-long line
-    ("long": line) are."""
+    ("long": line) are. With `native` (the native lane's claim, see nanscope/ingest/native.py),
+    a region's claimed lines come first as one (line, b"", Claimed(payload)) item, then the rest
+    of its candidates."""
     marks = marks if marks is not None else {}
     offset = 0
     if not isinstance(prefilter, Prefilter):
@@ -373,7 +407,7 @@ def scan_candidates(
             last = max(last, buf.rfind(b"\r"), buf.rfind(b"\x00"))
         carry = buf[last + 1 :]
         if last >= 0:
-            lineno = yield from _scan_region(memoryview(buf)[: last + 1], lineno, prefilter, info, max_line, marks)
+            lineno = yield from _scan_region(memoryview(buf)[: last + 1], lineno, prefilter, info, max_line, marks, native, claimable)
         del buf
         if len(carry) > max_line:
             info.long_lines += 1
@@ -384,13 +418,22 @@ def scan_candidates(
             carry = b""
             skipping = True
     if carry:
-        lineno = yield from _scan_region(memoryview(carry), lineno, prefilter, info, max_line, marks)
+        lineno = yield from _scan_region(memoryview(carry), lineno, prefilter, info, max_line, marks, native, claimable)
         lineno += 1  # the last line had no terminator
     info.lines = lineno - 1
 
 
+class Claimed:
+    """The `found` slot of an item that carries the native lane's payload for a region."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: Any):
+        self.payload = payload
+
+
 def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: InputInfo, max_line: int,
-                 marks: dict):
+                 marks: dict, native: Optional[Callable] = None, claimable: Optional[str] = None):
     """Candidates of a region that ends at a line terminator (or the end of input)."""
     long_seen = False
     if len(region) < SMALL_REGION:  # a small file: compiling the RE2 program would cost more
@@ -407,7 +450,15 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
     else:
         lines = _split_lines(region)
         newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
-        idx, cands, found = prefilter.candidates(lines)
+        claim = None
+        if native is not None:
+            base = lineno
+
+            def claim(cand, idx):
+                return native(cand, idx + base)
+        idx, cands, found, payload = prefilter.candidates(lines, claim, claimable, max_line, info)
+        if payload:
+            yield lineno, b"", Claimed(payload)
         if len(region) > max_line:
             pc = _arrow()[1]
             long_seen = pc.max(pc.binary_length(lines)).as_py() > max_line

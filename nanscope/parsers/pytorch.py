@@ -18,52 +18,24 @@ import re
 from nanscope.model import StepEvent, WarningEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
-
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w.])"
-_PAIR = re.compile(
-    r"(?P<key>grad[ _]norm|loss[ _]scale|lm[ _]loss|train[ _]loss|[A-Za-z_][\w./]*)"
-    r"(?:[ \t]*[:=][ \t]*|[ \t]+)(?P<val>" + _NUM + r")",
-    re.I,
-)
-_STEP_KEYS = {"step", "steps", "iter", "iters", "iteration", "global_step", "it", "batch"}
-_LOSS_KEYS = {"loss", "train_loss", "train loss", "lm loss", "lm_loss", "total_loss", "loss/train", "train/loss"}
-_GRAD_KEYS = {"grad_norm", "grad norm", "gnorm", "grad_norm/total", "total_norm", "gradnorm", "norm"}
-_LR_KEYS = {"lr", "learning_rate", "learning-rate"}
-_SCALE_KEYS = {"scale", "loss_scale", "loss scale", "grad_scale", "lossscale"}
-_TPS_KEYS = {"tps", "tokens/s", "tok/s", "tokens_per_s", "tokens_per_sec", "throughput"}
-_EPOCH_KEYS = {"epoch"}
+from nanscope.parsers.pairs import PAIR, classify, norm_key
 
 
-@rule("step-line", ("loss", "Loss", "LOSS"), _PAIR.pattern, re.I)
+@rule("step-line", ("loss", "Loss", "LOSS"), PAIR.pattern, re.I)
 def _step(m: "re.Match[str]", rec, state):
     fields: dict[str, str] = {}
-    for p in _PAIR.finditer(rec.text):
-        key = p.group("key").lower().replace("-", "_")
-        fields.setdefault(key, p.group("val"))
-    loss = step = grad = lr = scale = tps = epoch = None
-    have_loss = have_step = False
-    for key, val in fields.items():
-        if key in _LOSS_KEYS and not have_loss:
-            loss, have_loss = to_float(val), True
-        elif key in _STEP_KEYS and not have_step:
-            step, have_step = to_int(val), True
-        elif key in _GRAD_KEYS and grad is None:
-            grad = to_float(val)
-        elif key in _LR_KEYS and lr is None:
-            lr = to_float(val)
-        elif key in _SCALE_KEYS and scale is None:
-            scale = to_float(val)
-        elif key in _TPS_KEYS and tps is None:
-            tps = to_float(val)
-        elif key in _EPOCH_KEYS and epoch is None:
-            epoch = to_float(val)
-    if not have_loss:
+    for p in PAIR.finditer(rec.text):
+        fields.setdefault(norm_key(p.group("key")), p.group("val"))
+    keys = list(fields)
+    where = classify(keys)
+    if where is None:
         return None
-    if not (have_step or grad is not None or lr is not None or scale is not None):
-        return None
+    vals = list(fields.values())
+    got = {fld: vals[i] for fld, i in where.items()}
     return StepEvent(
-        loc=rec.loc, text=rec.text, framework="pytorch", step=step, loss=loss, grad_norm=grad,
-        lr=lr, loss_scale=scale, tokens_per_s=tps, epoch=epoch, raw_fields=fields,
+        loc=rec.loc, text=rec.text, framework="pytorch", step=to_int(got.get("step")), loss=to_float(got["loss"]),
+        grad_norm=to_float(got.get("grad_norm")), lr=to_float(got.get("lr")), loss_scale=to_float(got.get("loss_scale")),
+        tokens_per_s=to_float(got.get("tokens_per_s")), epoch=to_float(got.get("epoch")), raw_fields=fields,
     )
 
 

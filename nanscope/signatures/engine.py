@@ -16,9 +16,11 @@ from nanscope.model import Diagnostic, Event, Evidence, Finding
 from nanscope.signatures.machines import Match
 from nanscope.signatures.predicates import RegexTimeout
 from nanscope.signatures.schema import Signature
+from nanscope.stepbatch import StepBatch
 
 MATCHES_KEPT = 32
 EVIDENCE_PER_FINDING = 6
+HOLD_STEPS = 8192  # step rows gathered per stream into one StepBatch
 REGEX_TIMEOUTS_BEFORE_DISABLE = 3
 
 
@@ -67,6 +69,9 @@ class Engine:
         self.diagnostics: list[Diagnostic] = []
         self._timeouts: dict[str, int] = defaultdict(int)
         self._disabled: set[str] = set()
+        self._held: dict[Any, list] = {}  # stream -> [step events and batches not yet fed, rows]
+        # the other kinds that machines reading steps read: their events must not overtake held steps
+        self._with_steps = {k for m in self._machines if "step" in m.events for k in m.events} - {"step"}
 
     def _emit(self, m: Match) -> None:
         agg = self.aggregates.get(m.signature)
@@ -75,13 +80,58 @@ class Engine:
         agg.add(m)
 
     def feed(self, ev: Event) -> None:
-        for machine in self.subscribers.get(ev.kind, ()):
+        """One event, or a StepBatch. Step events are held per stream and reach the machines as
+        batches (array work instead of a call per event per machine) before the next event of
+        their stream, so every stream's machines still see its events in line order."""
+        kind = ev.kind
+        if (kind == "step" or kind == "steps") and ev.stream is not None:
+            held = self._held.get(ev.stream)
+            if held is None:
+                held = self._held[ev.stream] = [[], 0]
+            held[0].append(ev)
+            held[1] += len(ev) if kind == "steps" else 1  # type: ignore[arg-type]
+            if held[1] >= HOLD_STEPS:
+                self._release(ev.stream)
+            return
+        if self._held and kind in self._with_steps:
+            self._release(ev.stream)  # a machine that reads steps reads this too: keep the order
+        if kind == "steps":
+            return self.feed_batch(ev)  # type: ignore[arg-type]
+        for machine in self.subscribers.get(kind, ()):
             if machine.sig in self._disabled:
                 continue
             try:
                 machine.feed(ev, self._emit)
             except RegexTimeout as e:
                 self._regex_timeout(machine.sig, str(e), ev)
+
+    def _release(self, stream: Any) -> None:
+        held = self._held.pop(stream, None)
+        if not held:
+            return
+        parts: list = []
+        run: list = []
+        for item in held[0]:
+            if item.kind == "step":
+                run.append(item)
+                continue
+            if run:
+                parts.append(StepBatch.from_events(run))
+                run = []
+            parts.append(item)
+        if run:
+            parts.append(StepBatch.from_events(run))
+        self.feed_batch(StepBatch.concat(parts))
+
+    def feed_batch(self, b: Any) -> None:
+        """A StepBatch: each machine subscribed to step events takes the whole batch."""
+        for machine in self.subscribers.get("step", ()):
+            if machine.sig in self._disabled:
+                continue
+            try:
+                machine.feed_batch(b, self._emit)
+            except RegexTimeout as e:
+                self._regex_timeout(machine.sig, str(e), b.event(0))
 
     def _regex_timeout(self, sig_id: str, pattern: str, ev: Event) -> None:
         self._timeouts[sig_id] += 1
@@ -95,6 +145,8 @@ class Engine:
             self.diagnostics.append(Diagnostic("NS-PATTERN-TIMEOUT", msg, ev.loc.source, ev.loc.line))
 
     def finish(self) -> list[Finding]:
+        for stream in list(self._held):
+            self._release(stream)
         for machine in self._machines:
             if machine.sig not in self._disabled:
                 machine.finish(self._emit)

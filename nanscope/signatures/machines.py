@@ -11,9 +11,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional
 
+import numpy as np
+
 from nanscope.errors import SignatureError
 from nanscope.model import EVENT_KINDS, Event
-from nanscope.signatures.predicates import Pred, compile_condition
+from nanscope.signatures.predicates import Pred, compile_condition, compile_vector
 
 EVIDENCE_PER_MATCH = 4
 
@@ -73,8 +75,17 @@ class Machine:
         return Match(self.sig, ev.stream, ev.rank, events[:EVIDENCE_PER_MATCH],
                      step if step is not None else ev.step, extras, step_from_event=step is None)
 
+    def vcond(self, key: str, default: Any = None) -> Any:
+        return compile_vector(self.spec.get(key, default))
+
     def feed(self, ev: Event, emit: Emit) -> None:
         raise NotImplementedError
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        """A StepBatch (one stream's step rows in line order): the same as feeding its rows one by
+        one. Machines override this with array operations; this fallback is always correct."""
+        for ev in b.events():
+            self.feed(ev, emit)
 
     def finish(self, emit: Emit) -> None:
         pass
@@ -90,9 +101,18 @@ class Line(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.when = self.cond("when")
+        self.vwhen = self.vcond("when")
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if self.when(ev):
+            emit(self.match(ev, [ev]))
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        m = self.vwhen(b)
+        if m is None:
+            return super().feed_batch(b, emit)
+        for i in np.nonzero(m)[0].tolist():
+            ev = b.event(i)
             emit(self.match(ev, [ev]))
 
 
@@ -118,6 +138,18 @@ class _Run:
         if len(self.events) < EVIDENCE_PER_MATCH - 1:
             self.events.append(ev)
 
+    def add_row(self, b: Any, i: int) -> None:
+        """add() for row i of a StepBatch (its event is made only while evidence is still wanted)."""
+        step = int(b.step[i])
+        if step != self.last:
+            self.steps += 1
+            self.last = step
+        if self.first_step is None:
+            self.first_step = step
+        self.last_step = step
+        if len(self.events) < EVIDENCE_PER_MATCH - 1:
+            self.events.append(b.event(i))
+
 
 class Transient(Machine):
     """A run of `bad` events over min_run..max_run distinct steps that ends in a `good` event.
@@ -136,6 +168,7 @@ class Transient(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.bad, self.good = self.cond("bad"), self.cond("good")
+        self.vbad, self.vgood = self.vcond("bad"), self.vcond("good")
         self.min_run, self.max_run = int(self.num("min_run", 1)), int(self.num("max_run", 3))
         self.gap = int(self.num("gap", 0))
         self.start_window = int(self.num("start_window", 5))
@@ -166,6 +199,47 @@ class Transient(Machine):
                 return  # still inside the run
             self._close(st, emit)
         st["good_before"] = True
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        bad, good = self.vbad(b), self.vgood(b)
+        if bad is None or good is None:
+            return super().feed_batch(b, emit)
+        steps = b.step
+        st = self.state.get(b.stream)
+        if st is None:
+            st = self.state[b.stream] = {"first_step": int(steps[0]), "good_before": False, "run": None, "recovery": None}
+        if st["first_step"] is None:
+            st["first_step"] = int(steps[0])
+        bad_idx = np.nonzero(bad)[0]
+        good_idx = np.nonzero(good & ~bad)[0]
+        n = len(b)
+        pos = 0
+        while pos < n:
+            run: Optional[_Run] = st["run"]
+            if run is None:  # quiet until the next bad row: only whether a good one came first
+                k = int(np.searchsorted(bad_idx, pos))
+                nxt = int(bad_idx[k]) if k < len(bad_idx) else n
+                g = int(np.searchsorted(good_idx, pos))
+                if g < len(good_idx) and good_idx[g] < nxt:
+                    st["good_before"] = True
+                if nxt >= n:
+                    break
+                run = st["run"] = _Run()
+                st["run_after_good"] = st["good_before"]
+                run.add_row(b, nxt)
+                st["recovery"] = None
+                pos = nxt + 1
+                continue
+            if bad[pos]:
+                run.add_row(b, pos)
+                st["recovery"] = None
+            elif good[pos]:
+                if st["recovery"] is None:
+                    st["recovery"] = b.event(pos)
+                if not (run.last_step is not None and int(steps[pos]) <= run.last_step + self.gap):
+                    self._close(st, emit)
+                    st["good_before"] = True
+            pos += 1
 
     def _close(self, st: dict, emit: Emit) -> None:
         run: _Run = st["run"]
@@ -205,8 +279,10 @@ class Persistent(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.bad, self.reset = self.cond("bad"), self.cond("reset")
+        self.vbad, self.vreset = self.vcond("bad"), self.vcond("reset")
         self.min_run = int(self.num("min_run", 3))
         self.require = self.cond("require") if "require" in spec else None
+        self.vrequire = self.vcond("require") if "require" in spec else None
 
     def _close(self, stream: Any, st: dict, emit: Emit, until_end: bool) -> None:
         run: Optional[_Run] = st.get("run")
@@ -229,6 +305,35 @@ class Persistent(Machine):
         elif self.reset(ev) and st["run"] is not None:
             self._close(ev.stream, st, emit, until_end=False)
 
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        bad, reset = self.vbad(b), self.vreset(b)
+        req = self.vrequire(b) if self.vrequire is not None else None
+        if bad is None or reset is None or (self.vrequire is not None and req is None):
+            return super().feed_batch(b, emit)
+        st = self.state.setdefault(b.stream, {"run": None, "last": None, "required": False})
+        resets = np.nonzero(reset & ~bad)[0]
+        prev = -1  # the last bad row of this batch so far
+        for r in np.nonzero(bad)[0].tolist():
+            if st["run"] is not None and self._reset_between(resets, prev, r):
+                if prev >= 0:
+                    st["last"] = b.event(prev)
+                self._close(b.stream, st, emit, until_end=False)
+            if st["run"] is None:
+                st["run"] = _Run()
+            st["run"].add_row(b, r)
+            if req is not None and not st["required"] and req[r]:
+                st["required"] = True
+            prev = r
+        if prev >= 0:
+            st["last"] = b.event(prev)
+        if st["run"] is not None and self._reset_between(resets, prev, len(b)):
+            self._close(b.stream, st, emit, until_end=False)
+
+    @staticmethod
+    def _reset_between(resets: Any, a: int, z: int) -> bool:
+        k = int(np.searchsorted(resets, a + 1))
+        return k < len(resets) and int(resets[k]) < z
+
     def finish(self, emit: Emit) -> None:
         for stream, st in self.state.items():
             self._close(stream, st, emit, until_end=True)
@@ -245,6 +350,7 @@ class CountWithin(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.when = self.cond("when")
+        self.vwhen = self.vcond("when")
         self.min_count = int(self.num("min_count", 2))
         # weight: a field that says how many occurrences one line stands for (a cumulative counter)
         self.weight = field_getter(spec["weight"]) if "weight" in spec else None
@@ -272,6 +378,13 @@ class CountWithin(Machine):
             emit(self.match(q[0], list(q)[: EVIDENCE_PER_MATCH - 1] + [ev], step=q[0].step, count=count))
             q.clear()
 
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        m = self.vwhen(b)
+        if m is None:
+            return super().feed_batch(b, emit)
+        for i in np.nonzero(m)[0].tolist():
+            self.feed(b.event(i), emit)
+
 
 class FirstAcrossRanks(Machine):
     """The rank(s) where `bad` first happened while the other ranks were still `good` at that
@@ -283,6 +396,24 @@ class FirstAcrossRanks(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.bad = self.cond("bad")
+        self.vbad = self.vcond("bad")
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        if b.rank is None:
+            return
+        bad = self.vbad(b)
+        if bad is None:
+            return super().feed_batch(b, emit)
+        lo, hi = int(b.step.min()), int(b.step.max())
+        st = self.state.get(b.stream)
+        if st is None:
+            st = self.state[b.stream] = {"lo": lo, "hi": hi, "first_bad": None, "rank": b.rank}
+        st["lo"] = min(st["lo"], lo)
+        st["hi"] = max(st["hi"], hi)
+        if st["first_bad"] is None:
+            idx = np.nonzero(bad)[0]
+            if len(idx):
+                st["first_bad"] = b.event(int(idx[0]))
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.step is None or ev.rank is None:
@@ -381,6 +512,7 @@ class LauncherBlame(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.blame, self.primary, self.collateral = self.cond("blame"), self.cond("primary"), self.cond("collateral")
+        self.vmasks = [self.vcond("blame"), self.vcond("primary"), self.vcond("collateral")]
         self.blamed: list = []  # one Root Cause per launcher (per node)
         self.first_primary: Optional[Event] = None
         self.primary_ranks: set = set()
@@ -401,6 +533,16 @@ class LauncherBlame(Machine):
                 self.first_primary = ev
         elif self.collateral(ev):
             self.reporting.add(ev.rank)
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        if b.rank is None:
+            return
+        masks = [m(b) for m in self.vmasks]
+        if any(m is None for m in masks):
+            return super().feed_batch(b, emit)
+        self.ranks.add(b.rank)
+        for i in np.nonzero(masks[0] | masks[1] | masks[2])[0].tolist():
+            self.feed(b.event(i), emit)
 
     def finish(self, emit: Emit) -> None:
         for b in self.blamed:
@@ -431,10 +573,12 @@ class Spike(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.get = field_getter(spec["field"])
+        self.vget = field_vector(spec["field"])
         self.factor = float(self.num("factor", 3.0))
         self.window = int(self.num("window", 20))
         self.min_history = int(self.num("min_history", 10))
         self.when = self.cond("when") if "when" in spec else None
+        self.vwhen = self.vcond("when") if "when" in spec else None
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if self.when is not None and not self.when(ev):
@@ -453,6 +597,39 @@ class Spike(Machine):
                 st["cool"] = self.window
         hist.append(v)
 
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        rows, xs = _finite_values(self, b)
+        if rows is None:
+            return super().feed_batch(b, emit)
+        if len(rows) == 0:
+            return
+        st = self.state.setdefault(b.stream, {"hist": deque(maxlen=self.window), "cool": 0})
+        hist = st["hist"]
+        h0, w = len(hist), self.window
+        allv = np.concatenate([np.fromiter(hist, dtype=np.float64, count=h0), xs])
+        m = len(xs)
+        have = np.minimum(np.arange(h0, h0 + m), w)  # history length before each new value
+        med = np.full(m, np.nan)
+        full = np.arange(m)[h0 + np.arange(m) >= w]
+        if len(full):
+            windows = np.lib.stride_tricks.sliding_window_view(allv, w)[h0 + full - w]
+            med[full] = rolling_median(windows)
+        for j in np.nonzero((h0 + np.arange(m) < w) & (have >= self.min_history))[0].tolist():
+            med[j] = statistics.median(allv[h0 + j - have[j]: h0 + j].tolist())
+        with np.errstate(invalid="ignore"):
+            cand = np.nonzero((have >= self.min_history) & (med > 0) & (xs > self.factor * med))[0]
+        free = st["cool"]  # the first index checked again
+        for j in cand.tolist():
+            if j < free:
+                continue
+            v, base = float(xs[j]), float(med[j])
+            ev = b.event(int(rows[j]))
+            emit(self.match(ev, [ev], value=v, baseline=base, ratio=v / base))
+            free = j + w + 1
+        st["cool"] = max(0, free - m)
+        hist.clear()
+        hist.extend(allv[-w:].tolist())
+
 
 class Trend(Machine):
     """A value that climbed and stayed up: at the end of the input, the median of the last
@@ -467,9 +644,11 @@ class Trend(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.get = field_getter(spec["field"])
+        self.vget = field_vector(spec["field"])
         self.window = int(self.num("window", 10))
         self.min_ratio = float(self.num("min_ratio", 1.5))
         self.when = self.cond("when") if "when" in spec else None
+        self.vwhen = self.vcond("when") if "when" in spec else None
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if self.when is not None and not self.when(ev):
@@ -491,14 +670,48 @@ class Trend(Machine):
             i_min = min(range(len(hist)), key=lambda i: hist[i][0])
             st["onset"] = hist[i_min + 1][1] if i_min + 1 < len(hist) else hist[i_min][1]
 
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        rows, xs = _finite_values(self, b)
+        if rows is None:
+            return super().feed_batch(b, emit)
+        if len(rows) == 0:
+            return
+        st = self.state.get(b.stream)
+        if st is None:
+            st = self.state[b.stream] = {"hist": deque(maxlen=self.window), "best": None, "onset": None, "med": None}
+        hist, w = st["hist"], self.window
+        h0 = len(hist)
+        allv = np.concatenate([np.fromiter((v for v, _ in hist), dtype=np.float64, count=h0), xs])
+        refs = [r for _, r in hist] + [(b, int(i)) for i in rows.tolist()[-w:]] if len(rows) >= w else \
+            [r for _, r in hist] + [(b, int(i)) for i in rows.tolist()]
+        ends = np.arange(max(h0, w - 1), len(allv))  # windows that end at a new value
+        if len(ends):
+            meds = rolling_median(np.lib.stride_tricks.sliding_window_view(allv, w)[ends - w + 1])
+            st["med"], st["last"] = float(meds[-1]), (b, int(rows[-1]))
+            k = int(np.argmin(meds))
+            if st["best"] is None or meds[k] < st["best"]:
+                st["best"] = float(meds[k])
+                end = int(ends[k])
+                win = allv[end - w + 1: end + 1]
+                i_min = int(np.argmin(win))
+                at = end - w + 1 + (i_min + 1 if i_min + 1 < w else i_min)
+                st["onset"] = self._ref(at, h0, hist, b, rows)
+        tail = list(zip(allv[-w:].tolist(), refs[-w:]))
+        hist.clear()
+        hist.extend(tail)
+
+    @staticmethod
+    def _ref(at: int, h0: int, hist: Any, b: Any, rows: Any) -> Any:
+        return hist[at][1] if at < h0 else (b, int(rows[at - h0]))
+
     def finish(self, emit: Emit) -> None:
         for st in self.state.values():
             best, med = st["best"], st["med"]
             if best is None or best <= 0 or med < self.min_ratio * best:
                 continue
-            onset = st["onset"]
-            emit(self.match(onset, [onset, st["last"]], step=onset.step, best=best, value=med,
-                            ratio=med / best, now_step=st["last"].step))
+            onset, last = resolve(st["onset"]), resolve(st["last"])
+            emit(self.match(onset, [onset, last], step=onset.step, best=best, value=med,
+                            ratio=med / best, now_step=last.step))
 
 
 class OutlierAcrossRanks(Machine):
@@ -514,10 +727,12 @@ class OutlierAcrossRanks(Machine):
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.get = field_getter(spec["field"])
+        self.vget = field_vector(spec["field"])
         self.factor = float(self.num("factor", 2.0))
         self.min_excess = float(self.num("min_excess", 0.0))
         self.min_samples = int(self.num("min_samples", 5))
         self.when = self.cond("when") if "when" in spec else None
+        self.vwhen = self.vcond("when") if "when" in spec else None
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.rank is None or (self.when is not None and not self.when(ev)):
@@ -527,6 +742,17 @@ class OutlierAcrossRanks(Machine):
             return
         st = self.state.setdefault(ev.stream, deque(maxlen=self.WINDOW))
         st.append((v, ev))
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        if b.rank is None:
+            return
+        rows, xs = _finite_values(self, b)
+        if rows is None:
+            return super().feed_batch(b, emit)
+        if len(rows) == 0:
+            return
+        st = self.state.setdefault(b.stream, deque(maxlen=self.WINDOW))
+        st.extend(zip(xs[-self.WINDOW:].tolist(), [(b, int(i)) for i in rows[-self.WINDOW:].tolist()]))
 
     def finish(self, emit: Emit) -> None:
         meds = {k: statistics.median(v for v, _ in q) for k, q in self.state.items() if len(q) >= self.min_samples}
@@ -541,8 +767,8 @@ class OutlierAcrossRanks(Machine):
             i = len(q)
             while i > 0 and q[i - 1][0] >= threshold:
                 i -= 1
-            onset = q[i][1] if i < len(q) else q[-1][1]
-            last = q[-1][1]
+            onset = resolve(q[i][1] if i < len(q) else q[-1][1])
+            last = resolve(q[-1][1])
             emit(self.match(onset, [onset, last], step=onset.step, value=m, baseline=base,
                             ratio=(m / base) if base > 0 else math.inf))
 
@@ -576,6 +802,62 @@ def field_getter(path: "str | list[str]") -> Callable[[Event], Optional[float]]:
         return None
 
     return value
+
+
+def field_vector(path: "str | list[str]") -> Callable[[Any], Any]:
+    """field_getter over a StepBatch: (values, present) per row, or None when a named field is not
+    a column of the batch (the machine then reads the rows one by one)."""
+    paths = [path] if isinstance(path, str) else list(path)
+    alts = []
+    for p in paths:
+        name, _, mult = p.partition("*")
+        alts.append((name.strip(), float(mult) if mult else 1.0))
+
+    def value(b: Any) -> Any:
+        vals = np.full(len(b), np.nan)
+        present = np.zeros(len(b), dtype=bool)
+        for name, factor in alts:
+            got = b.col(name)
+            if got is None:
+                return None
+            v, p = got
+            fill = p & ~present
+            vals[fill] = v[fill] * factor
+            present |= fill
+        return vals, present
+
+    return value
+
+
+def _finite_values(machine: Any, b: Any) -> tuple:
+    """The rows of a batch a value machine reads (its `when` holds and the value is finite) and
+    their values; (None, None) when that cannot be said in arrays."""
+    got = machine.vget(b)
+    if got is None:
+        return None, None
+    vals, present = got
+    sel = present & np.isfinite(vals)
+    if machine.vwhen is not None:
+        m = machine.vwhen(b)
+        if m is None:
+            return None, None
+        sel &= m
+    rows = np.nonzero(sel)[0]
+    return rows, vals[rows]
+
+
+def rolling_median(windows: Any) -> Any:
+    """statistics.median of each row, bit for bit: the middle value, or the mean of the two."""
+    n = windows.shape[1]
+    s = np.sort(windows, axis=1)
+    if n % 2:
+        return s[:, n // 2]
+    return (s[:, n // 2 - 1] + s[:, n // 2]) / 2
+
+
+def resolve(ref: Any) -> Event:
+    """An event kept by a machine: an Event, or (StepBatch, row) made into one when needed."""
+    return ref[0].event(ref[1]) if isinstance(ref, tuple) else ref
 
 
 def _describe(ev: Event) -> str:

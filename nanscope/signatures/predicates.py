@@ -231,3 +231,167 @@ def compile_condition(cond: Any) -> Pred:
             return _all(alls)
         return _all(alls + [_any(anys)])
     raise SignatureError(f"a condition is a string, a list or a table, not {type(cond).__name__}")
+
+
+# --- the same conditions over a StepBatch (numpy masks) ------------------------------------------
+
+VPred = Callable[[Any], Any]  # StepBatch -> numpy bool array, or None: evaluate row by row
+_CONSTANT_FOR_BATCH = {"event", "framework", "rank", "origin"}
+_STEP_COLUMNS = {"loss", "grad_norm", "lr", "loss_scale", "tokens_per_s", "epoch", "step"}
+# StepEvent fields a native batch never sets, and other events' fields: None on every row
+# (raw_fields are strings: a scalar predicate never sees them as numbers, so they stay row by row)
+_NONE_FOR_BATCH = FIELDS - _STEP_COLUMNS - _CONSTANT_FOR_BATCH - {"text", "raw_fields"}
+_SOMETIMES_SET = {"skipped", "nan_iters", "skipped_iters", "skipped_total"}  # StepBatch.unset says
+
+
+class _Standin:
+    """One row's constant fields (event kind, framework, rank, origin) for a scalar predicate."""
+
+    kind = "step"
+
+    def __init__(self, batch: Any):
+        self.framework = batch.framework
+        self.rank = batch.rank
+        self.origin = batch.origin
+
+
+def compile_vector(cond: Any) -> VPred:
+    """compile_condition for a whole StepBatch at once: a numpy bool mask per call, the same
+    answer row by row as the scalar predicate on that row's StepEvent; None where it cannot say
+    (a regex, a text field): the caller then evaluates the rows one by one."""
+    if cond is None:
+        return lambda b: _np().ones(len(b), dtype=bool)
+    if isinstance(cond, str):
+        return _vexpr(cond)
+    if isinstance(cond, list):
+        return _vall([compile_vector(c) for c in cond])
+    alls = [compile_vector(c) for c in cond.get("all", [])]
+    anys = [compile_vector(c) for c in cond.get("any", [])]
+    if not anys:
+        return _vall(alls)
+    return _vall(alls + [_vany(anys)])
+
+
+def _np():
+    import numpy
+
+    return numpy
+
+
+def _vall(preds: list) -> VPred:
+    def f(b: Any) -> Any:
+        out = _np().ones(len(b), dtype=bool)
+        for p in preds:
+            m = p(b)
+            if m is None:
+                return None
+            out &= m
+        return out
+
+    return f
+
+
+def _vany(preds: list) -> VPred:
+    def f(b: Any) -> Any:
+        out = _np().zeros(len(b), dtype=bool)
+        for p in preds:
+            m = p(b)
+            if m is None:
+                return None
+            out |= m
+        return out
+
+    return f
+
+
+def _vexpr(expr: str) -> VPred:
+    scalar = compile_expr(expr)  # validates; also the answer for constant fields
+    m = _EXPR.match(expr)
+    assert m is not None
+    path, op, raw = m.group("field"), m.group("op"), m.group("value").strip()
+    head = path.partition(".")[0]
+    if head in _CONSTANT_FOR_BATCH or head in _NONE_FOR_BATCH:
+        if raw.startswith("@"):
+            return lambda b: None
+
+        def constant(b: Any) -> Any:
+            if (head == "framework" and b.framework is None) or (head == "origin" and b.origin is None) or (
+                    head in _SOMETIMES_SET and head not in b.unset):
+                return None  # not the same on every row: row by row
+            return _np().full(len(b), bool(scalar(_Standin(b))))
+
+        return constant
+    if path not in _STEP_COLUMNS:
+        return lambda b: None
+    if op in ("~", "!~") or raw.startswith("@"):
+        return lambda b: None
+    if op in ("is", "is not"):
+        test = _vis(raw.lower())
+        if op == "is":
+            return lambda b: _on_column(b, path, test)
+        return lambda b: _negate(_on_column(b, path, test))
+    value = _literal(raw)
+    if isinstance(value, bool) or (isinstance(value, list) and any(isinstance(x, bool) for x in value)):
+        return lambda b: None  # True == 1.0 in Python: leave these to the scalar path
+
+    if op in ("==", "!="):
+        def eq(v: Any, p: Any) -> Any:
+            np = _np()
+            if value is None:
+                return ~p
+            if not _num(value):
+                return np.zeros(len(p), dtype=bool)
+            return p & (v == float(value))
+
+        return (lambda b: _on_column(b, path, eq)) if op == "==" else (lambda b: _negate(_on_column(b, path, eq)))
+    if op in ("in", "not in"):
+        nums = [float(x) for x in value if _num(x)]
+        has_none = any(x is None for x in value)
+
+        def isin(v: Any, p: Any) -> Any:
+            np = _np()
+            out = p & np.isin(v, nums) if nums else np.zeros(len(p), dtype=bool)
+            return out | ~p if has_none else out
+
+        return (lambda b: _on_column(b, path, isin)) if op == "in" else (lambda b: _negate(_on_column(b, path, isin)))
+    limit = float(value)
+    import operator
+
+    cmp = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
+
+    def compare(v: Any, p: Any) -> Any:
+        with _np().errstate(invalid="ignore"):
+            return p & cmp(v, limit)
+
+    return lambda b: _on_column(b, path, compare)
+
+
+def _on_column(b: Any, path: str, test: Callable) -> Any:
+    got = b.col(path)
+    if got is None:
+        return None
+    return test(*got)
+
+
+def _negate(mask: Any) -> Any:
+    return None if mask is None else ~mask
+
+
+def _vis(what: str) -> Callable:
+    def t(v: Any, p: Any) -> Any:
+        np = _np()
+        if what == "finite":
+            return p & np.isfinite(v)
+        if what == "nonfinite":
+            return p & ~np.isfinite(v)
+        if what == "nan":
+            return p & np.isnan(v)
+        if what == "inf":
+            return p & np.isinf(v)
+        if what == "none":
+            return ~p
+        if what == "set":
+            return p.copy()
+        return np.zeros(len(p), dtype=bool)  # numbers are never `true` / `false`
+
+    return t

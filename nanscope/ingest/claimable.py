@@ -1,0 +1,128 @@
+"""Which candidate lines could any rule claim at all, decided in RE2 over a whole chunk.
+
+A keyword only says a rule *might* want a line (`iteration` is in Megatron's step lines and in
+PyTorch's reducer warning alike); the rule's regex decides. For most rules the regex itself
+requires one of the rule's keywords (checked here on the parsed pattern), so "the regex matches
+somewhere in the line" implies "the rule is tried, and may claim it". The union of those regexes
+and of the other rules' keywords is a necessary condition for any rule to claim a line: a
+candidate that fails it goes no further, and no Python work is spent on it.
+
+Lines this cannot judge exactly stay candidates: those with control bytes (\\r pieces, NUL, ANSI
+escapes, \\v), non-ASCII bytes (Python's \\w and \\s are wider than RE2's there) or over-long ones.
+"""
+
+from __future__ import annotations
+
+import re
+import re._constants as C  # noqa: N812
+import re._parser as sre  # the stdlib's own pattern parser
+from typing import Optional, Sequence
+
+from nanscope.parsers.base import Parser
+
+UNJUDGED = r"[^\x20-\x7e\t]"
+
+
+def claimable_regex(parsers: Sequence[Parser]) -> Optional[str]:
+    """The union (an RE2 pattern), or None when it would not exclude anything."""
+    alts: list[str] = []
+    for p in parsers:
+        for r in p.rules:
+            if any(k == "" for k in r.keywords):
+                return None
+            re2 = _to_re2(r.regex) if _implies_keyword(r.regex, r.keywords) else None
+            if re2 is not None:
+                alts.append(f"(?:{re2})")
+            else:
+                alts.extend(_literal(k) for k in r.keywords)
+    return "|".join(alts) if alts else None
+
+
+def _implies_keyword(rx: "re.Pattern[str]", keywords: Sequence[str]) -> bool:
+    if rx.flags & re.I:
+        return False  # a case-folded literal does not imply the keyword's exact case
+    try:
+        return _implies(sre.parse(rx.pattern, rx.flags), keywords)
+    except Exception:  # noqa: BLE001 - an unexpected pattern shape: be conservative
+        return False
+
+
+def _implies(sub, keywords: Sequence[str]) -> bool:
+    """Does every match of `sub` contain one of the keywords?"""
+    run: list[str] = []
+    for op, av in list(sub) + [(None, None)]:
+        if op is C.LITERAL:
+            run.append(chr(av))
+            continue
+        text = "".join(run)
+        run = []
+        if text and any(k in text for k in keywords):
+            return True
+        if op is C.SUBPATTERN and _implies(av[3], keywords):
+            return True
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and av[0] >= 1 and _implies(av[2], keywords):
+            return True
+        if op is C.ATOMIC_GROUP and _implies(av, keywords):
+            return True
+        if op is C.BRANCH and all(_implies(alt, keywords) for alt in av[1]):
+            return True
+    return False
+
+
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
+
+
+def _to_re2(rx: "re.Pattern[str]") -> Optional[str]:
+    """The pattern in RE2 syntax, matching at least what it matches in Python (on ASCII text):
+    names dropped, lookarounds removed (a looser pattern); None if RE2 cannot take it."""
+    pat = rx.pattern
+    if "(?P=" in pat or re.search(r"\\[1-9]|\\Z", pat):
+        return None
+    pat = re.sub(r"\(\?P<\w+>", "(?:", pat)
+    while True:
+        m = _LOOKAROUND.search(pat)
+        if m is None:
+            break
+        end = _group_end(pat, m.start())
+        if end is None:
+            return None
+        pat = pat[: m.start()] + pat[end + 1:]
+    if rx.flags & re.X:
+        return None
+    try:
+        from nanscope.ingest.reader import _arrow
+
+        pa, pc, _ = _arrow()
+        pc.match_substring_regex(pa.array([b""]), pat)
+    except Exception:  # noqa: BLE001 - RE2 rejects the syntax
+        return None
+    return pat
+
+
+def _group_end(pat: str, start: int) -> Optional[int]:
+    depth = 0
+    i = start
+    in_class = False
+    while i < len(pat):
+        c = pat[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pat[i + 1: i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _literal(word: str) -> str:
+    return "".join(c if c.isalnum() else f"\\x{ord(c):02x}" for c in word.encode().decode("latin-1"))

@@ -1,0 +1,166 @@
+"""Step lines of one stream as columns: how step events reach streams and the engine in bulk.
+
+A training log is mostly step lines. Turning each into a Python object and passing it through
+every machine is what made nanscope slow; a StepBatch keeps them as numpy columns (one row per
+line, in line order, all from one (node, rank) stream) so streams and machines work on whole
+arrays, and a row becomes a StepEvent only when a finding needs it as evidence (`event(i)`).
+
+Two kinds: the native lane's (nanscope/ingest/native.py: the numbers were read in RE2; a row's
+event is made by re-reading that one line with the ordinary parsers, so evidence is exactly what
+the per-line path gives) and the engine's (`from_events`: step events of the per-line path,
+gathered so that the machines still work on arrays).
+
+A number a line did not print is absent (`present` False), never 0; NaN is a printed nan.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from nanscope.model import Loc, Origin, StepEvent
+from nanscope.parsers.numbers import to_float
+
+NUMERIC = ("loss", "grad_norm", "lr", "loss_scale", "tokens_per_s", "epoch")
+_OTHER = ("skipped", "nan_iters", "skipped_iters", "skipped_total")  # set only by some per-line parsers
+
+
+class StepBatch:
+    kind = "steps"
+
+    def __init__(self, source: str, stream: Any, origin: Optional[Origin], framework: Optional[str],
+                 lines: np.ndarray, step: np.ndarray, step_set: np.ndarray, cols: dict,
+                 texts: Any = None, parsers: tuple = (), base: Optional[Origin] = None,
+                 evs: Optional[list] = None, unset: frozenset = frozenset(_OTHER)):
+        self.source = source
+        self.stream = stream
+        self.origin = origin  # the same on every row (None: rows differ, e.g. in timestamps)
+        self.rank = stream[2] if stream is not None and stream[0] == "rank" else None
+        self.framework = framework  # None: rows of several frameworks
+        self.lines = lines  # int64 line numbers
+        self.step = step  # int64; meaningful where step_set (streams fill the rest)
+        self.step_set = step_set
+        self.cols = cols  # field -> (float64 values, bool present); raw_fields.KEY too
+        self.texts = texts  # native: pyarrow binary array of the lines as printed
+        self.parsers = parsers  # native: names of the parsers selected for this input
+        self.base = base  # native: the origin the file name implies
+        self.evs = evs  # from_events: the events themselves
+        self.unset = unset  # StepEvent fields that are None on every row
+        self._events: dict[int, StepEvent] = {}
+
+    @classmethod
+    def from_events(cls, evs: list) -> "StepBatch":
+        n = len(evs)
+        cols = {}
+        for name in NUMERIC:
+            vals = [getattr(e, name) for e in evs]
+            present = np.fromiter((v is not None for v in vals), dtype=bool, count=n)
+            cols[name] = (np.fromiter((v if v is not None else np.nan for v in vals), dtype=np.float64, count=n), present)
+        unset = frozenset(f for f in _OTHER if all(getattr(e, f) is None for e in evs))
+        steps = [e.step for e in evs]
+        step_set = np.fromiter((s is not None for s in steps), dtype=bool, count=n)
+        origins = {e.origin for e in evs}
+        frameworks = {e.framework for e in evs}
+        e0 = evs[0]
+        return cls(e0.loc.source, e0.stream, origins.pop() if len(origins) == 1 else None,
+                   frameworks.pop() if len(frameworks) == 1 else None,
+                   np.fromiter((e.loc.line for e in evs), dtype=np.int64, count=n),
+                   np.fromiter((s if s is not None else 0 for s in steps), dtype=np.int64, count=n), step_set, cols,
+                   evs=evs, unset=unset)
+
+    @classmethod
+    def concat(cls, parts: list) -> "StepBatch":
+        """Consecutive batches of one stream as one (columns joined; rows keep their events)."""
+        if len(parts) == 1:
+            return parts[0]
+        out = Joined(parts)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def col(self, name: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """(values, present) of a numeric field; None when this batch cannot say in an array."""
+        got = self.cols.get(name)
+        if got is not None:
+            return got
+        if name == "step":
+            return self.step.astype(np.float64), self.step_set
+        if name in NUMERIC:
+            return np.full(len(self), np.nan), np.zeros(len(self), dtype=bool)
+        if name.startswith("raw_fields."):
+            if self.evs is not None:
+                got = self.cols[name] = self._raw(name[len("raw_fields."):])
+                return got
+            return np.full(len(self), np.nan), np.zeros(len(self), dtype=bool)  # native: every key is a column
+        return None
+
+    def _raw(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        vals = [to_float(str(v)) if v is not None and not isinstance(v, bool) else None
+                for v in ((e.raw_fields or {}).get(key) for e in self.evs)]  # type: ignore[union-attr]
+        present = np.array([v is not None for v in vals], dtype=bool)
+        return np.array([v if v is not None else np.nan for v in vals], dtype=np.float64), present
+
+    def slice(self, a: int, b: int) -> "StepBatch":
+        out = StepBatch(self.source, self.stream, self.origin, self.framework, self.lines[a:b], self.step[a:b],
+                        self.step_set[a:b], {k: (v[a:b], p[a:b]) for k, (v, p) in self.cols.items()},
+                        self.texts.slice(a, b - a) if self.texts is not None else None, self.parsers, self.base,
+                        self.evs[a:b] if self.evs is not None else None, self.unset)
+        return out
+
+    def event(self, i: int) -> StepEvent:
+        """Row i as the StepEvent the per-line path makes of it (its step as streams set it)."""
+        if self.evs is not None:
+            return self.evs[i]
+        ev = self._events.get(i)
+        if ev is None:
+            from nanscope.pipeline import parse_line
+
+            raw = self.texts[i].as_py()
+            got = [e for e in parse_line(raw, int(self.lines[i]), self.source, self.base, self.parsers)
+                   if isinstance(e, StepEvent)]
+            if got:
+                ev = got[0]
+            else:  # cannot happen for a row the native lane claimed; keep what is known
+                ev = StepEvent(loc=Loc(self.source, int(self.lines[i])), text=raw.decode("utf-8", "replace"),
+                               framework=self.framework or "", origin=self.origin or Origin(), rank=self.rank,
+                               stream=self.stream)
+            if self.step_set[i]:
+                ev.step = int(self.step[i])
+            self._events[i] = ev
+        return ev
+
+    def events(self):
+        for i in range(len(self)):
+            yield self.event(i)
+
+
+class Joined(StepBatch):
+    """StepBatch.concat: a column is the parts' columns end to end (None if any part cannot say)."""
+
+    def __init__(self, parts: list):
+        first = parts[0]
+        same = lambda attr: getattr(first, attr) if all(getattr(q, attr) == getattr(first, attr) for q in parts) else None  # noqa: E731
+        super().__init__(first.source, first.stream, same("origin"), same("framework"),
+                         np.concatenate([q.lines for q in parts]), np.concatenate([q.step for q in parts]),
+                         np.concatenate([q.step_set for q in parts]), {},
+                         unset=frozenset.intersection(*[q.unset for q in parts]))
+        self.parts = parts
+        self.offsets = np.cumsum([0] + [len(q) for q in parts])
+
+    def col(self, name: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        got = self.cols.get(name)
+        if got is None:
+            pieces = [q.col(name) for q in self.parts]
+            if any(x is None for x in pieces):
+                return None
+            got = self.cols[name] = (np.concatenate([v for v, _ in pieces]), np.concatenate([p for _, p in pieces]))  # type: ignore[misc]
+        return got
+
+    def slice(self, a: int, b: int) -> "StepBatch":
+        raise NotImplementedError("a joined batch is only read by the engine")
+
+    def event(self, i: int) -> StepEvent:
+        k = int(np.searchsorted(self.offsets, i, side="right")) - 1
+        return self.parts[k].event(i - int(self.offsets[k]))
