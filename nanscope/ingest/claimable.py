@@ -79,6 +79,7 @@ def _to_re2(rx: "re.Pattern[str]") -> Optional[str]:
     if "(?P=" in pat or re.search(r"\\[1-9]|\\Z", pat):
         return None
     pat = re.sub(r"\(\?P<\w+>", "(?:", pat)
+    pat = _drop_start_anchors(pat)  # rules see the message after the launcher prefixes, RE2 the line
     while True:
         m = _LOOKAROUND.search(pat)
         if m is None:
@@ -97,6 +98,41 @@ def _to_re2(rx: "re.Pattern[str]") -> Optional[str]:
     except Exception:  # noqa: BLE001 - RE2 rejects the syntax
         return None
     return pat
+
+
+def _drop_start_anchors(pat: str) -> str:
+    """Remove `^` and `\\A` outside character classes (a looser pattern)."""
+    out = []
+    i = 0
+    in_class = False
+    while i < len(pat):
+        c = pat[i]
+        if c == "\\":
+            if not in_class and pat[i + 1: i + 2] == "A":
+                i += 2
+                continue
+            out.append(pat[i: i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            out.append(c)
+            if pat[i + 1: i + 2] == "^":
+                out.append("^")
+                i += 1
+            if pat[i + 1: i + 2] == "]":
+                out.append("]")
+                i += 1
+            i += 1
+            continue
+        elif c == "^":
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _group_end(pat: str, start: int) -> Optional[int]:

@@ -56,7 +56,7 @@ def _match_order(m: Match) -> tuple:
 
 
 class Engine:
-    def __init__(self, signatures: Iterable[Signature]):
+    def __init__(self, signatures: Iterable[Signature], batch_steps: bool = True):
         self.signatures = {s.id: s for s in signatures}
         self.subscribers: dict[str, list] = defaultdict(list)
         self._machines = []
@@ -69,6 +69,7 @@ class Engine:
         self.diagnostics: list[Diagnostic] = []
         self._timeouts: dict[str, int] = defaultdict(int)
         self._disabled: set[str] = set()
+        self.batch_steps = batch_steps  # False: every step event alone, through Machine.feed (tests compare)
         self._held: dict[Any, list] = {}  # stream -> [step events and batches not yet fed, rows]
         # the other kinds that machines reading steps read: their events must not overtake held steps
         self._with_steps = {k for m in self._machines if "step" in m.events for k in m.events} - {"step"}
@@ -84,7 +85,11 @@ class Engine:
         batches (array work instead of a call per event per machine) before the next event of
         their stream, so every stream's machines still see its events in line order."""
         kind = ev.kind
-        if (kind == "step" or kind == "steps") and ev.stream is not None:
+        if not self.batch_steps and kind == "steps":
+            for row in ev.events():  # type: ignore[attr-defined]
+                self.feed(row)
+            return
+        if (kind == "step" or kind == "steps") and ev.stream is not None and self.batch_steps:
             held = self._held.get(ev.stream)
             if held is None:
                 held = self._held[ev.stream] = [[], 0]

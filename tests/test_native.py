@@ -1,0 +1,187 @@
+"""The fast paths give the per-line answer: the native lane (step lines read in RE2 over whole
+chunks, nanscope/ingest/native.py) and the batched engine (machines over StepBatch columns).
+
+Every sample log is diagnosed three ways: per line (no native lane, no RE2 rejection, each step
+event through Machine.feed alone), and with the native lane forced on every region (sample logs
+are small, so normally they never reach it); the JSON reports must be identical.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nanscope.ingest.reader as reader
+import nanscope.pipeline as pipeline
+import nanscope.signatures.engine as engine_mod
+from conftest import ROOT, manifest_entries
+from nanscope import api
+from nanscope.ingest.native import NativeLane
+from nanscope.ingest.reader import Source
+from nanscope.model import Origin, StepEvent
+from nanscope.parsers.registry import all_parsers
+from nanscope.report import json as json_report
+
+_ENTRIES = manifest_entries()
+
+
+def _report(paths: list, native: bool, batch: bool, monkeypatch) -> dict:
+    monkeypatch.setattr(pipeline, "NATIVE", native)
+    monkeypatch.setattr(reader, "SMALL_REGION", 0 if native else 256 << 10)
+    real = engine_mod.Engine
+    monkeypatch.setattr(api, "Engine", lambda sigs: real(sigs, batch_steps=batch))
+    r = json.loads(json_report.dumps(api.diagnose(paths, api.Options(jobs=1))))
+    r.pop("elapsed_s", None)
+    r["tool"].pop("elapsed_s", None)
+    return r
+
+
+@pytest.mark.parametrize("entry", _ENTRIES, ids=[e["path"] for e in _ENTRIES])
+def test_native_lane_and_batches_give_the_per_line_report(entry, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    path = os.path.relpath(entry["abspath"], ROOT)
+    slow = _report([path], native=False, batch=False, monkeypatch=monkeypatch)
+    fast = _report([path], native=True, batch=True, monkeypatch=monkeypatch)
+    assert fast == slow
+
+
+def test_native_lane_claims_the_bench_mix(tmp_path, monkeypatch):
+    """The benchmark's generated log (eight ranks, every format, injected faults): most step
+    lines go native, and the report is still the per-line one."""
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import gen
+
+    log = tmp_path / "bench.log"
+    gen.write_console(str(log), gen.job_for_size(3 << 20, 8, 7, False))
+    slow = _report([str(log)], native=False, batch=False, monkeypatch=monkeypatch)
+    claimed = []
+    real_claim = NativeLane.claim
+
+    def counting(self, cand, lines):
+        got = real_claim(self, cand, lines)
+        claimed.append(len(got[0]))
+        return got
+
+    monkeypatch.setattr(NativeLane, "claim", counting)
+    fast = _report([str(log)], native=True, batch=True, monkeypatch=monkeypatch)
+    assert fast == slow
+    ids = {f["id"] for f in fast["findings"]}
+    assert {"nan-rank-local", "nan-persistent"} <= ids
+    assert sum(claimed) > 0.9 * fast["inputs"][0]["formats"]["pytorch"]
+
+
+# --- line by line: what the native lane reads equals what the pytorch rule reads ------------------
+
+_KEYS = ["step", "Step", "iter", "it", "global_step", "loss", "Loss", "train_loss", "lm loss", "grad_norm", "grad norm",
+         "gnorm", "lr", "learning_rate", "scale", "loss_scale", "tps", "tokens/s", "epoch", "data_time", "mfu", "x1", "loss.1"]
+_VALS = ["0", "12", "-3", "+4", "1.5", "0.25", "1e-05", "3.0E+02", ".5", "7.", "nan", "NaN", "-nan", "inf", "-inf",
+         "Infinity", "12ms", "1.5.2", "0x1f", "abc", "1,000"]
+_SEPS = ["=", ": ", " ", " = ", ":", "\t"]
+_JOIN = [", ", " | ", " ", "; ", ",", " - ", "  "]
+_PREFIXES = ["", "[default3]:", "[rank2]:", "[default1]:[rank5]:", "3: ", "[1,7]<stdout>:", "  ", "[4]: "]
+
+
+@st.composite
+def _lines(draw):
+    n = draw(st.integers(1, 6))
+    parts = []
+    for _ in range(n):
+        parts.append(draw(st.sampled_from(_KEYS)) + draw(st.sampled_from(_SEPS)) + draw(st.sampled_from(_VALS)))
+    joins = [draw(st.sampled_from(_JOIN)) for _ in range(n - 1)]
+    text = parts[0] + "".join(j + p for j, p in zip(joins, parts[1:]))
+    return draw(st.sampled_from(_PREFIXES)) + text + draw(st.sampled_from(["", " ", ",", " |"]))
+
+
+def _same(a, b) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and (a == b or (math.isnan(a) and math.isnan(b))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_lines(), min_size=1, max_size=40))
+def test_native_rows_read_like_the_rule(lines):
+    data = "\n".join(lines).encode()
+    parsers = all_parsers()
+    lane = NativeLane(parsers, "x.log", Origin(), 1 << 20)
+    pa, pc, _ = reader._arrow()
+    cand = pa.array([ln.encode() for ln in lines], pa.binary())
+    import numpy as np
+
+    claimed, batches = lane.claim(cand, np.arange(1, len(lines) + 1))
+    rows = {int(line): (b, i) for b in batches for i, line in enumerate(b.lines.tolist())}
+    assert len(rows) == len(claimed)
+    for k, line in enumerate(lines, start=1):
+        want = [e for e in pipeline.parse_line(line.encode(), k, "x.log", Origin(), tuple(p.name for p in parsers))]
+        if k not in rows:
+            continue  # left to the per-line path: always allowed
+        assert len(want) == 1 and isinstance(want[0], StepEvent), line
+        ev = want[0]
+        b, i = rows[k]
+        assert ev.step is not None and int(b.step[i]) == ev.step, line
+        assert b.stream == ev.stream and b.rank == ev.rank, line
+        for name in ("loss", "grad_norm", "lr", "loss_scale", "tokens_per_s", "epoch"):
+            v, p = b.col(name)
+            assert _same(float(v[i]) if p[i] else None, getattr(ev, name)), (line, name)
+        for key, val in (ev.raw_fields or {}).items():
+            v, p = b.col(f"raw_fields.{key}")
+            assert p[i] and _same(float(v[i]), float(val)), (line, key)
+        assert repr(b.event(i)) == repr(ev)  # (NaN != NaN: compare as printed)
+    del data
+
+
+def test_native_lane_leaves_lines_other_rules_may_want():
+    lines = [b"[default0]:step=1, loss=2.5, lr=0.1",  # claimed
+             b"[default0]:iteration 3, loss=2.5, lr=0.1",  # megatron's keyword: per line
+             b"[default0]:step=1, loss=2.5 \x1b[0m, lr=0.1",  # an escape sequence: per line
+             b"[default0]:step=1, loss=2.5, lr=0.1 caf\xc3\xa9",  # non-ASCII: per line
+             b"2024-05-01T12:00:00Z step=1, loss=2.5, lr=0.1",  # a timestamp prefix: per line
+             b"[default0]:loss=2.5, lr=0.1"]  # no step number: streams fill it in, per line
+    import numpy as np
+
+    pa = reader._arrow()[0]
+    lane = NativeLane(all_parsers(), "x.log", Origin(), 1 << 20)
+    claimed, batches = lane.claim(pa.array(lines, pa.binary()), np.arange(1, len(lines) + 1))
+    assert claimed.tolist() == [0]
+
+
+def test_engine_batches_equal_single_events_on_random_curves(monkeypatch):
+    """Spikes, divergence, NaN runs, scale drops and stragglers on random multi-rank curves:
+    the batched machines emit what the per-event machines emit."""
+    rnd = random.Random(5)
+    out = []
+    for r in range(4):
+        loss = 3.0
+        scale = 65536.0
+        for s in range(400):
+            loss *= 0.995 if s < 250 or r != 2 else 1.01
+            v = loss * (8 if rnd.random() < 0.01 else 1)
+            txt = "nan" if (r == 1 and 100 <= s < 100 + rnd.randint(1, 5)) else f"{v:.4f}"
+            if rnd.random() < 0.01:
+                scale /= 2
+            dt = 90.0 if r == 3 and s > 300 else 10.0 + rnd.random()
+            out.append(f"[rank{r}]:step={s}, loss={txt}, grad_norm={rnd.random():.3f}, scale={scale}, data_time_ms={dt:.1f}")
+    data = "\n".join(out).encode()
+    src = [Source("curves.log", None, data)]
+    monkeypatch.setattr(pipeline, "NATIVE", False)
+
+    def run(batch: bool) -> dict:
+        real = engine_mod.Engine
+        monkeypatch.setattr(api, "Engine", lambda sigs: real(sigs, batch_steps=batch))
+        r = json.loads(json_report.dumps(api.diagnose_sources(src, api.Options(jobs=1))))
+        r.pop("elapsed_s", None)
+        r["tool"].pop("elapsed_s", None)
+        return r
+
+    one, many = run(False), run(True)
+    assert many == one
+    found = {f["id"]: f for f in many["findings"]}
+    assert {"nan-skip-recover", "nan-rank-local", "straggler", "loss-divergence"} <= set(found)
+    assert "loss-spike" in found["loss-divergence"]["also_matched"]
+    assert found["straggler"]["ranks"] == [3]
