@@ -169,15 +169,12 @@ def _peek(raw: BinaryIO, n: int) -> bytes:
 class Prefilter:
     """The parsers' keywords, compiled once: which lines are candidates, and which keywords they hold.
 
-    Over a chunk of lines the work runs in native code (RE2 through pyarrow.compute): one regex
-    mask over every line keeps the candidates, then a few extract passes list the keywords each
-    candidate holds (leftmost match, then again from the byte after it), so the pipeline can go
-    straight to the rules that own them. A match may hide a keyword that starts at the same byte
-    (`exitcode` and `exitcode:`); `possible()` adds those, and every rule still checks its own
-    keywords exactly before its regex runs.
+    Over a chunk of lines the mask runs in native code (RE2 through pyarrow.compute): one regex
+    over every line keeps the candidates. The keywords each remaining candidate holds are listed
+    (so the pipeline can go straight to the rules that own them); `possible()` adds keywords a
+    listed one may hide, and every rule still checks its own keywords exactly before its regex
+    runs.
     """
-
-    MAX_PASSES = 8  # rows with more keyword occurrences than this try every parser
 
     def __init__(self, words: Sequence[str]):
         uniq = sorted({w for w in words}, key=lambda w: (-len(w), w))
@@ -189,7 +186,6 @@ class Prefilter:
         self.pattern = self.regex.pattern
         self.search = self.regex.search
         self._re2 = "|".join(_re2_escape(w) for w in self.bwords)
-        self._extract = f"(?P<kw>{self._re2})(?P<rest>(?s:.*))"
         self._possible: dict[tuple, Optional[frozenset]] = {}
         self._hidden = {w: frozenset(o for o in self.words if _starts_inside(o, w)) for w in self.words}
 
@@ -252,28 +248,14 @@ class Prefilter:
                 info.candidate_lines += n_before - len(cand)
             if len(cand) == 0:
                 return [], [], [], payload
-        rows = list(range(len(cand)))
-        found: list[list] = [[] for _ in rows]
-        rest = cand
-        for _ in range(self.MAX_PASSES):
-            ex = pc.extract_regex(rest, self._extract, memory_pool=pool)
-            keep = pc.indices_nonzero(pc.is_valid(ex, memory_pool=pool), memory_pool=pool)
-            if len(keep) == 0:
-                rows = []
-                break
-            kws = pc.take(ex.field("kw"), keep, memory_pool=pool).to_pylist()
-            rows = [rows[i] for i in keep.to_pylist()] if len(keep) != len(rows) else rows
-            for r, k in zip(rows, kws):
-                found[r].append(k)
-            # the next pass starts one byte after this match, so keywords that start inside it
-            # are found too (only keywords starting at the same byte need possible())
-            kw = pc.take(ex.field("kw"), keep, memory_pool=pool)
-            rest = pc.binary_join_element_wise(
-                pc.binary_slice(kw, 1, 1 << 16, memory_pool=pool), pc.take(ex.field("rest"), keep, memory_pool=pool), b"",
-                memory_pool=pool)
-        for r in rows:  # still more keywords after MAX_PASSES: try everything
-            found[r] = ALL  # type: ignore[call-overload]
-        return idx.to_pylist(), cand.to_pylist(), [f if f is ALL else tuple(f) for f in found], payload  # type: ignore[misc]
+        lines_out = cand.to_pylist()
+        # Which keywords each remaining line holds, in Python: few lines are left by now (the
+        # native lane and the rejection took the rest), and testing only the keywords present
+        # in them at all is cheaper than RE2 extract passes over them.
+        joined = b"\n".join(lines_out)
+        present = [w for w in self.bwords if w in joined]
+        found = [tuple(w for w in present if w in line) for line in lines_out]
+        return idx.to_pylist(), lines_out, found, payload
 
     def candidates_small(self, data: bytes) -> tuple[list[int], list[bytes], list[tuple]]:
         """candidates() for a small region, in Python: first which keywords occur at all, then
