@@ -118,10 +118,12 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                                                   claimable=dispatch.claimable if NATIVE else None):
             if found.__class__ is Claimed:
                 yield from held.flush_all()
-                n = held.add(found.payload)
+                batches, counts = found.payload
+                n = held.add(batches)
                 info.candidate_lines += n
                 info.event_lines += n
-                formats[lane.framework] = formats.get(lane.framework, 0) + n  # type: ignore[union-attr]
+                for pname, c in counts.items():
+                    formats[pname] = formats.get(pname, 0) + c
                 continue
             text = raw.decode("utf-8", "replace")
             if "\ufffd" in text:

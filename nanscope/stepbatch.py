@@ -5,7 +5,8 @@ every machine is what made nanscope slow; a StepBatch keeps them as numpy column
 line, in line order, all from one (node, rank) stream) so streams and machines work on whole
 arrays, and a row becomes a StepEvent only when a finding needs it as evidence (`event(i)`).
 
-Two kinds: the native lane's (nanscope/ingest/native.py: the numbers were read in RE2; a row's
+Two kinds: the native lane's (nanscope/ingest/native.py: the numbers were read in RE2; `skipped`
+is 1.0 / 0.0 there, the int fields are floats; a row's
 event is made by re-reading that one line with the ordinary parsers, so evidence is exactly what
 the per-line path gives) and the engine's (`from_events`: step events of the per-line path,
 gathered so that the machines still work on arrays).
@@ -23,7 +24,8 @@ from nanscope.model import Loc, Origin, StepEvent
 from nanscope.parsers.numbers import to_float
 
 NUMERIC = ("loss", "grad_norm", "lr", "loss_scale", "tokens_per_s", "epoch")
-_OTHER = ("skipped", "nan_iters", "skipped_iters", "skipped_total")  # set only by some per-line parsers
+INTS = ("nan_iters", "skipped_iters", "skipped_total")
+_OTHER = ("skipped",) + INTS  # set only by some parsers
 
 
 class StepBatch:
@@ -87,7 +89,7 @@ class StepBatch:
             return got
         if name == "step":
             return self.step.astype(np.float64), self.step_set
-        if name in NUMERIC:
+        if name in NUMERIC or name in self.unset:
             return np.full(len(self), np.nan), np.zeros(len(self), dtype=bool)
         if name.startswith("raw_fields."):
             if self.evs is not None:

@@ -102,7 +102,7 @@ class Streams:
         n = len(b)
         if n == 0:
             return
-        if st.fatal or not b.step_set.all():
+        if st.fatal or not b.step_set.all() or any(b.col(f) is None for f in ("skipped", "skipped_total", "skipped_iters")):
             for ev in b.events():  # rare: exceptions waiting for their step, or rows without one
                 yield from self.process(ev)
             return
@@ -121,6 +121,15 @@ class Streams:
         if lp.any():
             s.last_loss = float(lv[np.nonzero(lp)[0][-1]])
         s.nonfinite_steps += int(((lp & ~np.isfinite(lv)) | (gp & ~np.isfinite(gv))).sum())
+        kv, kp = b.col("skipped")  # type: ignore[misc]
+        skipped = kp & (kv != 0)
+        s.skipped_steps += int(skipped.sum())
+        tv, tp = b.col("skipped_total")  # type: ignore[misc]
+        if tp.any():
+            st.cum_skipped = max(st.cum_skipped, int(tv[tp].max()))
+        iv, ip = b.col("skipped_iters")  # type: ignore[misc]
+        if ip.any():
+            s.skipped_steps += int(iv[ip].sum())
         st.step = int(steps[-1])
         sv, sp = b.col("loss_scale")  # type: ignore[misc]
         fin = np.nonzero(sp & np.isfinite(sv))[0]
@@ -140,7 +149,7 @@ class Streams:
             row = int(fin[c])
             old, now = float(before[c]), float(vals[c])
             decrease = now < old
-            if decrease:
+            if decrease and not skipped[row]:
                 s.skipped_steps += 1  # a scaler halves its scale exactly when it skips a step
             yield b.slice(start, row + 1)
             ev = b.event(row)

@@ -114,7 +114,7 @@ def test_native_rows_read_like_the_rule(lines):
     cand = pa.array([ln.encode() for ln in lines], pa.binary())
     import numpy as np
 
-    claimed, batches = lane.claim(cand, np.arange(1, len(lines) + 1))
+    claimed, batches, _ = lane.claim(cand, np.arange(1, len(lines) + 1))
     rows = {int(line): (b, i) for b in batches for i, line in enumerate(b.lines.tolist())}
     assert len(rows) == len(claimed)
     for k, line in enumerate(lines, start=1):
@@ -136,19 +136,30 @@ def test_native_rows_read_like_the_rule(lines):
     del data
 
 
-def test_native_lane_leaves_lines_other_rules_may_want():
-    lines = [b"[default0]:step=1, loss=2.5, lr=0.1",  # claimed
-             b"[default0]:iteration 3, loss=2.5, lr=0.1",  # megatron's keyword: per line
+def test_native_lane_reads_what_the_rules_claim_and_leaves_the_rest():
+    lines = [b"[default0]:step=1, loss=2.5, lr=0.1",  # pytorch
+             b"[default0]:iteration 3, loss=2.5, lr=0.1",  # megatron's keyword, but pytorch's line
+             b"[default0]:[2024-05-01 12:00:00,123] [INFO] [logging.py:128:log_dist] [Rank 0] step=10, skipped=2, "
+             b"lr=[0.0001], mom=[(0.9, 0.999)]",  # deepspeed
              b"[default0]:step=1, loss=2.5 \x1b[0m, lr=0.1",  # an escape sequence: per line
              b"[default0]:step=1, loss=2.5, lr=0.1 caf\xc3\xa9",  # non-ASCII: per line
              b"2024-05-01T12:00:00Z step=1, loss=2.5, lr=0.1",  # a timestamp prefix: per line
-             b"[default0]:loss=2.5, lr=0.1"]  # no step number: streams fill it in, per line
+             b"[default0]:loss=2.5, lr=0.1",  # no step number: streams fill it in, per line
+             b"{'loss': 2.5, 'grad_norm': 1.0, 'learning_rate': 0.1, 'epoch': 0.5}",  # HF: waits for its step
+             b"ValueError: step=1, loss=2.5, lr=0.1"]  # an exception line: depends on a traceback
     import numpy as np
 
     pa = reader._arrow()[0]
     lane = NativeLane(all_parsers(), "x.log", Origin(), 1 << 20)
-    claimed, batches = lane.claim(pa.array(lines, pa.binary()), np.arange(1, len(lines) + 1))
-    assert claimed.tolist() == [0]
+    claimed, batches, formats = lane.claim(pa.array(lines, pa.binary()), np.arange(1, len(lines) + 1))
+    assert claimed.tolist() == [0, 1, 2]
+    assert formats == {"pytorch": 2, "deepspeed": 1}
+    (b,) = batches  # one stream ([default0]), two frameworks
+    assert b.framework is None and b.lines.tolist() == [1, 2, 3]
+    assert b.step.tolist() == [1, 3, 10]
+    v, present = b.col("skipped_total")
+    assert present.tolist() == [False, False, True] and v[2] == 2.0
+    assert repr(b.event(2)) == repr(pipeline.parse_line(lines[2], 3, "x.log", Origin(), lane.names)[0])
 
 
 def test_engine_batches_equal_single_events_on_random_curves(monkeypatch):

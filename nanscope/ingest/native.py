@@ -1,215 +1,275 @@
 """The native lane: step lines read in RE2 over a whole chunk, never one by one in Python.
 
-Most lines of a training log that carry a keyword are step prints (`step=12, loss=2.31, ...`).
-For a chunk's candidate lines (an Arrow array), this module claims the ones the per-line path
-would give to the pytorch step rule, and reads their numbers into StepBatch columns:
+Most lines of a training log that carry a keyword are step lines (`step=12, loss=2.31, ...`,
+Megatron's `iteration 12/ 100 | ... | lm loss: 2.31E+00 | ...`, DeepSpeed's `step=12,
+skipped=0, ...`) and a log repeats a handful of line shapes. For each shape (the line with its
+digits aside) the lane learns a reader from the parsers themselves, on a sample line:
 
-- the line holds one of the rule's keywords and none of the keywords of any rule tried before it
-  (so no other parser could have claimed it first), and is not over-long;
-- its launcher prefixes are the common ones ([default3]:, [rank3]:, srun's `3: `, Open MPI's
-  `[1,3]<stdout>:`), each distinct prefix checked once against `peel` (which gives its origin);
-- its message has the shape of a message already read by the Python rule: one reader (RE2) per
-  shape, built from PAIR.finditer on a sample, matches the text between the numbers literally
-  (printable ASCII only: no escape sequence, no \\r, no invalid UTF-8 to count), and
-  `pairs.classify` of its keys says it is a step line with a step number.
+- the sample goes through the ordinary per-line path (every parser, in order) with parser state
+  that records any use: a line whose outcome depends on state (a traceback in progress, an HF
+  log dict waiting for its step) is never read natively, nor is one that does not give exactly
+  one StepEvent;
+- every number of the message is then replaced, once by zeros and once by other digits, and the
+  sample parsed again: a number that shows up unchanged in one event field (or printed pair) is
+  read into that column; one that changes nothing is free; one that changes anything else (which
+  rule claims the line, a flag, the rank) must stay as printed;
+- the reader is one RE2 regex: the common launcher prefixes (each distinct prefix checked once
+  against `peel`, which gives its origin), then the message's text literally, with every number
+  matched by its own shape (digits may vary, dots and exponents may not). So a line it reads has
+  the sample's keywords and text, and only numbers the parsers were seen to pass through differ.
 
-Every other line goes down the per-line path as before. tests/test_native.py checks that both
-lanes give the same report on every sample log.
+Lines with control bytes or non-ASCII text (ANSI escapes, \\r redraws, invalid UTF-8) are never
+read natively. Every other line goes down the per-line path as before; tests/test_native.py
+checks that both lanes give the same report on every sample log and on the benchmark's mix.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from nanscope.ingest.prefixes import peel
-from nanscope.ingest.reader import _arrow, _re2_escape
-from nanscope.model import Origin
+from nanscope.ingest.reader import _arrow
+from nanscope.model import Loc, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
-from nanscope.parsers.pairs import MAX_PAIRS, NUM, PAIR, classify, norm_key
-from nanscope.stepbatch import StepBatch
+from nanscope.parsers.numbers import to_float, to_int
+from nanscope.stepbatch import INTS, NUMERIC, StepBatch
 from nanscope.streams import stream_key
 
 _PREFIX_ALT = r"\[[A-Za-z_]+\d+\]:[ \t]?|\[\d+\]:[ \t]?|\d{1,5}:[ \t]+|\[\d+,\d+\]<std(?:out|err)>:[ \t]?"
 _PREFIXES = rf"^(?P<pre>(?:[ \t]*(?:{_PREFIX_ALT}))*)"
 _SPLIT = _PREFIXES + r"(?P<msg>(?s:.*))$"
-_HOT_LAYOUTS = 8
+_HOT_LAYOUTS = 12
 _NOT_PLAIN = re.compile(rb"[^\x20-\x7e\t]")
+_TOKEN = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_DIGITS = re.compile(r"\d+")
 _MAX_EXACT_INT = 2 ** 53
-_RULE = ("pytorch", "step-line")
+_MAX_SLOTS = 40
 
 
 class NativeLane:
     """Per input: claims the step lines of each chunk (see the module docstring)."""
 
     def __init__(self, parsers: Sequence[Parser], source: str, base: Origin, max_line: int):
-        self.ok = False
-        names = [p.name for p in parsers]
-        if _RULE[0] not in names:
-            return
-        earlier: list[str] = []
-        rule = None
-        for p in parsers:
-            for r in p.rules:
-                if (p.name, r.name) == _RULE:
-                    rule = r
-                    break
-                earlier.extend(r.keywords)
-            if rule is not None:
-                break
-        if rule is None or any(k == "" for k in earlier):
-            return
-        self.ok = True
-        self.framework = next(p.framework for p in parsers if p.name == _RULE[0])
-        self.keywords = "|".join(_re2_escape(k.encode()) for k in rule.keywords)
-        self.earlier = "|".join(_re2_escape(k.encode()) for k in sorted(set(earlier))) or None
+        self.parsers = tuple(parsers)
+        self.names = tuple(p.name for p in parsers)
+        self.ok = bool(parsers) and not any(k == "" for p in parsers for k in p.keywords)
         self.source = source
         self.base = base
         self.max_line = max_line
-        self.parsers = tuple(names)
         self._prefixes: dict[bytes, Optional[tuple]] = {}  # prefix -> (origin, stream) or None
-        self._layouts: dict[bytes, Optional[_Layout]] = {}  # line shape -> its reader, or None
+        self._layouts: dict[bytes, Optional[_Layout]] = {}  # message shape -> its reader, or None
         self._hot: list[_Layout] = []  # the readers tried first, most used first
 
-    def claim(self, cand, cand_lines: np.ndarray) -> tuple[np.ndarray, list[StepBatch]]:
-        """Positions in `cand` this lane claims, and their StepBatches (one per stream).
+    def claim(self, cand, cand_lines: np.ndarray) -> tuple[np.ndarray, list[StepBatch], dict]:
+        """Positions in `cand` this lane claims, their StepBatches (one per stream, in line order)
+        and how many lines each parser recognised among them.
 
-        The readers learned on earlier chunks are tried first (a log repeats a handful of line
-        shapes); only the lines none of them reads are split into prefix and message and grouped
-        by shape (digits aside) to learn new ones."""
+        The readers learned on earlier chunks are tried first; only the lines none of them reads
+        are split into prefix and message and grouped by shape to learn new ones."""
         pa, pc, pool = _arrow()
-        none = (np.zeros(0, dtype=np.int64), [])
-        pos = np.nonzero(_np_bool(pc.match_substring_regex(cand, self.keywords, memory_pool=pool)))[0]
-        if len(pos) == 0:
+        none: tuple = (np.zeros(0, dtype=np.int64), [], {})
+        n = len(cand)
+        if n == 0:
             return none
-        rows = cand.take(pa.array(pos))
-        bad = pc.greater(pc.binary_length(rows), self.max_line)
-        if self.earlier:
-            bad = pc.or_(bad, pc.match_substring_regex(rows, self.earlier, memory_pool=pool))
-        keep = np.nonzero(~_np_bool(bad))[0]
-        if len(keep) == 0:
-            return none
-        if len(keep) != len(pos):
-            pos, rows = pos[keep], rows.take(pa.array(keep))
-        n = len(pos)
         found: list = []  # (row indices, extracted struct, layout)
-        rest = np.arange(n)
+        rest = np.nonzero(~_np_bool(pc.greater(pc.binary_length(cand), self.max_line)))[0]
         tried = set()
         for layout in list(self._hot):
-            tried.add(id(layout))
-            rest = self._read(rows, rest, layout, found)
             if len(rest) == 0:
                 break
+            tried.add(id(layout))
+            rest = _read(cand, rest, layout, found)
         if len(rest):
-            sub = rows.take(pa.array(rest))
-            msg = pc.extract_regex(sub, _SPLIT, memory_pool=pool).field("msg")
+            sub = cand.take(pa.array(rest))
+            split = pc.extract_regex(sub, _SPLIT, memory_pool=pool)
+            msg = split.field("msg")
             shape = pc.dictionary_encode(pc.replace_substring_regex(msg, "[0-9]+", "0", memory_pool=pool))
             shape_ids = _np_int(shape.indices)
             uniq, first = np.unique(shape_ids, return_index=True)
+            learned = False
             for u, f in zip(uniq.tolist(), first.tolist()):
-                layout = self._layout(shape.dictionary[u].as_py(), msg[f].as_py())
+                layout = self._layout(shape.dictionary[u].as_py(), sub[f].as_py(), len(split.field("pre")[f].as_py()))
                 if layout is None or id(layout) in tried:
                     continue
-                self._read(rows, rest[shape_ids == u], layout, found)
-                self._hot.append(layout)
-            self._hot.sort(key=lambda x: -x.hits)
-            del self._hot[_HOT_LAYOUTS:]
+                _read(cand, rest[shape_ids == u], layout, found)
+                if layout not in self._hot:
+                    self._hot.append(layout)
+                    learned = True
+            if learned:
+                self._hot.sort(key=lambda x: -x.hits)
+                del self._hot[_HOT_LAYOUTS:]
         if not found:
             return none
+        return self._columns(cand, cand_lines, found)
+
+    def _columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict]:
+        pa, pc, pool = _arrow()
+        n = len(cand)
         accept = np.zeros(n, dtype=bool)
         stream_of = np.full(n, -1, dtype=np.int64)
         keys: dict = {}
-        origin_of: dict = {}
+        origins: dict = {}
+        frameworks: dict = {}
+        parsers_of = np.full(n, -1, dtype=np.int64)
         cols: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+        def column(name: str) -> tuple[np.ndarray, np.ndarray]:
+            got = cols.get(name)
+            if got is None:
+                got = cols[name] = (np.full(n, np.nan), np.zeros(n, dtype=bool))
+            return got
+
         for idx, got, layout in found:
             pre = pc.dictionary_encode(got.field("pre"))
             pre_ids = _np_int(pre.indices)
             uniq, first = np.unique(pre_ids, return_index=True)
             sid = np.full(len(pre.dictionary), -1, dtype=np.int64)
             for u, f in zip(uniq.tolist(), first.tolist()):
-                s = self._prefix(pre.dictionary[u].as_py(), rows[int(idx[f])].as_py())
-                if s is not None:
-                    sid[u] = keys.setdefault(s[1], len(keys))
-                    origin_of[s[1]] = s[0]
+                s = self._prefix(pre.dictionary[u].as_py(), cand[int(idx[f])].as_py())
+                if s is None:
+                    continue
+                origin = s[0]
+                key = s[1] if layout.rank is None else ("rank", origin.node, layout.rank)
+                sid[u] = keys.setdefault(key, len(keys))
+                origins.setdefault(key, set()).add(origin)
+                frameworks.setdefault(key, set()).add(layout.framework)
             stream_of[idx] = sid[pre_ids]
             accept[idx] = True
+            parsers_of[idx] = self.names.index(layout.parser)
             for name, j in layout.slots.items():
-                v, present = cols.get(name) or cols.setdefault(name, (np.full(n, np.nan), np.zeros(n, dtype=bool)))
+                v, present = column(name)
                 v[idx] = pc.cast(pc.cast(got.field(f"v{j}"), pa.string()), pa.float64()).to_numpy(zero_copy_only=False)
+                present[idx] = True
+            for name, value in layout.consts.items():
+                v, present = column(name)
+                v[idx] = value
                 present[idx] = True
         accept &= stream_of >= 0
         step_v, step_p = cols.pop("step", (np.full(n, np.nan), np.zeros(n, dtype=bool)))
         with np.errstate(invalid="ignore"):
             exact = step_p & np.isfinite(step_v) & (np.abs(step_v) < _MAX_EXACT_INT) & (step_v == np.floor(step_v))
+            for name in INTS:  # an int field printed as a fraction: the per-line path says None
+                if name in cols:
+                    v, p = cols[name]
+                    exact &= ~p | (np.isfinite(v) & (v == np.floor(v)))
         accept &= exact  # a missing or fractional step: the per-line path fills it in
         if not accept.any():
-            return none
-        lines = cand_lines[pos]
+            return np.zeros(0, dtype=np.int64), [], {}
+        lines = cand_lines
         steps = np.where(accept, step_v, 0).astype(np.int64)
         batches: list[StepBatch] = []
         for key, k in keys.items():
             idx = np.nonzero((stream_of == k) & accept)[0]
             if len(idx) == 0:
                 continue
+            os_, fs = origins[key], frameworks[key]
+            sub = {name: (v[idx], p[idx]) for name, (v, p) in cols.items()}
+            unset = frozenset(name for name in INTS + ("skipped",) if name not in sub or not sub[name][1].any())
             batches.append(StepBatch(
-                self.source, key, origin_of[key], self.framework, lines[idx], steps[idx], np.ones(len(idx), dtype=bool),
-                {f: (v[idx], p[idx]) for f, (v, p) in cols.items()}, rows.take(pa.array(idx)), self.parsers, self.base))
+                self.source, key, next(iter(os_)) if len(os_) == 1 else None, next(iter(fs)) if len(fs) == 1 else None,
+                lines[idx], steps[idx], np.ones(len(idx), dtype=bool), sub, cand.take(pa.array(idx)), self.names,
+                self.base, unset=unset))
         batches.sort(key=lambda b: int(b.lines[0]))
-        return pos[np.nonzero(accept)[0]], batches
+        claimed = np.nonzero(accept)[0]
+        counts = np.bincount(parsers_of[claimed], minlength=len(self.names))
+        formats = {self.names[i]: int(c) for i, c in enumerate(counts.tolist()) if c}
+        return claimed, batches, formats
 
-    @staticmethod
-    def _read(rows, at: np.ndarray, layout: "_Layout", found: list) -> np.ndarray:
-        """Read rows[at] with one layout; what it reads goes to `found`; returns the rest."""
-        pa, pc, pool = _arrow()
-        sub = rows if len(at) == len(rows) else rows.take(pa.array(at))
-        got = pc.extract_regex(sub, layout.regex, memory_pool=pool)
-        ok = _np_bool(pc.is_valid(got))
-        hits = int(ok.sum())
-        if hits:
-            layout.hits += hits
-            found.append((at[ok], got.filter(pa.array(ok)) if hits != len(at) else got, layout))
-        return at[~ok]
+    # --- learning a reader ------------------------------------------------------------------
 
-    def _layout(self, shape: bytes, msg: bytes) -> Optional["_Layout"]:
-        """For lines shaped like `msg` (its digits aside): an RE2 regex that reads their numbers,
-        and which capture feeds which column; None when such a line is not a step line.
-
-        The regex is built from PAIR.finditer on `msg` itself: the text between the numbers is
-        matched literally, so a line it matches is read into the same pairs by the Python rule
-        (every attempt of PAIR starts and fails on the same literal text; only the numbers,
-        each a whole NUM token followed by the same character, differ)."""
+    def _layout(self, shape: bytes, row: bytes, pre_len: int) -> Optional["_Layout"]:
+        """The reader for messages of this shape, learned on `row` (cached, None: per line)."""
         got = self._layouts.get(shape, False)
         if got is not False:
             return got  # type: ignore[return-value]
-        if _NOT_PLAIN.search(msg):
-            # control bytes (\r pieces, escapes), non-ASCII (decoding, \w): per line. A reader
-            # is plain text, so no line it reads can hold them either.
-            self._layouts[shape] = None
-            return None
-        text = msg.decode("ascii")
-        parts: list[str] = []
-        at = 0
-        first: dict[str, int] = {}
-        for i, m in enumerate(PAIR.finditer(text)):
-            if i >= MAX_PAIRS:
-                break
-            parts.append(_re2_literal(text[at:m.start("val")]))
-            parts.append(f"(?P<v{i}>(?i:{NUM}))")
-            at = m.end("val")
-            first.setdefault(norm_key(m.group("key")), i)
-        out = None
-        where = classify(list(first))
-        if where is not None and "step" in where and i < MAX_PAIRS:
-            parts.append(_re2_literal(text[at:]))
-            slots = [first[k] for k in first]
-            mapping = {f: slots[j] for f, j in where.items()}
-            for k, j in first.items():
-                mapping.setdefault(f"raw_fields.{k}", j)
-            out = _Layout(_PREFIXES + "".join(parts) + "$", mapping)
+        out = self._learn(row, pre_len)
         self._layouts[shape] = out
         return out
+
+    def _learn(self, row: bytes, pre_len: int) -> Optional["_Layout"]:
+        if _NOT_PLAIN.search(row):
+            return None
+        text = row.decode("ascii")
+        got = self._parse(text)
+        if got is None:
+            return None
+        ev, parser = got
+        msg = text[pre_len:]
+        toks = list(_TOKEN.finditer(msg))
+        if len(toks) > _MAX_SLOTS:
+            return None
+        slot_of: dict[str, int] = {}
+        fixed: set[int] = set()
+        for j, t in enumerate(toks):
+            effect = None
+            for probe in _probes(t.group()):
+                if probe == t.group():
+                    continue
+                other = self._parse(text[: pre_len + t.start()] + probe + text[pre_len + t.end():])
+                d = _effect(ev, other[0] if other is not None and other[1] == parser else None, t.group(), probe)
+                if d is None or (effect is not None and d != effect):
+                    fixed.add(j)
+                    break
+                effect = d
+            if j in fixed or not effect:
+                continue
+            for name in effect:
+                if name in slot_of:  # two numbers feed one field: keep both as printed
+                    fixed.update((j, slot_of[name]))
+                slot_of[name] = j
+        slots = {name: j for name, j in slot_of.items() if j not in fixed}
+        if "step" not in slots:
+            return None  # a line without its own step number gets one from the stream: per line
+        parts = []
+        at = 0
+        for j, t in enumerate(toks):
+            parts.append(_literal(msg[at:t.start()]))
+            if j in fixed:
+                parts.append(_literal(t.group()))
+            elif j in slots.values():
+                parts.append(f"(?P<v{j}>{_shape(t.group())})")
+            else:
+                parts.append(_shape(t.group()))
+            at = t.end()
+        parts.append(_literal(msg[at:]))
+        consts = {}
+        for name in NUMERIC + INTS + ("skipped",):
+            v = getattr(ev, name)
+            if name not in slots and v is not None:
+                consts[name] = float(v)
+        for key, v in (ev.raw_fields or {}).items():
+            name = f"raw_fields.{key}"
+            if name not in slots:
+                f = v if isinstance(v, (int, float)) and not isinstance(v, bool) else (
+                    to_float(v) if isinstance(v, str) else None)
+                if f is not None:
+                    consts[name] = float(f)
+        origin = peel(text, self.base)[1]
+        rank = ev.rank if ev.rank != origin.rank else None
+        return _Layout(_PREFIXES + "".join(parts) + "$", slots, consts, parser, ev.framework, rank)
+
+    def _parse(self, text: str) -> Optional[tuple[StepEvent, str]]:
+        """The per-line path on one line with watched parser state: (its one StepEvent, the
+        parser that gave it), or None (another outcome, or one that depends on state)."""
+        msg, origin = peel(text, self.base)
+        rec = Record(Loc(self.source, 1), msg, origin, text)
+        for p in self.parsers:
+            st = _Watch()
+            events = p.parse(rec, st)
+            if st.used:
+                return None
+            if events is not None:
+                if len(events) != 1 or not isinstance(events[0], StepEvent):
+                    return None
+                ev = events[0]
+                if ev.rank is None:
+                    ev.rank = origin.rank
+                return ev, p.name
+        return None
 
     def _prefix(self, prefix: bytes, line: bytes) -> Optional[tuple]:
         """(origin, stream key) of a prefix, as peel reads it; None when peel reads the line otherwise."""
@@ -226,15 +286,117 @@ class NativeLane:
 
 
 class _Layout:
-    """One line shape's reader: an RE2 regex (launcher prefixes, then the message's text with
-    every number captured) and which capture feeds which column."""
+    """One message shape's reader: an RE2 regex, which capture feeds which column, the values
+    that are the same on every line it reads, and who claims those lines."""
 
-    __slots__ = ("regex", "slots", "hits")
+    __slots__ = ("regex", "slots", "consts", "parser", "framework", "rank", "hits")
 
-    def __init__(self, regex: str, slots: dict):
+    def __init__(self, regex: str, slots: dict, consts: dict, parser: str, framework: str, rank: Optional[int]):
         self.regex = regex
-        self.slots = slots
+        self.slots = slots  # column -> capture index
+        self.consts = consts  # column -> value on every line
+        self.parser = parser
+        self.framework = framework
+        self.rank = rank  # a rank the line names itself (not its prefix's)
         self.hits = 0
+
+
+class _Watch(dict):
+    """Parser state that notices being read or written."""
+
+    used = False
+
+    def _use(self) -> None:
+        self.used = True
+
+    def __getitem__(self, k: Any) -> Any:
+        self._use()
+        return super().__getitem__(k)
+
+    def __setitem__(self, k: Any, v: Any) -> None:
+        self._use()
+        super().__setitem__(k, v)
+
+    def __contains__(self, k: Any) -> bool:
+        self._use()
+        return super().__contains__(k)
+
+    def get(self, *a: Any) -> Any:
+        self._use()
+        return super().get(*a)
+
+    def pop(self, *a: Any) -> Any:
+        self._use()
+        return super().pop(*a)
+
+    def setdefault(self, *a: Any) -> Any:
+        self._use()
+        return super().setdefault(*a)
+
+
+def _read(cand, at: np.ndarray, layout: _Layout, found: list) -> np.ndarray:
+    """Read cand[at] with one layout; what it reads goes to `found`; returns the rest."""
+    pa, pc, pool = _arrow()
+    sub = cand if len(at) == len(cand) else cand.take(pa.array(at))
+    got = pc.extract_regex(sub, layout.regex, memory_pool=pool)
+    ok = _np_bool(pc.is_valid(got))
+    hits = int(ok.sum())
+    if hits:
+        layout.hits += hits
+        found.append((at[ok], got.filter(pa.array(ok)) if hits != len(at) else got, layout))
+    return at[~ok]
+
+
+def _probes(tok: str) -> tuple[str, str]:
+    """The same number with zeros, and with other non-zero digits (same shape)."""
+    zeros = _DIGITS.sub(lambda m: "0" * len(m.group()), tok)
+    other = _DIGITS.sub(lambda m: "".join(str((int(c) + 4) % 9 + 1) for c in m.group()), tok)
+    return zeros, other
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def _effect(ev: StepEvent, other: Optional[StepEvent], tok: str, probe: str) -> Optional[frozenset]:
+    """Which columns follow the number (tok -> probe) unchanged; None: it changed something else."""
+    if other is None:
+        return None
+    out = set()
+    for name in NUMERIC + INTS + ("step", "skipped", "rank", "framework"):
+        a, b = getattr(ev, name), getattr(other, name)
+        if _same(a, b):
+            continue
+        if name in ("skipped", "rank", "framework"):
+            return None
+        conv = to_int if name in INTS or name == "step" else to_float
+        if _same(a, conv(tok)) and _same(b, conv(probe)) and a is not None:
+            out.add(name)
+            continue
+        return None
+    ra, rb = ev.raw_fields or {}, other.raw_fields or {}
+    if ra.keys() != rb.keys():
+        return None
+    for key in ra:
+        a, b = ra[key], rb[key]
+        if _same(a, b):
+            continue
+        if (a == tok and b == probe) or (isinstance(a, float) and _same(a, to_float(tok)) and _same(b, to_float(probe))):
+            out.add(f"raw_fields.{key}")
+            continue
+        return None
+    return frozenset(out)
+
+
+def _shape(tok: str) -> str:
+    """RE2 for numbers shaped like tok: any digits where it has digits, its other characters as is."""
+    return "".join(r"\d+" if piece.isdigit() else _literal(piece) for piece in re.split(r"(\d+)", tok) if piece)
+
+
+def _literal(s: str) -> str:
+    return "".join(c if c.isalnum() else f"\\x{ord(c):02x}" for c in s)
 
 
 def _np_bool(arr) -> np.ndarray:
@@ -243,7 +405,3 @@ def _np_bool(arr) -> np.ndarray:
 
 def _np_int(arr) -> np.ndarray:
     return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-
-
-def _re2_literal(s: str) -> str:
-    return "".join(c if c.isalnum() else f"\\x{ord(c):02x}" for c in s)

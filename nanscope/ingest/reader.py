@@ -229,7 +229,8 @@ class Prefilter:
             import numpy as np
 
             idx_np = idx.to_numpy(zero_copy_only=False)
-            claimed, payload = claim(cand, idx_np)
+            claimed, batches, formats = claim(cand, idx_np)
+            payload = (batches, formats) if len(claimed) else None
             if len(claimed):
                 rest = np.ones(len(cand), dtype=bool)
                 rest[claimed] = False
