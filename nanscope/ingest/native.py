@@ -63,6 +63,7 @@ class NativeLane:
         self._prefixes: dict[bytes, Optional[tuple]] = {}  # prefix -> (origin, stream) or None
         self._layouts: dict[bytes, Optional[_Layout]] = {}  # message shape -> its reader, or None
         self._hot: list[_Layout] = []  # the readers tried first, most used first
+        self._union: Optional[str] = None  # all of them, without captures
 
     def claim(self, cand, cand_lines: np.ndarray) -> tuple[np.ndarray, list[StepBatch], dict]:
         """Positions in `cand` this lane claims, their StepBatches (one per stream, in line order)
@@ -76,13 +77,24 @@ class NativeLane:
         if n == 0:
             return none
         found: list = []  # (row indices, extracted struct, layout)
-        rest = np.nonzero(~_np_bool(pc.greater(pc.binary_length(cand), self.max_line)))[0]
+        short = ~_np_bool(pc.greater(pc.binary_length(cand), self.max_line))
         tried = set()
-        for layout in list(self._hot):
-            if len(rest) == 0:
-                break
-            tried.add(id(layout))
-            rest = _read(cand, rest, layout, found)
+        if self._hot:
+            # one DFA pass (no captures) says which lines some known reader reads; each reader
+            # then captures only on lines it matches (capturing is what costs)
+            if self._union is None:
+                self._union = "|".join(f"(?:{_nocap(x.regex)})" for x in self._hot)
+            some = _np_bool(pc.match_substring_regex(cand, self._union, memory_pool=pool)) & short
+            rest = np.nonzero(short & ~some)[0]
+            todo = np.nonzero(some)[0]
+            for layout in list(self._hot):
+                if len(todo) == 0:
+                    break
+                tried.add(id(layout))
+                todo = _read(cand, todo, layout, found)
+            rest = np.sort(np.concatenate([rest, todo]))
+        else:
+            rest = np.nonzero(short)[0]
         if len(rest):
             sub = cand.take(pa.array(rest))
             split = pc.extract_regex(sub, _SPLIT, memory_pool=pool)
@@ -102,6 +114,7 @@ class NativeLane:
             if learned:
                 self._hot.sort(key=lambda x: -x.hits)
                 del self._hot[_HOT_LAYOUTS:]
+                self._union = None
         if not found:
             return none
         return self._columns(cand, cand_lines, found)
@@ -289,10 +302,11 @@ class _Layout:
     """One message shape's reader: an RE2 regex, which capture feeds which column, the values
     that are the same on every line it reads, and who claims those lines."""
 
-    __slots__ = ("regex", "slots", "consts", "parser", "framework", "rank", "hits")
+    __slots__ = ("regex", "nocap", "slots", "consts", "parser", "framework", "rank", "hits")
 
     def __init__(self, regex: str, slots: dict, consts: dict, parser: str, framework: str, rank: Optional[int]):
         self.regex = regex
+        self.nocap = _nocap(regex)
         self.slots = slots  # column -> capture index
         self.consts = consts  # column -> value on every line
         self.parser = parser
@@ -338,13 +352,17 @@ def _read(cand, at: np.ndarray, layout: _Layout, found: list) -> np.ndarray:
     """Read cand[at] with one layout; what it reads goes to `found`; returns the rest."""
     pa, pc, pool = _arrow()
     sub = cand if len(at) == len(cand) else cand.take(pa.array(at))
-    got = pc.extract_regex(sub, layout.regex, memory_pool=pool)
-    ok = _np_bool(pc.is_valid(got))
+    ok = _np_bool(pc.match_substring_regex(sub, layout.nocap, memory_pool=pool))
     hits = int(ok.sum())
     if hits:
         layout.hits += hits
-        found.append((at[ok], got.filter(pa.array(ok)) if hits != len(at) else got, layout))
+        mine = sub if hits == len(at) else sub.filter(pa.array(ok))
+        found.append((at[ok], pc.extract_regex(mine, layout.regex, memory_pool=pool), layout))
     return at[~ok]
+
+
+def _nocap(regex: str) -> str:
+    return re.sub(r"\(\?P<\w+>", "(?:", regex)
 
 
 def _probes(tok: str) -> tuple[str, str]:

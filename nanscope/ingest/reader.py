@@ -187,6 +187,8 @@ class Prefilter:
         self.search = self.regex.search
         self._re2 = "|".join(_re2_escape(w) for w in self.bwords)
         self._possible: dict[tuple, Optional[frozenset]] = {}
+        self._no_digits = not any(c in b"0123456789" for w in self.bwords for c in w)
+        self._found: dict[bytes, tuple] = {}
         self._hidden = {w: frozenset(o for o in self.words if _starts_inside(o, w)) for w in self.words}
 
     def possible(self, found: tuple) -> Optional[frozenset]:
@@ -250,13 +252,21 @@ class Prefilter:
             if len(cand) == 0:
                 return [], [], [], payload
         lines_out = cand.to_pylist()
-        # Which keywords each remaining line holds, in Python: few lines are left by now (the
-        # native lane and the rejection took the rest), and testing only the keywords present
-        # in them at all is cheaper than RE2 extract passes over them.
-        joined = b"\n".join(lines_out)
-        present = [w for w in self.bwords if w in joined]
-        found = [tuple(w for w in present if w in line) for line in lines_out]
-        return idx.to_pylist(), lines_out, found, payload
+        return idx.to_pylist(), lines_out, [self.found_in(line) for line in lines_out], payload
+
+    def found_in(self, line: bytes) -> tuple:
+        """The keywords a line holds (a superset does no harm: every rule checks its own keywords
+        again). No keyword has a digit, so the keywords of the line without its digits are such a
+        superset, the same for every line of that shape (a log repeats a few): kept per shape."""
+        if self._no_digits:
+            key = line.translate(None, b"0123456789")
+            got = self._found.get(key)
+            if got is None:
+                if len(self._found) > 4096:
+                    self._found.clear()
+                got = self._found[key] = tuple(w for w in self.bwords if w in key)
+            return got
+        return tuple(w for w in self.bwords if w in line)
 
     def candidates_small(self, data: bytes) -> tuple[list[int], list[bytes], list[tuple]]:
         """candidates() for a small region, in Python: first which keywords occur at all, then
