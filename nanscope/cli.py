@@ -243,12 +243,30 @@ def sig_lint(dirs: List[str] = typer.Argument(None, help="Signature folders (def
     raise typer.Exit(1 if problems else 0)
 
 
+def _own_process() -> None:
+    """The CLI owns its process, so it may tune how memory is returned: Arrow's default pool
+    (mimalloc) keeps freed chunks resident, and glibc's malloc raises its mmap threshold after
+    each large free until the reader's chunk buffers land on the heap and fragment it (a fixed
+    threshold keeps them mmapped: freed means returned). Both made peak RSS creep with the input."""
+    from nanscope.ingest import reader
+
+    reader.OWN_PROCESS = True
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").mallopt(-3, 256 << 10)  # M_MMAP_THRESHOLD, fixed at 256 KiB
+        except (OSError, AttributeError):
+            pass  # not glibc (musl, ...): nothing to tune
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point with one error funnel: never a traceback, never exit 1 for an internal error."""
     from nanscope.output import OutputClosed
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or bool(os.environ.get("NANSCOPE_DEBUG"))
+    _own_process()
     command = typer.main.get_command(app)
     try:
         command.main(args=args, prog_name="nanscope")

@@ -77,7 +77,7 @@ class NativeLane:
         if n == 0:
             return none
         found: list = []  # (row indices, extracted struct, layout)
-        short = ~_np_bool(pc.greater(pc.binary_length(cand), self.max_line))
+        short = ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), self.max_line, memory_pool=pool))
         tried = set()
         if self._hot:
             # one DFA pass (no captures) says which lines some known reader reads; each reader
@@ -96,7 +96,7 @@ class NativeLane:
         else:
             rest = np.nonzero(short)[0]
         if len(rest):
-            sub = cand.take(pa.array(rest))
+            sub = _take(cand, rest)
             split = pc.extract_regex(sub, _SPLIT, memory_pool=pool)
             msg = split.field("msg")
             shape = pc.dictionary_encode(pc.replace_substring_regex(msg, "[0-9]+", "0", memory_pool=pool))
@@ -137,7 +137,7 @@ class NativeLane:
             return got
 
         for idx, got, layout in found:
-            pre = pc.dictionary_encode(got.field("pre"))
+            pre = pc.dictionary_encode(got.field("pre"), memory_pool=pool)
             pre_ids = _np_int(pre.indices)
             uniq, first = np.unique(pre_ids, return_index=True)
             sid = np.full(len(pre.dictionary), -1, dtype=np.int64)
@@ -155,7 +155,7 @@ class NativeLane:
             parsers_of[idx] = self.names.index(layout.parser)
             for name, j in layout.slots.items():
                 v, present = column(name)
-                v[idx] = pc.cast(pc.cast(got.field(f"v{j}"), pa.string()), pa.float64()).to_numpy(zero_copy_only=False)
+                v[idx] = _floats(got.field(f"v{j}"))
                 present[idx] = True
             for name, value in layout.consts.items():
                 v, present = column(name)
@@ -184,7 +184,7 @@ class NativeLane:
             unset = frozenset(name for name in INTS + ("skipped",) if name not in sub or not sub[name][1].any())
             batches.append(StepBatch(
                 self.source, key, next(iter(os_)) if len(os_) == 1 else None, next(iter(fs)) if len(fs) == 1 else None,
-                lines[idx], steps[idx], np.ones(len(idx), dtype=bool), sub, cand.take(pa.array(idx)), self.names,
+                lines[idx], steps[idx], np.ones(len(idx), dtype=bool), sub, _take(cand, idx), self.names,
                 self.base, unset=unset))
         batches.sort(key=lambda b: int(b.lines[0]))
         claimed = np.nonzero(accept)[0]
@@ -351,14 +351,24 @@ class _Watch(dict):
 def _read(cand, at: np.ndarray, layout: _Layout, found: list) -> np.ndarray:
     """Read cand[at] with one layout; what it reads goes to `found`; returns the rest."""
     pa, pc, pool = _arrow()
-    sub = cand if len(at) == len(cand) else cand.take(pa.array(at))
+    sub = cand if len(at) == len(cand) else _take(cand, at)
     ok = _np_bool(pc.match_substring_regex(sub, layout.nocap, memory_pool=pool))
     hits = int(ok.sum())
     if hits:
         layout.hits += hits
-        mine = sub if hits == len(at) else sub.filter(pa.array(ok))
+        mine = sub if hits == len(at) else pc.filter(sub, pa.array(ok), memory_pool=pool)
         found.append((at[ok], pc.extract_regex(mine, layout.regex, memory_pool=pool), layout))
     return at[~ok]
+
+
+def _take(arr, idx: np.ndarray):
+    pa, pc, pool = _arrow()
+    return pc.take(arr, pa.array(idx, type=pa.int64(), memory_pool=pool), memory_pool=pool)
+
+
+def _floats(arr) -> np.ndarray:
+    pa, pc, pool = _arrow()
+    return pc.cast(pc.cast(arr, pa.string(), memory_pool=pool), pa.float64(), memory_pool=pool).to_numpy(zero_copy_only=False)
 
 
 def _nocap(regex: str) -> str:

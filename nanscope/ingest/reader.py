@@ -22,7 +22,7 @@ from nanscope.errors import InputError
 from nanscope.ingest.claimable import UNJUDGED
 from nanscope.model import InputInfo
 
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 2 << 20
 SMALL_REGION = 256 << 10  # below this, candidates are found in Python (no RE2 compile per call)
 MAX_LINE_BYTES = 1 << 20
 _TERMINATOR = re.compile(rb"[\r\n\x00]")
@@ -236,17 +236,18 @@ class Prefilter:
             if len(claimed):
                 rest = np.ones(len(cand), dtype=bool)
                 rest[claimed] = False
-                keep = pa.array(np.nonzero(rest)[0])
-                cand, idx = cand.take(keep), pa.array(idx_np[rest])
+                keep = pa.array(np.nonzero(rest)[0], memory_pool=pool)
+                cand, idx = pc.take(cand, keep, memory_pool=pool), pa.array(idx_np[rest], memory_pool=pool)
                 if len(cand) == 0:
                     return [], [], [], payload
         if claimable is not None:
             keep = pc.or_(pc.match_substring_regex(cand, claimable, memory_pool=pool),
                           pc.match_substring_regex(cand, UNJUDGED, memory_pool=pool))
             if max_line:
-                keep = pc.or_(keep, pc.greater(pc.binary_length(cand), max_line))
+                keep = pc.or_(keep, pc.greater(pc.binary_length(cand, memory_pool=pool), max_line, memory_pool=pool),
+                              memory_pool=pool)
             n_before = len(cand)
-            cand, idx = cand.filter(keep), idx.filter(keep)
+            cand, idx = pc.filter(cand, keep, memory_pool=pool), pc.filter(idx, keep, memory_pool=pool)
             if info is not None:
                 info.candidate_lines += n_before - len(cand)
             if len(cand) == 0:
@@ -291,6 +292,7 @@ class Prefilter:
 
 ALL: tuple = ("\x00all",)  # "found" marker: any keyword may be present
 _PA = None
+OWN_PROCESS = False  # the CLI sets it: then Arrow's default pool is the system allocator too
 
 
 def _re2_escape(word: bytes) -> str:
@@ -316,6 +318,8 @@ def _arrow():
         import pyarrow.compute as pc
 
         pa.set_cpu_count(1)
+        if OWN_PROCESS:
+            pa.set_memory_pool(pa.system_memory_pool())  # for the few calls that take no pool argument
         _PA = (pa, pc, pa.system_memory_pool())
     return _PA
 
@@ -464,13 +468,17 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
     for i, line, f in zip(idx, cands, found):
         ln = lineno + i
         if b"\r" in line or b"\x00" in line:
-            words = prefilter.possible(f)
             for piece in term(line):
                 if len(piece) > max_line:
                     piece = piece[:max_line]
-                if _has_keyword(piece, words, prefilter):
-                    info.candidate_lines += 1
-                    yield ln, piece, f
+                if prefilter.match_all:
+                    pf: tuple = ALL
+                else:
+                    pf = prefilter.found_in(piece)  # the piece's own keywords (cached per shape)
+                    if not pf or not any(w in piece for w in pf):  # (found_in may say more than there is)
+                        continue
+                info.candidate_lines += 1
+                yield ln, piece, pf
             continue
         if long_seen and len(line) > max_line:
             line = line[:max_line]
@@ -479,15 +487,6 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
         info.candidate_lines += 1
         yield ln, line, f
     return lineno + newlines
-
-
-def _has_keyword(piece: bytes, words: Optional[frozenset], prefilter: Prefilter) -> bool:
-    if words is None:
-        return prefilter.search(piece) is not None
-    for w in words:
-        if w.encode() in piece:
-            return True
-    return False
 
 
 def _count_long(lines, max_line: int) -> tuple[int, int]:

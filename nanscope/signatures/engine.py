@@ -20,7 +20,7 @@ from nanscope.stepbatch import StepBatch
 
 MATCHES_KEPT = 32
 EVIDENCE_PER_FINDING = 6
-HOLD_STEPS = 8192  # step rows gathered per stream into one StepBatch
+HOLD_STEPS = 1024  # step rows gathered per stream into one StepBatch
 REGEX_TIMEOUTS_BEFORE_DISABLE = 3
 
 
