@@ -65,8 +65,8 @@ def test_native_lane_claims_the_bench_mix(tmp_path, monkeypatch):
     claimed = []
     real_claim = NativeLane.claim
 
-    def counting(self, cand, lines):
-        got = real_claim(self, cand, lines)
+    def counting(self, cand, lines, plain=None, keep=None):
+        got = real_claim(self, cand, lines, plain, keep)
         claimed.append(len(got[0]))
         return got
 

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from nanscope.ingest.claimable import UNJUDGED
 from nanscope.ingest.prefixes import peel
 from nanscope.ingest.reader import _arrow
 from nanscope.model import Loc, Origin, Record, StepEvent
@@ -65,36 +66,43 @@ class NativeLane:
         self._hot: list[_Layout] = []  # the readers tried first, most used first
         self._union: Optional[str] = None  # all of them, without captures
 
-    def claim(self, cand, cand_lines: np.ndarray) -> tuple[np.ndarray, list[StepBatch], dict]:
+    def claim(self, cand, cand_lines: np.ndarray, plain: Optional[np.ndarray] = None,
+              keep: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> tuple[np.ndarray, list[StepBatch], dict]:
         """Positions in `cand` this lane claims, their StepBatches (one per stream, in line order)
         and how many lines each parser recognised among them.
 
         The readers learned on earlier chunks are tried first; only the lines none of them reads
-        are split into prefix and message and grouped by shape to learn new ones."""
+        are split into prefix and message and grouped by shape to learn new ones. `plain` marks
+        the printable-ASCII, not over-long lines (the only ones a reader may read); `keep(rows)`
+        says which of the lines no reader took are worth learning from."""
         pa, pc, pool = _arrow()
         none: tuple = (np.zeros(0, dtype=np.int64), [], {})
         n = len(cand)
         if n == 0:
             return none
         found: list = []  # (row indices, extracted struct, layout)
-        short = ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), self.max_line, memory_pool=pool))
+        if plain is None:
+            plain = ~_np_bool(pc.match_substring_regex(cand, UNJUDGED, memory_pool=pool))
+            plain &= ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), self.max_line, memory_pool=pool))
         tried = set()
         if self._hot:
             # one DFA pass (no captures) says which lines some known reader reads; each reader
             # then captures only on lines it matches (capturing is what costs)
             if self._union is None:
                 self._union = "|".join(f"(?:{_nocap(x.regex)})" for x in self._hot)
-            some = _np_bool(pc.match_substring_regex(cand, self._union, memory_pool=pool)) & short
-            rest = np.nonzero(short & ~some)[0]
+            some = _np_bool(pc.match_substring_regex(cand, self._union, memory_pool=pool)) & plain
+            rest = np.nonzero(plain & ~some)[0]
             todo = np.nonzero(some)[0]
-            for layout in list(self._hot):
+            for layout in list(self._hot):  # most used first
                 if len(todo) == 0:
                     break
                 tried.add(id(layout))
                 todo = _read(cand, todo, layout, found)
             rest = np.sort(np.concatenate([rest, todo]))
         else:
-            rest = np.nonzero(short)[0]
+            rest = np.nonzero(plain)[0]  # only plain lines can be read (and learned from)
+        if keep is not None and len(rest):
+            rest = rest[keep(rest)]  # lines no rule could claim are not worth learning from
         if len(rest):
             sub = _take(cand, rest)
             split = pc.extract_regex(sub, _SPLIT, memory_pool=pool)

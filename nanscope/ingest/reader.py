@@ -212,10 +212,11 @@ class Prefilter:
                    max_line: int = 0, info: Optional[InputInfo] = None) -> tuple[list[int], list[bytes], list[tuple], Any]:
         """For an Arrow binary array of lines: candidate indices, their bytes and found keywords.
 
-        claim(candidates, indices) -> (claimed positions, payload) lets the native lane take
-        lines before any of them reaches Python; the payload is returned last. `claimable`
-        (nanscope/ingest/claimable.py) drops the candidates no rule could claim (still counted
-        in info.candidate_lines, as the per-line path would)."""
+        `claimable` (nanscope/ingest/claimable.py) drops the plain candidates no rule could
+        claim (still counted in info.candidate_lines, as the per-line path would); then
+        claim(candidates, indices, plain) -> (claimed positions, batches, formats) lets the native
+        lane take plain lines before any of them reaches Python; (batches, formats) is returned
+        last."""
         pa, pc, pool = _arrow()
 
         if self.match_all:
@@ -227,33 +228,43 @@ class Prefilter:
             return [], [], [], None
         cand = pc.take(lines, idx, memory_pool=pool)
         payload = None
-        if claim is not None:
-            import numpy as np
+        if claim is None and claimable is None:
+            lines_out = cand.to_pylist()
+            return idx.to_pylist(), lines_out, [self.found_in(line) for line in lines_out], payload
+        import numpy as np
 
-            idx_np = idx.to_numpy(zero_copy_only=False)
-            claimed, batches, formats = claim(cand, idx_np)
-            payload = (batches, formats) if len(claimed) else None
-            if len(claimed):
-                rest = np.ones(len(cand), dtype=bool)
-                rest[claimed] = False
-                keep = pa.array(np.nonzero(rest)[0], memory_pool=pool)
-                cand, idx = pc.take(cand, keep, memory_pool=pool), pa.array(idx_np[rest], memory_pool=pool)
-                if len(cand) == 0:
-                    return [], [], [], payload
-        if claimable is not None:
-            keep = pc.or_(pc.match_substring_regex(cand, claimable, memory_pool=pool),
-                          pc.match_substring_regex(cand, UNJUDGED, memory_pool=pool))
-            if max_line:
-                keep = pc.or_(keep, pc.greater(pc.binary_length(cand, memory_pool=pool), max_line, memory_pool=pool),
-                              memory_pool=pool)
-            n_before = len(cand)
-            cand, idx = pc.filter(cand, keep, memory_pool=pool), pc.filter(idx, keep, memory_pool=pool)
+        idx_np = idx.to_numpy(zero_copy_only=False)
+        # plain: printable ASCII and not over-long, the lines RE2 can judge as Python would
+        plain = ~_np_bool(pc.match_substring_regex(cand, UNJUDGED, memory_pool=pool))
+        if max_line:
+            plain &= ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), max_line, memory_pool=pool))
+        keep = np.ones(len(cand), dtype=bool)
+        judged = np.zeros(len(cand), dtype=bool)
+
+        def claimable_rows(at: "Any") -> "Any":
+            """Which plain lines some rule could claim; the others are dropped here."""
+            ok = _np_bool(pc.match_substring_regex(_take(cand, at), claimable, memory_pool=pool))
+            keep[at[~ok]] = False
+            judged[at] = True
             if info is not None:
-                info.candidate_lines += n_before - len(cand)
-            if len(cand) == 0:
-                return [], [], [], payload
+                info.candidate_lines += int((~ok).sum())
+            return ok
+
+        if claim is not None and plain.any():
+            claimed, batches, formats = claim(cand, idx_np, plain, claimable_rows if claimable is not None else None)
+            if len(claimed):
+                payload = (batches, formats)
+                keep[claimed] = False
+        if claimable is not None:
+            at = np.nonzero(plain & keep & ~judged)[0]
+            if len(at):
+                claimable_rows(at)
+        if not keep.all():
+            at = np.nonzero(keep)[0]
+            cand, idx_np = _take(cand, at), idx_np[at]
         lines_out = cand.to_pylist()
-        return idx.to_pylist(), lines_out, [self.found_in(line) for line in lines_out], payload
+        return idx_np.tolist(), lines_out, [self.found_in(line) for line in lines_out], payload
+
 
     def found_in(self, line: bytes) -> tuple:
         """The keywords a line holds (a superset does no harm: every rule checks its own keywords
@@ -322,6 +333,15 @@ def _arrow():
             pa.set_memory_pool(pa.system_memory_pool())  # for the few calls that take no pool argument
         _PA = (pa, pc, pa.system_memory_pool())
     return _PA
+
+
+def _np_bool(arr) -> "Any":
+    return arr.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _take(arr, at) -> "Any":
+    pa, pc, pool = _arrow()
+    return pc.take(arr, pa.array(at, type=pa.int64(), memory_pool=pool), memory_pool=pool)
 
 
 def _split_lines(region: memoryview):
@@ -451,8 +471,8 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
         if native is not None:
             base = lineno
 
-            def claim(cand, idx):
-                return native(cand, idx + base)
+            def claim(cand, idx, plain, keep):
+                return native(cand, idx + base, plain, keep)
         idx, cands, found, payload = prefilter.candidates(lines, claim, claimable, max_line, info)
         if payload:
             yield lineno, b"", Claimed(payload)
