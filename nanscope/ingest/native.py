@@ -86,19 +86,23 @@ class NativeLane:
             plain &= ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), self.max_line, memory_pool=pool))
         tried = set()
         if self._hot:
-            # one DFA pass (no captures) says which lines some known reader reads; each reader
-            # then captures only on lines it matches (capturing is what costs)
-            if self._union is None:
-                self._union = "|".join(f"(?:{_nocap(x.regex)})" for x in self._hot)
-            some = _np_bool(pc.match_substring_regex(cand, self._union, memory_pool=pool)) & plain
-            rest = np.nonzero(plain & ~some)[0]
-            todo = np.nonzero(some)[0]
-            for layout in list(self._hot):  # most used first
-                if len(todo) == 0:
-                    break
-                tried.add(id(layout))
-                todo = _read(cand, todo, layout, found)
-            rest = np.sort(np.concatenate([rest, todo]))
+            # The most used reader first (most lines are its); then one DFA pass (no captures)
+            # over the rest says which lines any other known reader reads, and each captures only
+            # on the lines it matches (capturing is what costs).
+            top = self._hot[0]
+            tried.add(id(top))
+            rest = _read(cand, np.nonzero(plain)[0], top, found)
+            if len(self._hot) > 1 and len(rest):
+                if self._union is None:
+                    self._union = "|".join(f"(?:{_nocap(x.regex)})" for x in self._hot[1:])
+                some = _np_bool(pc.match_substring_regex(_take(cand, rest), self._union, memory_pool=pool))
+                todo = rest[some]
+                for layout in self._hot[1:]:
+                    if len(todo) == 0:
+                        break
+                    tried.add(id(layout))
+                    todo = _read(cand, todo, layout, found)
+                rest = np.sort(np.concatenate([rest[~some], todo]))
         else:
             rest = np.nonzero(plain)[0]  # only plain lines can be read (and learned from)
         if keep is not None and len(rest):
