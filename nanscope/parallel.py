@@ -22,7 +22,7 @@ from nanscope.model import Event, InputInfo
 from nanscope.pipeline import ScanOptions, ScanResult, note_unreadable, scan_source
 from nanscope.parsers.registry import select
 
-BATCH = 1024  # events per message
+BATCH = 1024  # events (or step rows of StepBatches) per message
 QUEUE_BATCHES = 4  # messages buffered per worker
 AUTO_MIN_BYTES = 8 << 20  # with jobs unset, smaller inputs are read in this process
 
@@ -119,12 +119,15 @@ def _worker(w: int, jobs: int, sources: list, options: ScanOptions, q) -> None:
                 read[1] += nlines
 
             batch: list = []
+            rows = 0
             try:
                 for ev in scan_source(src, parsers, info, result, options.max_line_bytes, progress=tick):
                     batch.append(ev)
-                    if len(batch) >= BATCH:
+                    rows += len(ev) if ev.kind == "steps" else 1  # type: ignore[arg-type]
+                    if rows >= BATCH:
                         q.put(("events", batch, read[0], read[1]))
                         batch = []
+                        rows = 0
                         read[0] = read[1] = 0
             except (InputError, OSError) as e:
                 note_unreadable(info, result, src.name, e)
