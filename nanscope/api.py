@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
@@ -55,7 +56,8 @@ def events(paths: Iterable[str], options: Optional[Options] = None, result: Opti
     options = options or Options()
     result = result if result is not None else ScanResult()
     streams = Streams()
-    scan_opts = _scan_options(options)
+    # every event is wanted as an object: the per-line path makes them directly
+    scan_opts = dataclasses.replace(_scan_options(options), native=False)
     for ev in scan_all(expand_sources(list(paths)), scan_opts, result):
         for e in streams.process(ev):
             if e.kind == "steps":

@@ -121,7 +121,8 @@ def _worker(w: int, jobs: int, sources: list, options: ScanOptions, q) -> None:
             batch: list = []
             rows = 0
             try:
-                for ev in scan_source(src, parsers, info, result, options.max_line_bytes, progress=tick):
+                for ev in scan_source(src, parsers, info, result, options.max_line_bytes, progress=tick,
+                                      native_lane=options.native):
                     batch.append(ev)
                     rows += len(ev) if ev.kind == "steps" else 1  # type: ignore[arg-type]
                     if rows >= BATCH:

@@ -33,6 +33,7 @@ class ScanOptions:
     parsers: Optional[Sequence[str]] = None  # --parser: force these
     max_line_bytes: int = MAX_LINE_BYTES
     jobs: Optional[int] = None  # worker processes for several files; None: one per core for large inputs
+    native: bool = True  # the native lane (off when every event is wanted as an object anyway)
     progress: Optional[Callable[[int, int], None]] = field(default=None, repr=False, compare=False)
 
 
@@ -95,7 +96,8 @@ def dispatch_for(parsers: tuple) -> Dispatch:
 
 
 def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, result: ScanResult,
-                max_line: int = MAX_LINE_BYTES, progress: Optional[Callable[[int, int], None]] = None) -> Iterator[Event]:
+                max_line: int = MAX_LINE_BYTES, progress: Optional[Callable[[int, int], None]] = None,
+                native_lane: bool = True) -> Iterator[Event]:
     """Events of one input, in line order."""
     parsers = tuple(parsers)
     dispatch = dispatch_for(parsers)
@@ -109,7 +111,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     everything = dispatch.all
     formats = info.formats
     marks: dict = {}
-    lane = NativeLane(parsers, name, base, max_line) if NATIVE else None
+    lane = NativeLane(parsers, name, base, max_line) if NATIVE and native_lane else None
     native = lane.claim if lane is not None and lane.ok else None
     held = Pending()  # the native lane's rows not yet delivered
     try:
@@ -306,6 +308,6 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
         info = InputInfo(path=src.name, size=None)
         result.inputs.append(info)
         try:
-            yield from scan_source(src, parsers, info, result, options.max_line_bytes, options.progress)
+            yield from scan_source(src, parsers, info, result, options.max_line_bytes, options.progress, options.native)
         except (InputError, OSError) as e:
             note_unreadable(info, result, src.name, e)

@@ -117,25 +117,23 @@ class StepBatch:
             return self.evs[i]
         ev = self._events.get(i)
         if ev is None:
-            from nanscope.pipeline import parse_line
-
-            raw = self.texts[i].as_py()
-            got = [e for e in parse_line(raw, int(self.lines[i]), self.source, self.base, self.parsers)
-                   if isinstance(e, StepEvent)]
-            if got:
-                ev = got[0]
-            else:  # cannot happen for a row the native lane claimed; keep what is known
-                ev = StepEvent(loc=Loc(self.source, int(self.lines[i])), text=raw.decode("utf-8", "replace"),
-                               framework=self.framework or "", origin=self.origin or Origin(), rank=self.rank,
-                               stream=self.stream)
-            if self.step_set[i]:
-                ev.step = int(self.step[i])
-            self._events[i] = ev
+            ev = self._events[i] = self.ref(i).event()
         return ev
 
     def events(self):
         for i in range(len(self)):
             yield self.event(i)
+
+    def ref(self, i: int) -> Any:
+        """Row i, kept for later without keeping the batch: the event itself when there is one,
+        else what it takes to make it (a machine's window must not pin a whole batch)."""
+        if self.evs is not None:
+            return self.evs[i]
+        got = self._events.get(i)
+        if got is not None:
+            return got
+        return RowRef(self.texts[i].as_py(), int(self.lines[i]), self.source, self.base, self.parsers,
+                      int(self.step[i]) if self.step_set[i] else None, self.framework, self.origin, self.stream)
 
 
 class Joined(StepBatch):
@@ -166,3 +164,32 @@ class Joined(StepBatch):
     def event(self, i: int) -> StepEvent:
         k = int(np.searchsorted(self.offsets, i, side="right")) - 1
         return self.parts[k].event(i - int(self.offsets[k]))
+
+    def ref(self, i: int) -> Any:
+        k = int(np.searchsorted(self.offsets, i, side="right")) - 1
+        return self.parts[k].ref(i - int(self.offsets[k]))
+
+
+class RowRef:
+    """A native row, enough to make its StepEvent later: the per-line path on that one line."""
+
+    __slots__ = ("raw", "line", "source", "base", "parsers", "step", "framework", "origin", "stream")
+
+    def __init__(self, raw: bytes, line: int, source: str, base: Any, parsers: tuple, step: Optional[int],
+                 framework: Optional[str], origin: Optional[Origin], stream: Any):
+        self.raw, self.line, self.source, self.base, self.parsers = raw, line, source, base, parsers
+        self.step, self.framework, self.origin, self.stream = step, framework, origin, stream
+
+    def event(self) -> StepEvent:
+        from nanscope.pipeline import parse_line
+
+        got = [e for e in parse_line(self.raw, self.line, self.source, self.base, self.parsers) if isinstance(e, StepEvent)]
+        if got:
+            ev = got[0]
+        else:  # cannot happen for a row the native lane claimed; keep what is known
+            ev = StepEvent(loc=Loc(self.source, self.line), text=self.raw.decode("utf-8", "replace"),
+                           framework=self.framework or "", origin=self.origin or Origin(),
+                           rank=self.stream[2] if self.stream and self.stream[0] == "rank" else None, stream=self.stream)
+        if self.step is not None:
+            ev.step = self.step
+        return ev

@@ -21,6 +21,7 @@ from nanscope.stepbatch import StepBatch
 MATCHES_KEPT = 32
 EVIDENCE_PER_FINDING = 6
 HOLD_STEPS = 1024  # step rows gathered per stream into one StepBatch
+HOLD_TOTAL = 8192  # ... and over all streams, before every stream's are fed
 REGEX_TIMEOUTS_BEFORE_DISABLE = 3
 
 
@@ -71,6 +72,7 @@ class Engine:
         self._disabled: set[str] = set()
         self.batch_steps = batch_steps  # False: every step event alone, through Machine.feed (tests compare)
         self._held: dict[Any, list] = {}  # stream -> [step events and batches not yet fed, rows]
+        self._held_rows = 0
         # the other kinds that machines reading steps read: their events must not overtake held steps
         self._with_steps = {k for m in self._machines if "step" in m.events for k in m.events} - {"step"}
 
@@ -94,9 +96,14 @@ class Engine:
             if held is None:
                 held = self._held[ev.stream] = [[], 0]
             held[0].append(ev)
-            held[1] += len(ev) if kind == "steps" else 1  # type: ignore[arg-type]
+            n = len(ev) if kind == "steps" else 1  # type: ignore[arg-type]
+            held[1] += n
+            self._held_rows += n
             if held[1] >= HOLD_STEPS:
                 self._release(ev.stream)
+            elif self._held_rows >= HOLD_TOTAL:  # many streams (a thousand ranks): memory first
+                for stream in list(self._held):
+                    self._release(stream)
             return
         if self._held and kind in self._with_steps:
             self._release(ev.stream)  # a machine that reads steps reads this too: keep the order
@@ -114,6 +121,7 @@ class Engine:
         held = self._held.pop(stream, None)
         if not held:
             return
+        self._held_rows -= held[1]
         parts: list = []
         run: list = []
         for item in held[0]:

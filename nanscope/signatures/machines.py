@@ -682,12 +682,11 @@ class Trend(Machine):
         hist, w = st["hist"], self.window
         h0 = len(hist)
         allv = np.concatenate([np.fromiter((v for v, _ in hist), dtype=np.float64, count=h0), xs])
-        refs = [r for _, r in hist] + [(b, int(i)) for i in rows.tolist()[-w:]] if len(rows) >= w else \
-            [r for _, r in hist] + [(b, int(i)) for i in rows.tolist()]
+        refs = [r for _, r in hist] + [b.ref(int(i)) for i in rows.tolist()[-w:]]
         ends = np.arange(max(h0, w - 1), len(allv))  # windows that end at a new value
         if len(ends):
             meds = rolling_median(np.lib.stride_tricks.sliding_window_view(allv, w)[ends - w + 1])
-            st["med"], st["last"] = float(meds[-1]), (b, int(rows[-1]))
+            st["med"], st["last"] = float(meds[-1]), b.ref(int(rows[-1]))
             k = int(np.argmin(meds))
             if st["best"] is None or meds[k] < st["best"]:
                 st["best"] = float(meds[k])
@@ -702,7 +701,7 @@ class Trend(Machine):
 
     @staticmethod
     def _ref(at: int, h0: int, hist: Any, b: Any, rows: Any) -> Any:
-        return hist[at][1] if at < h0 else (b, int(rows[at - h0]))
+        return hist[at][1] if at < h0 else b.ref(int(rows[at - h0]))
 
     def finish(self, emit: Emit) -> None:
         for st in self.state.values():
@@ -752,7 +751,7 @@ class OutlierAcrossRanks(Machine):
         if len(rows) == 0:
             return
         st = self.state.setdefault(b.stream, deque(maxlen=self.WINDOW))
-        st.extend(zip(xs[-self.WINDOW:].tolist(), [(b, int(i)) for i in rows[-self.WINDOW:].tolist()]))
+        st.extend(zip(xs[-self.WINDOW:].tolist(), [b.ref(int(i)) for i in rows[-self.WINDOW:].tolist()]))
 
     def finish(self, emit: Emit) -> None:
         meds = {k: statistics.median(v for v, _ in q) for k, q in self.state.items() if len(q) >= self.min_samples}
@@ -856,8 +855,8 @@ def rolling_median(windows: Any) -> Any:
 
 
 def resolve(ref: Any) -> Event:
-    """An event kept by a machine: an Event, or (StepBatch, row) made into one when needed."""
-    return ref[0].event(ref[1]) if isinstance(ref, tuple) else ref
+    """An event kept by a machine: an Event, or a StepBatch row reference made into one when needed."""
+    return ref if isinstance(ref, Event) else ref.event()
 
 
 def _describe(ev: Event) -> str:
