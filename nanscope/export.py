@@ -30,7 +30,7 @@ from nanscope.redact import redact
 from nanscope.report.base import number
 
 EVENT_SCHEMA_VERSION = 1
-BATCH_ROWS = 65_536
+BATCH_ROWS = 8_192
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
