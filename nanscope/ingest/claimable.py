@@ -100,63 +100,47 @@ def _to_re2(rx: "re.Pattern[str]") -> Optional[str]:
     return pat
 
 
-def _drop_start_anchors(pat: str) -> str:
-    """Remove `^` and `\\A` outside character classes (a looser pattern)."""
-    out = []
+def _tokens(pat: str):
+    """(position, token, inside a character class) for each token of a pattern: a backslash
+    escape is one token; a class's opening `[`, `[^` and a `]` right after them are taken as one."""
     i = 0
     in_class = False
     while i < len(pat):
         c = pat[i]
         if c == "\\":
-            if not in_class and pat[i + 1: i + 2] == "A":
-                i += 2
-                continue
-            out.append(pat[i: i + 2])
+            yield i, pat[i: i + 2], in_class
             i += 2
             continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
+        if not in_class and c == "[":
+            j = i + 1 + (pat[i + 1: i + 2] == "^")
+            j += pat[j: j + 1] == "]"
+            yield i, pat[i:j], False
             in_class = True
-            out.append(c)
-            if pat[i + 1: i + 2] == "^":
-                out.append("^")
-                i += 1
-            if pat[i + 1: i + 2] == "]":
-                out.append("]")
-                i += 1
-            i += 1
+            i = j
             continue
-        elif c == "^":
-            i += 1
-            continue
-        out.append(c)
+        if in_class and c == "]":
+            in_class = False
+        yield i, c, in_class
         i += 1
-    return "".join(out)
+
+
+def _drop_start_anchors(pat: str) -> str:
+    """Remove `^` and `\\A` outside character classes (a looser pattern)."""
+    return "".join(t for _, t, in_class in _tokens(pat) if in_class or t not in ("^", "\\A"))
 
 
 def _group_end(pat: str, start: int) -> Optional[int]:
+    """Where the group that opens at `start` closes."""
     depth = 0
-    i = start
-    in_class = False
-    while i < len(pat):
-        c = pat[i]
-        if c == "\\":
-            i += 2
-            continue
+    for i, t, in_class in _tokens(pat[start:]):
         if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pat[i + 1: i + 2] == "]":
-                i += 1
-        elif c == "(":
+            continue
+        if t == "(":
             depth += 1
-        elif c == ")":
+        elif t == ")":
             depth -= 1
             if depth == 0:
-                return i
-        i += 1
+                return start + i
     return None
 
 
