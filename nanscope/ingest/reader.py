@@ -9,6 +9,7 @@ its head is kept, the rest is skipped and counted.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -335,6 +336,11 @@ def _arrow():
     return _PA
 
 
+def _claim_at(native: Callable, first_line: int, cand, idx, plain, keep):
+    """The native lane's claim, with the region's indices made line numbers."""
+    return native(cand, idx + first_line, plain, keep)
+
+
 def _np_bool(arr) -> "Any":
     return arr.fill_null(False).to_numpy(zero_copy_only=False)
 
@@ -467,12 +473,7 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
     else:
         lines = _split_lines(region)
         newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
-        claim = None
-        if native is not None:
-            base = lineno
-
-            def claim(cand, idx, plain, keep):
-                return native(cand, idx + base, plain, keep)
+        claim = functools.partial(_claim_at, native, lineno) if native is not None else None
         idx, cands, found, payload = prefilter.candidates(lines, claim, claimable, max_line, info)
         if payload:
             yield lineno, b"", Claimed(payload)
