@@ -196,3 +196,32 @@ def test_engine_batches_equal_single_events_on_random_curves(monkeypatch):
     assert {"nan-skip-recover", "nan-rank-local", "straggler", "loss-divergence"} <= set(found)
     assert "loss-spike" in found["loss-divergence"]["also_matched"]
     assert found["straggler"]["ranks"] == [3]
+
+
+_PIECES = [b"step=", b"loss=", b"iteration ", b"/ 100 | lm loss: ", b" | grad norm: ", b"[default1]:", b"[rank3]:", b"3: ",
+           b"[1,5]<stdout>:", b"12", b"0.5", b"nan", b"1e-05", b", ", b" | ", b"\r", b"\x1b[0m", b"\xc3\xa9", b"\xff",
+           b"{'loss': '1.5'}", b" 10%|#  | 5/50 [00:01<00:09, 4.5it/s]", b"Traceback (most recent call last):",
+           b"RuntimeError: boom", b"skipped=", b"\x00", b"  "]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=8).map(b"".join), min_size=1, max_size=60))
+def test_native_lane_on_arbitrary_lines_gives_the_per_line_report(lines):
+    """Whatever the lines (fragments of every format, escapes, invalid UTF-8, NUL, \\r), the fast
+    path neither crashes nor answers differently from the per-line path."""
+    src = [Source("fuzz.log", None, b"\n".join(lines) + b"\n")]
+
+    def run(native: bool) -> dict:
+        pipeline.NATIVE = native
+        reader.SMALL_REGION = 0 if native else 256 << 10
+        try:
+            real = engine_mod.Engine
+            api.Engine = lambda sigs: real(sigs, batch_steps=native)  # type: ignore[misc]
+            r = json.loads(json_report.dumps(api.diagnose_sources(src, api.Options(jobs=1))))
+        finally:
+            pipeline.NATIVE, reader.SMALL_REGION, api.Engine = True, 256 << 10, engine_mod.Engine
+        r.pop("elapsed_s", None)
+        r["tool"].pop("elapsed_s", None)
+        return r
+
+    assert run(True) == run(False)
