@@ -1,10 +1,12 @@
 """Several inputs read at once in worker processes, merged into exactly the sequential answer.
 
-Each worker parses whole files (a parser's state never crosses files) and sends its events back
-in small batches through its own bounded queue; file i goes to worker i % jobs, and the parent
-reads the files strictly in input order, so the events reach streams and engine in the same order
-as `scan_all` gives them and the report is byte-identical. The queues are bounded, so a worker
-that runs ahead waits: memory stays a few batches per worker, whatever the file sizes.
+Each worker parses whole files (a parser's state never crosses files); files are shared out by
+size so the workers finish together. A worker writes each file's events, as it makes them, to a spill file in a private
+temporary folder (pickled messages of about BATCH events or step rows; step lines travel as
+compact StepBatch columns) and announces the file when it is complete. The parent feeds the files
+to streams and engine strictly in input order, so the report is byte-identical to a sequential
+run; because workers never wait for the parent, they keep every core busy meanwhile. Memory stays
+one message per process; the spill of a file is deleted as soon as it has been read.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing as mp
 import os
+import pickle
 import queue as queue_mod
+import shutil
+import tempfile
 import traceback
 from typing import Callable, Iterator, Optional, Sequence
 
@@ -23,7 +28,6 @@ from nanscope.pipeline import ScanOptions, ScanResult, note_unreadable, scan_sou
 from nanscope.parsers.registry import select
 
 BATCH = 1024  # events (or step rows of StepBatches) per message
-QUEUE_BATCHES = 4  # messages buffered per worker
 AUTO_MIN_BYTES = 8 << 20  # with jobs unset, smaller inputs are read in this process
 
 
@@ -60,55 +64,87 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
     select(options.parsers)  # unknown --parser names fail here, before any process starts
     options = dataclasses.replace(options, progress=None)  # the parent reports progress
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    queues = [ctx.Queue(QUEUE_BATCHES) for _ in range(jobs)]
+    spill = tempfile.mkdtemp(prefix="nanscope-")
+    announced: queue_mod.Queue = ctx.Queue()
+    shares = assign(sources, jobs)
     workers = [
-        ctx.Process(target=_worker, args=(w, jobs, list(sources), options, queues[w]), daemon=True)
-        for w in range(jobs)
+        ctx.Process(target=_worker, args=(mine, list(sources), options, spill, announced), daemon=True)
+        for mine in shares
     ]
     for p in workers:
         p.start()
+    ready: dict[int, tuple] = {}
     try:
         for i, src in enumerate(sources):
-            q = queues[i % jobs]
-            while True:
-                msg = _get(q, workers[i % jobs])
-                kind = msg[0]
-                if kind == "events":
-                    if progress is not None and (msg[2] or msg[3]):
-                        progress(msg[2], msg[3])
-                    yield from msg[1]
-                elif kind == "done":
-                    _, info, diagnostics = msg
-                    result.inputs.append(info)
-                    result.diagnostics.extend(diagnostics)
-                    break
-                else:  # "crash": an internal error in the worker
-                    raise NanscopeError(f"reading {src.name} failed: {msg[1]}")
+            while i not in ready:
+                msg = _get(announced, workers)
+                ready[msg[1]] = msg
+            msg = ready.pop(i)
+            if msg[0] == "crash":
+                raise NanscopeError(f"reading {src.name} failed: {msg[2]}")
+            path = msg[2]
+            with open(path, "rb") as f:
+                while True:
+                    try:
+                        kind, *rest = pickle.load(f)
+                    except EOFError:
+                        break
+                    if kind == "events":
+                        events, nbytes, nlines = rest
+                        if progress is not None and (nbytes or nlines):
+                            progress(nbytes, nlines)
+                        yield from events
+                    else:  # "done"
+                        info, diagnostics = rest
+                        result.inputs.append(info)
+                        result.diagnostics.extend(diagnostics)
+            os.unlink(path)
     finally:
         for p in workers:
             if p.is_alive():
                 p.terminate()
         for p in workers:
             p.join(timeout=5)
-        for q in queues:
-            q.close()
-            q.cancel_join_thread()
+        announced.close()
+        announced.cancel_join_thread()
+        shutil.rmtree(spill, ignore_errors=True)
 
 
-def _get(q, proc) -> tuple:
+def assign(sources: Sequence[Source], jobs: int) -> list[list[int]]:
+    """Which files each worker reads: the largest first, each to the worker with the fewest bytes
+    so far (they finish together); a worker reads its own files in input order."""
+    def size(s: Source) -> int:
+        try:
+            return os.path.getsize(s.path)  # type: ignore[arg-type]
+        except (OSError, TypeError):
+            return 0
+
+    load = [0] * jobs
+    shares: list[list[int]] = [[] for _ in range(jobs)]
+    for i in sorted(range(len(sources)), key=lambda k: -size(sources[k])):
+        w = load.index(min(load))
+        shares[w].append(i)
+        load[w] += size(sources[i])
+    return [sorted(s) for s in shares if s]
+
+
+def _get(q, procs) -> tuple:
     while True:
         try:
             return q.get(timeout=1.0)
         except queue_mod.Empty:
-            if not proc.is_alive():
-                raise NanscopeError(f"a reader process ended unexpectedly (exit code {proc.exitcode})") from None
+            dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
+            if dead:
+                raise NanscopeError(f"a reader process ended unexpectedly (exit code {dead[0].exitcode})") from None
 
 
-def _worker(w: int, jobs: int, sources: list, options: ScanOptions, q) -> None:
-    """Worker w: files w, w + jobs, ... in order; per file, event batches then ('done', info, diagnostics)."""
+def _worker(mine: list, sources: list, options: ScanOptions, spill: str, announced) -> None:
+    """A worker reads its files in order, each file's messages into its own spill file, then
+    says ('ready', i, path); ('crash', i, text) if something inside goes wrong."""
+    i = mine[0]
     try:
         parsers = select(options.parsers)
-        for i in range(w, len(sources), jobs):
+        for i in mine:
             src = sources[i]
             info = InputInfo(path=src.name, size=None)
             result = ScanResult()
@@ -118,30 +154,33 @@ def _worker(w: int, jobs: int, sources: list, options: ScanOptions, q) -> None:
                 read[0] += nbytes
                 read[1] += nlines
 
-            batch: list = []
-            rows = 0
-            try:
-                for ev in scan_source(src, parsers, info, result, options.max_line_bytes, progress=tick,
-                                      native_lane=options.native):
-                    batch.append(ev)
-                    rows += len(ev) if ev.kind == "steps" else 1  # type: ignore[arg-type]
-                    if rows >= BATCH:
-                        q.put(("events", batch, read[0], read[1]))
-                        batch = []
-                        rows = 0
-                        read[0] = read[1] = 0
-            except (InputError, OSError) as e:
-                note_unreadable(info, result, src.name, e)
-            q.put(("events", batch, read[0], read[1]))
-            q.put(("done", info, result.diagnostics))
+            path = os.path.join(spill, f"{i}.pickle")
+            with open(path, "wb") as out:
+                batch: list = []
+                rows = 0
+                try:
+                    for ev in scan_source(src, parsers, info, result, options.max_line_bytes, progress=tick,
+                                          native_lane=options.native):
+                        batch.append(ev)
+                        rows += len(ev) if ev.kind == "steps" else 1  # type: ignore[arg-type]
+                        if rows >= BATCH:
+                            pickle.dump(("events", batch, read[0], read[1]), out, protocol=pickle.HIGHEST_PROTOCOL)
+                            batch = []
+                            rows = 0
+                            read[0] = read[1] = 0
+                except (InputError, OSError) as e:
+                    note_unreadable(info, result, src.name, e)
+                pickle.dump(("events", batch, read[0], read[1]), out, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(("done", info, result.diagnostics), out, protocol=pickle.HIGHEST_PROTOCOL)
+            announced.put(("ready", i, path))
     except KeyboardInterrupt:
         pass
     except BaseException as e:  # noqa: BLE001 - reported by the parent as an internal error
         tb = traceback.format_exc(limit=3)
         try:
-            q.put(("crash", f"{type(e).__name__}: {e}\n{tb}"))
+            announced.put(("crash", i, f"{type(e).__name__}: {e}\n{tb}"))
         except Exception:  # noqa: BLE001
             pass
     finally:
-        q.close()
-        q.join_thread()
+        announced.close()
+        announced.join_thread()
