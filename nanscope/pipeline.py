@@ -22,6 +22,7 @@ from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.registry import keyword_regex, select
+from nanscope.stepbatch import StepBatch
 from nanscope.streams import stream_key
 
 
@@ -120,12 +121,20 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                                                   claimable=dispatch.claimable if NATIVE else None):
             if found.__class__ is Claimed:
                 yield from held.flush_all()
-                batches, counts = found.payload
+                batches, counts, hf = found.payload
                 n = held.add(batches)
                 info.candidate_lines += n
                 info.event_lines += n
                 for pname, c in counts.items():
                     formats[pname] = formats.get(pname, 0) + c
+                if hf is not None:
+                    key = stream_key(base, name)
+                    hf_at = next(i for i, p in enumerate(parsers) if p.name == "hf")
+                    have = made.get(key, -1)
+                    for j in range(have + 1, hf_at + 1):
+                        states.setdefault((parsers[j].name, key), {})
+                    made[key] = max(have, hf_at)
+                    held.add(_hf_progress(hf, states[("hf", key)], key, name, base, info, tuple(p.name for p in parsers)))
                 continue
             text = raw.decode("utf-8", "replace")
             if "\ufffd" in text:
@@ -235,7 +244,7 @@ class Pending:
                 continue
             keep = []
             for b in got:
-                cut = int(np.searchsorted(b.lines, line))
+                cut = int(np.searchsorted(b.order, line))
                 if cut:
                     yield b.slice(0, cut) if cut < len(b) else b
                 if cut < len(b):
@@ -248,14 +257,44 @@ class Pending:
     def flush_all(self):
         if not self.by_stream:
             return
-        batches = sorted((b for bs in self.by_stream.values() for b in bs), key=lambda b: int(b.lines[0]))
+        batches = sorted((b for bs in self.by_stream.values() for b in bs), key=lambda b: int(b.order[0]))
         self.by_stream = {}
         yield from batches
 
 
-def parse_line(raw: bytes, lineno: int, name: str, base, parser_names: tuple) -> list:
+def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputInfo, parser_names: tuple) -> list:
+    """HF progress lines read natively (ingest/native_hf.py), as the hf parser would have handled
+    them line by line: each line's bar releases the dict held from the line before with the
+    bar's count as its step; the last line's dict stays held in the parser's state."""
+    lines, cols, texts = hf
+    m = len(lines)
+    steps = cols["n"].astype(np.int64)
+    out = []
+    prev = st.pop("pending", None)
+    if prev is not None:
+        prev.step = int(steps[0])
+        one = StepBatch.from_events([prev])
+        one.order = lines[:1]
+        out.append(one)
+    if m > 1:
+        present = np.ones(m - 1, dtype=bool)
+        out.append(StepBatch(name, key, base, "hf", lines[:-1], steps[1:], present.copy(),
+                             {k: (v[:-1], present.copy()) for k, v in cols.items() if k != "n"},
+                             texts.slice(0, m - 1), parser_names, base, order=lines[1:]))
+    last = StepBatch(name, key, base, "hf", lines[-1:], steps[-1:], np.zeros(1, dtype=bool), {},
+                     texts.slice(m - 1, 1), parser_names, base).event(0)
+    last.step = None
+    st["pending"] = last
+    info.candidate_lines += 2 * m
+    info.formats["hf"] = info.formats.get("hf", 0) + 2 * m
+    info.event_lines += m - 1 + (prev is not None)
+    return out
+
+
+def parse_line(raw: bytes, lineno: int, name: str, base, parser_names: tuple, held: bool = False) -> list:
     """One line through the per-line path with fresh parser state (for a stateless line this is
-    exactly what the scan gives; StepBatch.event uses it to turn a native row into an event)."""
+    exactly what the scan gives; StepBatch.event uses it to turn a native row into an event).
+    held: an event the parser parks until a later line (an HF dict) counts as the line's."""
     parsers = select(parser_names)
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
@@ -264,8 +303,11 @@ def parse_line(raw: bytes, lineno: int, name: str, base, parser_names: tuple) ->
     rec = Record(Loc(name, lineno), msg, origin, text)
     key = stream_key(origin, name)
     for p in parsers:
-        events = p.parse(rec, {})
+        st: dict = {}
+        events = p.parse(rec, st)
         if events is not None:
+            if held and not events and st.get("pending") is not None:
+                events = [st["pending"]]
             for ev in events:
                 if ev.stream is None:
                     _place(ev, text, msg, origin, key)

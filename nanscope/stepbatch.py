@@ -34,13 +34,15 @@ class StepBatch:
     def __init__(self, source: str, stream: Any, origin: Optional[Origin], framework: Optional[str],
                  lines: np.ndarray, step: np.ndarray, step_set: np.ndarray, cols: dict,
                  texts: Any = None, parsers: tuple = (), base: Optional[Origin] = None,
-                 evs: Optional[list] = None, unset: frozenset = frozenset(_OTHER)):
+                 evs: Optional[list] = None, unset: frozenset = frozenset(_OTHER), order: Optional[np.ndarray] = None):
         self.source = source
         self.stream = stream
         self.origin = origin  # the same on every row (None: rows differ, e.g. in timestamps)
         self.rank = stream[2] if stream is not None and stream[0] == "rank" else None
         self.framework = framework  # None: rows of several frameworks
         self.lines = lines  # int64 line numbers
+        # where each row's event comes out on the per-line path (an HF dict: at the next bar)
+        self.order = lines if order is None else order
         self.step = step  # int64; meaningful where step_set (streams fill the rest)
         self.step_set = step_set
         self.cols = cols  # field -> (float64 values, bool present); raw_fields.KEY too
@@ -82,15 +84,26 @@ class StepBatch:
     def __len__(self) -> int:
         return len(self.lines)
 
+    _parent: Optional["StepBatch"] = None  # a slice reads its parent's columns when asked
+    _at = 0
+
     def col(self, name: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
         """(values, present) of a numeric field; None when this batch cannot say in an array."""
         got = self.cols.get(name)
         if got is not None:
             return got
+        if self._parent is not None:
+            whole = self._parent.col(name)
+            if whole is None:
+                return None
+            a, b = self._at, self._at + len(self)
+            got = self.cols[name] = (whole[0][a:b], whole[1][a:b])
+            return got
         if name == "step":
             return self.step.astype(np.float64), self.step_set
         if name in NUMERIC or name in self.unset:
-            return np.full(len(self), np.nan), np.zeros(len(self), dtype=bool)
+            got = self.cols[name] = (np.full(len(self), np.nan), np.zeros(len(self), dtype=bool))
+            return got
         if name.startswith("raw_fields."):
             if self.evs is not None:
                 got = self.cols[name] = self._raw(name[len("raw_fields."):])
@@ -105,10 +118,13 @@ class StepBatch:
         return np.array([v if v is not None else np.nan for v in vals], dtype=np.float64), present
 
     def slice(self, a: int, b: int) -> "StepBatch":
+        """Rows a..b; columns are cut when first read (a batch is cut at every event of its stream
+        in between, so this must be cheap)."""
         out = StepBatch(self.source, self.stream, self.origin, self.framework, self.lines[a:b], self.step[a:b],
-                        self.step_set[a:b], {k: (v[a:b], p[a:b]) for k, (v, p) in self.cols.items()},
-                        self.texts.slice(a, b - a) if self.texts is not None else None, self.parsers, self.base,
-                        self.evs[a:b] if self.evs is not None else None, self.unset)
+                        self.step_set[a:b], {}, self.texts.slice(a, b - a) if self.texts is not None else None,
+                        self.parsers, self.base, self.evs[a:b] if self.evs is not None else None, self.unset,
+                        self.order[a:b])
+        out._parent, out._at = (self._parent, self._at + a) if self._parent is not None else (self, a)
         return out
 
     def event(self, i: int) -> StepEvent:
@@ -145,7 +161,8 @@ class Joined(StepBatch):
         super().__init__(first.source, first.stream, same("origin"), same("framework"),
                          np.concatenate([q.lines for q in parts]), np.concatenate([q.step for q in parts]),
                          np.concatenate([q.step_set for q in parts]), {},
-                         unset=frozenset.intersection(*[q.unset for q in parts]))
+                         unset=frozenset.intersection(*[q.unset for q in parts]),
+                         order=np.concatenate([q.order for q in parts]))
         self.parts = parts
         self.offsets = np.cumsum([0] + [len(q) for q in parts])
 
@@ -183,7 +200,9 @@ class RowRef:
     def event(self) -> StepEvent:
         from nanscope.pipeline import parse_line
 
-        got = [e for e in parse_line(self.raw, self.line, self.source, self.base, self.parsers) if isinstance(e, StepEvent)]
+        raw = self.raw.rsplit(b"\r", 1)[-1]  # an HF progress line: its event is the dict's
+        got = [e for e in parse_line(raw, self.line, self.source, self.base, self.parsers, held=True)
+               if isinstance(e, StepEvent)]
         if got:
             ev = got[0]
         else:  # cannot happen for a row the native lane claimed; keep what is known

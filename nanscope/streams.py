@@ -27,6 +27,9 @@ def stream_key(origin: Origin, source: str) -> tuple:
     return ("source", source)
 
 
+SMALL_BATCH = 16  # rows: below this, plain Python is cheaper than array calls
+
+
 class _Stream:
     __slots__ = ("summary", "step", "scale", "steps_seen", "overflows", "cum_skipped", "fatal")
 
@@ -106,6 +109,9 @@ class Streams:
             for ev in b.events():  # rare: exceptions waiting for their step, or rows without one
                 yield from self.process(ev)
             return
+        if n <= SMALL_BATCH:
+            yield from self._process_rows(st, b)
+            return
         s = st.summary
         steps = b.step
         st.steps_seen += n
@@ -152,47 +158,75 @@ class Streams:
             if decrease and not skipped[row]:
                 s.skipped_steps += 1  # a scaler halves its scale exactly when it skips a step
             yield b.slice(start, row + 1)
-            ev = b.event(row)
-            yield ScaleEvent(
-                loc=ev.loc, text=ev.text, framework=ev.framework, origin=ev.origin, rank=ev.rank, step=int(steps[row]),
-                stream=b.stream, action="decrease" if decrease else "increase", old_scale=old, new_scale=now,
-            )
+            yield _derived(b.event(row), b.stream, old, now)
             start = row + 1
         if start < n:
             yield b.slice(start, n) if start else b
 
     def _ledger(self, st: _Stream, ev: StepEvent, new_step: bool = True) -> Optional[ScaleEvent]:
+        change = self._count(st, ev.step, ev.loss, ev.grad_norm, ev.loss_scale, ev.skipped, ev.skipped_total,
+                             ev.skipped_iters, new_step)
+        if change is None:
+            return None
+        return _derived(ev, ev.stream, *change)
+
+    def _count(self, st: _Stream, step: int, loss: Optional[float], grad: Optional[float], scale: Optional[float],
+               skipped: Any, skipped_total: Optional[int], skipped_iters: Optional[int], new_step: bool
+               ) -> Optional[tuple[float, float]]:
+        """The ledger for one step row; (old, new) loss scale when the scale changed."""
         s = st.summary
         if new_step:  # two prints of the same step (DeepSpeed's step=N and the script's own) count once
             s.steps += 1
-        if s.first_step is None or ev.step < s.first_step:
-            s.first_step = ev.step
-        if s.last_step is None or ev.step > s.last_step:
-            s.last_step = ev.step
-        if ev.loss is not None:
-            s.last_loss = ev.loss
-        if any(v is not None and not math.isfinite(v) for v in (ev.loss, ev.grad_norm)):
+        if s.first_step is None or step < s.first_step:
+            s.first_step = step
+        if s.last_step is None or step > s.last_step:
+            s.last_step = step
+        if loss is not None:
+            s.last_loss = loss
+        if (loss is not None and not math.isfinite(loss)) or (grad is not None and not math.isfinite(grad)):
             s.nonfinite_steps += 1
-        if ev.skipped:
+        if skipped:
             s.skipped_steps += 1
-        if ev.skipped_total is not None:
-            st.cum_skipped = max(st.cum_skipped, ev.skipped_total)
-        if ev.skipped_iters:
-            s.skipped_steps += ev.skipped_iters
-        derived = None
-        if ev.loss_scale is not None and math.isfinite(ev.loss_scale):
-            _scale_range(s, ev.loss_scale)
-            if st.scale is not None and ev.loss_scale != st.scale:
-                decrease = ev.loss_scale < st.scale
-                if decrease and not ev.skipped:
+        if skipped_total is not None:
+            st.cum_skipped = max(st.cum_skipped, skipped_total)
+        if skipped_iters:
+            s.skipped_steps += skipped_iters
+        change = None
+        if scale is not None and math.isfinite(scale):
+            _scale_range(s, scale)
+            if st.scale is not None and scale != st.scale:
+                if scale < st.scale and not skipped:
                     s.skipped_steps += 1  # a scaler halves its scale exactly when it skips a step
-                derived = ScaleEvent(
-                    loc=ev.loc, text=ev.text, framework=ev.framework, origin=ev.origin, rank=ev.rank,
-                    step=ev.step, stream=ev.stream, action="decrease" if decrease else "increase",
-                    old_scale=st.scale, new_scale=ev.loss_scale,
-                )
-            st.scale = ev.loss_scale
-        return derived
+                change = (st.scale, scale)
+            st.scale = scale
+        return change
+
+    def _process_rows(self, st: _Stream, b: StepBatch) -> Iterator[Any]:
+        """process_batch for a few rows (a batch cut short by other events of its stream): the
+        same ledger, row by row on plain numbers (array calls cost more than they save here)."""
+        n = len(b)
+        cols = {}
+        for f in ("loss", "grad_norm", "loss_scale", "skipped", "skipped_total", "skipped_iters"):
+            if f in b.unset:
+                cols[f] = [None] * n
+                continue
+            v, p = b.col(f)  # type: ignore[misc]
+            cols[f] = [x if ok else None for x, ok in zip(v.tolist(), p.tolist())]
+        start = 0
+        for i, step in enumerate(b.step.tolist()):
+            st.steps_seen += 1
+            new_step = step != st.step
+            st.step = step
+            tot, its = cols["skipped_total"][i], cols["skipped_iters"][i]
+            change = self._count(st, step, cols["loss"][i], cols["grad_norm"][i], cols["loss_scale"][i],
+                                 cols["skipped"][i], int(tot) if tot is not None else None,
+                                 int(its) if its is not None else None, new_step)
+            if change is not None:
+                yield b.slice(start, i + 1)
+                yield _derived(b.event(i), b.stream, *change)
+                start = i + 1
+        if start < n:
+            yield b.slice(start, n) if start else b
 
     def summaries(self) -> list[RankSummary]:
         out = []
@@ -202,6 +236,14 @@ class Streams:
             if s.steps or s.skipped_steps:
                 out.append(s)
         return sorted(out, key=lambda s: (s.rank is None, s.node or "", s.rank if s.rank is not None else -1, s.label))
+
+
+def _derived(ev: StepEvent, stream: Any, old: float, new: float) -> ScaleEvent:
+    """GradScaler prints nothing when it skips a step; the changed scale is the trace it leaves."""
+    return ScaleEvent(
+        loc=ev.loc, text=ev.text, framework=ev.framework, origin=ev.origin, rank=ev.rank, step=ev.step,
+        stream=stream, action="decrease" if new < old else "increase", old_scale=old, new_scale=new,
+    )
 
 
 def _scale_range(s: RankSummary, v: float) -> None:

@@ -21,6 +21,7 @@ import nanscope.ingest.reader as reader
 import nanscope.pipeline as pipeline
 import nanscope.signatures.engine as engine_mod
 from conftest import ROOT, manifest_entries
+from pathlib import Path
 from nanscope import api
 from nanscope.ingest.native import NativeLane
 from nanscope.ingest.reader import Source
@@ -29,6 +30,7 @@ from nanscope.parsers.registry import all_parsers
 from nanscope.report import json as json_report
 
 _ENTRIES = manifest_entries()
+ROOT_PATH = Path(ROOT)
 
 
 def _report(paths: list, native: bool, batch: bool, monkeypatch) -> dict:
@@ -114,7 +116,7 @@ def test_native_rows_read_like_the_rule(lines):
     cand = pa.array([ln.encode() for ln in lines], pa.binary())
     import numpy as np
 
-    claimed, batches, _ = lane.claim(cand, np.arange(1, len(lines) + 1))
+    claimed, batches, _, _ = lane.claim(cand, np.arange(1, len(lines) + 1))
     rows = {int(line): (b, i) for b in batches for i, line in enumerate(b.lines.tolist())}
     assert len(rows) == len(claimed)
     for k, line in enumerate(lines, start=1):
@@ -151,9 +153,9 @@ def test_native_lane_reads_what_the_rules_claim_and_leaves_the_rest():
 
     pa = reader._arrow()[0]
     lane = NativeLane(all_parsers(), "x.log", Origin(), 1 << 20)
-    claimed, batches, formats = lane.claim(pa.array(lines, pa.binary()), np.arange(1, len(lines) + 1))
+    claimed, batches, formats, hf = lane.claim(pa.array(lines, pa.binary()), np.arange(1, len(lines) + 1))
     assert claimed.tolist() == [0, 1, 2]
-    assert formats == {"pytorch": 2, "deepspeed": 1}
+    assert formats == {"pytorch": 2, "deepspeed": 1} and hf is None  # the HF dict line has no bar: per line
     (b,) = batches  # one stream ([default0]), two frameworks
     assert b.framework is None and b.lines.tolist() == [1, 2, 3]
     assert b.step.tolist() == [1, 3, 10]
@@ -225,3 +227,38 @@ def test_native_lane_on_arbitrary_lines_gives_the_per_line_report(lines):
         return r
 
     assert run(True) == run(False)
+
+
+def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, monkeypatch):
+    """transformers' `\\r bar \\r \\r {dict}` lines (real format, from sample_logs/hf, tqdm's block
+    characters included): read in RE2, each dict takes the next bar's count as its step, as the
+    hf parser does line by line (the last one is still held at the end, then flushed)."""
+    real = [ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
+            if ln.startswith(b"\r ") and b"{'loss'" in ln and ln.count(b"\r") == 3]
+    assert real, "the sample has bar + dict lines"
+    lines = [b"some header line"]
+    for i in range(1, 400):
+        ln = real[i % len(real)]
+        ln = ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1)
+        if 250 <= i < 260:
+            ln = ln.replace(ln.split(b"'loss': ")[1].split(b",")[0], b"'nan'", 1)
+        lines.append(ln)
+    log = tmp_path / "hf.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    taken = []
+    real_claim = NativeLane.claim
+
+    def counting(self, cand, at, plain=None, keep=None):
+        got = real_claim(self, cand, at, plain, keep)
+        taken.append(0 if got[3] is None else len(got[3][0]))
+        return got
+
+    monkeypatch.setattr(NativeLane, "claim", counting)
+    slow = _report([str(log)], native=False, batch=False, monkeypatch=monkeypatch)
+    fast = _report([str(log)], native=True, batch=True, monkeypatch=monkeypatch)
+    assert sum(taken) == 399
+    assert fast == slow
+    assert {f["id"] for f in fast["findings"]} & {"nan-persistent", "nan-skip-recover"}
+    steps = fast["ranks"][0]
+    # each dict took the next bar's count; the last one, with no bar after it, the step after
+    assert steps["steps"] == 399 and steps["first_step"] == 2 and steps["last_step"] == 400

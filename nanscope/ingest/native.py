@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from nanscope.ingest.claimable import UNJUDGED
+from nanscope.ingest.native_hf import HFLane
 from nanscope.ingest.prefixes import peel
 from nanscope.ingest.reader import _arrow
 from nanscope.model import Loc, Origin, Record, StepEvent
@@ -63,20 +64,22 @@ class NativeLane:
         self.max_line = max_line
         self._prefixes: dict[bytes, Optional[tuple]] = {}  # prefix -> (origin, stream) or None
         self._layouts: dict[bytes, Optional[_Layout]] = {}  # message shape -> its reader, or None
+        self.hf = HFLane(parsers, source, base)
         self._hot: list[_Layout] = []  # the readers tried first, most used first
         self._union: Optional[str] = None  # all of them, without captures
 
     def claim(self, cand, cand_lines: np.ndarray, plain: Optional[np.ndarray] = None,
-              keep: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> tuple[np.ndarray, list[StepBatch], dict]:
-        """Positions in `cand` this lane claims, their StepBatches (one per stream, in line order)
-        and how many lines each parser recognised among them.
+              keep: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> tuple:
+        """Positions in `cand` this lane claims, their StepBatches (one per stream, in line order),
+        how many lines each parser recognised among them, and the HF progress lines read by
+        native_hf (their line numbers, columns and texts; None when there are none).
 
         The readers learned on earlier chunks are tried first; only the lines none of them reads
         are split into prefix and message and grouped by shape to learn new ones. `plain` marks
         the printable-ASCII, not over-long lines (the only ones a reader may read); `keep(rows)`
         says which of the lines no reader took are worth learning from."""
         pa, pc, pool = _arrow()
-        none: tuple = (np.zeros(0, dtype=np.int64), [], {})
+        none: tuple = (np.zeros(0, dtype=np.int64), [], {}, None)
         n = len(cand)
         if n == 0:
             return none
@@ -84,6 +87,7 @@ class NativeLane:
         if plain is None:
             plain = ~_np_bool(pc.match_substring_regex(cand, UNJUDGED, memory_pool=pool))
             plain &= ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), self.max_line, memory_pool=pool))
+        hf = self.hf.claim(cand, plain) if self.hf.ok else None
         tried = set()
         if self._hot:
             # The most used reader first (most lines are its); then one DFA pass (no captures)
@@ -127,9 +131,12 @@ class NativeLane:
                 self._hot.sort(key=lambda x: -x.hits)
                 del self._hot[_HOT_LAYOUTS:]
                 self._union = None
-        if not found:
-            return none
-        return self._columns(cand, cand_lines, found)
+        claimed, batches, formats = self._columns(cand, cand_lines, found) if found else none[:3]
+        if hf is None:
+            return claimed, batches, formats, None
+        at, got = hf
+        return (np.sort(np.concatenate([claimed, at])), batches, formats,
+                (cand_lines[at], got["cols"], got["texts"]))
 
     def _columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict]:
         pa, pc, pool = _arrow()

@@ -251,10 +251,10 @@ class Prefilter:
                 info.candidate_lines += int((~ok).sum())
             return ok
 
-        if claim is not None and plain.any():
-            claimed, batches, formats = claim(cand, idx_np, plain, claimable_rows if claimable is not None else None)
+        if claim is not None:
+            claimed, batches, formats, hf = claim(cand, idx_np, plain, claimable_rows if claimable is not None else None)
             if len(claimed):
-                payload = (batches, formats)
+                payload = (batches, formats, hf)
                 keep[claimed] = False
         if claimable is not None:
             at = np.nonzero(plain & keep & ~judged)[0]

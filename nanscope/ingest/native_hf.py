@@ -1,0 +1,124 @@
+"""Hugging Face Trainer progress lines read natively: a tqdm redraw, then the log dict.
+
+transformers prints a log dict right after tqdm redraws its bar, so a training log is full of
+lines like `\\r 20%|##  | 6/50 [00:06<00:32, 2.3it/s]\\r      \\r{'loss': '6.79', 'grad_norm':
+'1.2', 'learning_rate': '0.0004', 'epoch': '0.04'}`. Per line, the hf parser (parsers/hf.py)
+reads the bar (its count is the step of the dict held from the line before) and holds the dict
+until the next bar. This lane reads a chunk's such lines in RE2 and hands the pipeline what the
+parser would have done: the held dict of each line gets the next line's count.
+
+A line is read here only if it is exactly that shape (the bar: printable ASCII or tqdm's block
+characters; the dict: the four keys transformers logs during training, numbers quoted or bare),
+its pieces carry no keyword of another parser (checked once per shape with the per-line
+dispatch), and no other line of the chunk has an hf keyword (so the parser's held dict never
+passes between the lanes mid-chunk; such chunks stay per line).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence
+
+import numpy as np
+
+from nanscope.ingest.reader import _arrow
+from nanscope.model import Loc, Origin, Record
+from nanscope.parsers.base import Parser
+
+_CH = r"(?:[\x20-\x7e]|\xe2\x96[\x88-\x8f])"  # printable ASCII, tqdm's partial blocks
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
+KEYS = ("loss", "grad_norm", "learning_rate", "epoch")
+FIELDS = ("loss", "grad_norm", "lr", "epoch")
+
+
+def _value(k: str) -> str:
+    return rf"(?:'(?P<{k}q>{_NUM})'|(?P<{k}b>{_NUM}))"
+
+
+LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)\r *\r"
+        r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}$")
+_KEYWORDS_OF_HF = "hf"
+
+
+class HFLane:
+    def __init__(self, parsers: Sequence[Parser], source: str, base: Origin):
+        self.parsers = tuple(parsers)
+        names = [p.name for p in parsers]
+        self.ok = _KEYWORDS_OF_HF in names
+        if not self.ok:
+            return
+        hf = self.parsers[names.index("hf")]
+        self.hf_words = "|".join(re.escape(k) for k in hf.keywords)
+        self.source = source
+        self.base = base
+        self._shapes: dict[bytes, bool] = {}
+
+    def claim(self, cand, plain: np.ndarray) -> Optional[tuple[np.ndarray, dict]]:
+        """Positions of the chunk's HF progress lines and their numbers, or None when the chunk
+        has hf lines this lane does not read (then all of them stay per line)."""
+        if not self.ok:
+            return None
+        pa, pc, pool = _arrow()
+        hfish = np.nonzero(_np_bool(pc.match_substring_regex(cand, self.hf_words, memory_pool=pool)))[0]
+        if len(hfish) == 0:
+            return None
+        if plain[hfish].any():
+            return None
+        sub = pc.take(cand, pa.array(hfish), memory_pool=pool)
+        got = pc.extract_regex(sub, LINE, memory_pool=pool)
+        ok = _np_bool(pc.is_valid(got))
+        if not ok.all():
+            return None
+        shapes = pc.dictionary_encode(pc.replace_substring_regex(sub, "[0-9]+", "0", memory_pool=pool))
+        ids = shapes.indices.to_numpy(zero_copy_only=False)
+        uniq, first = np.unique(ids, return_index=True)
+        for u, f in zip(uniq.tolist(), first.tolist()):
+            if not self._verified(shapes.dictionary[u].as_py(), sub[f].as_py()):
+                return None
+        cols = {"n": _floats(got.field("n"))}
+        for k, name in zip(KEYS, FIELDS):
+            q, b = got.field(f"{k}q"), got.field(f"{k}b")
+            vals = _floats(pc.coalesce(q, b))
+            cols[name] = vals
+            cols[f"raw_fields.{k}"] = vals
+        return hfish, {"cols": cols, "texts": sub}
+
+    def _verified(self, shape: bytes, row: bytes) -> bool:
+        """Does the per-line path read this line as a bar for hf's tqdm rule and a dict for its
+        log-dict rule, and nothing else? (once per shape)"""
+        got = self._shapes.get(shape)
+        if got is None:
+            got = self._shapes[shape] = self._check(row)
+        return got
+
+    def _check(self, row: bytes) -> bool:
+        from nanscope.ingest.prefixes import peel
+
+        text = row.decode("utf-8")
+        claimed = []
+        for piece in text.split("\r"):
+            if not piece.strip():
+                continue
+            msg, origin = peel(piece, self.base)
+            if msg != piece:
+                return False
+            rec = Record(Loc(self.source, 1), msg, origin, piece)
+            for p in self.parsers:
+                st: dict = {}
+                events = p.parse(rec, st)
+                if events is not None:
+                    claimed.append(p.name)
+                    break
+            else:
+                return False
+        return claimed == ["hf", "hf"]
+
+
+def _np_bool(arr) -> np.ndarray:
+    return arr.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _floats(arr) -> np.ndarray:
+    pa, pc, pool = _arrow()
+    return pc.cast(pc.cast(arr, pa.string(), memory_pool=pool), pa.float64(), memory_pool=pool).to_numpy(
+        zero_copy_only=False)
