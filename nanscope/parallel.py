@@ -24,7 +24,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from nanscope.errors import InputError, NanscopeError
 from nanscope.ingest.reader import Source
 from nanscope.model import Event, InputInfo
-from nanscope.pipeline import ScanOptions, ScanResult, note_unreadable, scan_source
+from nanscope.pipeline import ScanOptions, ScanResult, in_order, note_unreadable, scan_source
 from nanscope.parsers.registry import select
 
 BATCH = 1024  # events (or step rows of StepBatches) per message
@@ -82,23 +82,8 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
             msg = ready.pop(i)
             if msg[0] == "crash":
                 raise NanscopeError(f"reading {src.name} failed: {msg[2]}")
-            path = msg[2]
-            with open(path, "rb") as f:
-                while True:
-                    try:
-                        kind, *rest = pickle.load(f)
-                    except EOFError:
-                        break
-                    if kind == "events":
-                        events, nbytes, nlines = rest
-                        if progress is not None and (nbytes or nlines):
-                            progress(nbytes, nlines)
-                        yield from events
-                    else:  # "done"
-                        info, diagnostics = rest
-                        result.inputs.append(info)
-                        result.diagnostics.extend(diagnostics)
-            os.unlink(path)
+            yield from in_order(_spilled(msg[2], result, progress))
+            os.unlink(msg[2])
     finally:
         for p in workers:
             if p.is_alive():
@@ -126,6 +111,25 @@ def assign(sources: Sequence[Source], jobs: int) -> list[list[int]]:
         shares[w].append(i)
         load[w] += size(sources[i])
     return [sorted(s) for s in shares if s]
+
+
+def _spilled(path: str, result: ScanResult, progress: Optional[Callable[[int, int], None]]) -> Iterator:
+    """A file's items as its worker wrote them."""
+    with open(path, "rb") as f:
+        while True:
+            try:
+                kind, *rest = pickle.load(f)
+            except EOFError:
+                return
+            if kind == "events":
+                events, nbytes, nlines = rest
+                if progress is not None and (nbytes or nlines):
+                    progress(nbytes, nlines)
+                yield from events
+            else:  # "done"
+                info, diagnostics = rest
+                result.inputs.append(info)
+                result.diagnostics.extend(diagnostics)
 
 
 def _get(q, procs) -> tuple:
@@ -162,7 +166,7 @@ def _worker(mine: list, sources: list, options: ScanOptions, spill: str, announc
                     for ev in scan_source(src, parsers, info, result, options.max_line_bytes, progress=tick,
                                           native_lane=options.native):
                         batch.append(ev)
-                        rows += len(ev) if ev.kind == "steps" else 1  # type: ignore[arg-type]
+                        rows += sum(len(b) for b in ev.batches) if ev.kind == "hold" else 1  # type: ignore[attr-defined]
                         if rows >= BATCH:
                             pickle.dump(("events", batch, read[0], read[1]), out, protocol=pickle.HIGHEST_PROTOCOL)
                             batch = []

@@ -99,7 +99,8 @@ def dispatch_for(parsers: tuple) -> Dispatch:
 def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, result: ScanResult,
                 max_line: int = MAX_LINE_BYTES, progress: Optional[Callable[[int, int], None]] = None,
                 native_lane: bool = True) -> Iterator[Event]:
-    """Events of one input, in line order."""
+    """Events of one input, in line order, and Hold items with the natively read rows (in_order
+    puts those in place)."""
     parsers = tuple(parsers)
     dispatch = dispatch_for(parsers)
     stream, size = open_binary(source)
@@ -112,17 +113,16 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     everything = dispatch.all
     formats = info.formats
     marks: dict = {}
+    held_any = False
     lane = NativeLane(parsers, name, base, max_line) if NATIVE and native_lane else None
     native = lane.claim if lane is not None and lane.ok else None
-    held = Pending()  # the native lane's rows not yet delivered
     try:
         for lineno, raw, found in scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress,
                                                   marks=marks, native=native,
                                                   claimable=dispatch.claimable if NATIVE else None):
             if found.__class__ is Claimed:
-                yield from held.flush_all()
                 batches, counts, hf = found.payload
-                n = held.add(batches)
+                n = sum(len(b) for b in batches)
                 info.candidate_lines += n
                 info.event_lines += n
                 for pname, c in counts.items():
@@ -134,7 +134,10 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                     for j in range(have + 1, hf_at + 1):
                         states.setdefault((parsers[j].name, key), {})
                     made[key] = max(have, hf_at)
-                    held.add(_hf_progress(hf, states[("hf", key)], key, name, base, info, tuple(p.name for p in parsers)))
+                    batches = batches + _hf_progress(hf, states[("hf", key)], key, name, base, info,
+                                                     tuple(p.name for p in parsers))
+                held_any = True
+                yield Hold(batches)
                 continue
             text = raw.decode("utf-8", "replace")
             if "\ufffd" in text:
@@ -174,10 +177,9 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             for ev in events:
                 if ev.stream is None:
                     _place(ev, text, msg, origin, key)
-                if held:
-                    yield from held.flush_before(ev)
                 yield ev
-        yield from held.flush_all()
+        if held_any:
+            yield Hold([])  # every natively read row before what the parsers still hold
         by_name = {p.name: p for p in parsers}
         for (pname, key), st in states.items():
             for ev in by_name[pname].flush(st):
@@ -212,6 +214,33 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             result.diagnostics.append(Diagnostic(
                 "NS-IO-CHANGED", f"the file shrank while it was read ({size} -> {now if now is not None else 'gone'} bytes): "
                 "it was truncated or rotated; what was read is diagnosed", name))
+
+
+class Hold:
+    """An item of scan_source: a region's natively read rows (StepBatches), to be delivered in
+    line order among the events that follow (see in_order); everything held before goes first."""
+
+    __slots__ = ("batches",)
+    kind = "hold"
+
+    def __init__(self, batches: list):
+        self.batches = batches
+
+
+def in_order(items: Iterator) -> Iterator:
+    """scan_source's items with the held rows delivered where the per-line path would have
+    made them: before any event of the same stream that comes after them. Applied after
+    transport (parallel workers send whole batches, not the many pieces this cuts them into)."""
+    held = Pending()
+    for it in items:
+        if it.__class__ is Hold:
+            yield from held.flush_all()
+            held.add(it.batches)
+            continue
+        if held:
+            yield from held.flush_before(it)
+        yield it
+    yield from held.flush_all()
 
 
 class Pending:
@@ -350,6 +379,7 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
         info = InputInfo(path=src.name, size=None)
         result.inputs.append(info)
         try:
-            yield from scan_source(src, parsers, info, result, options.max_line_bytes, options.progress, options.native)
+            yield from in_order(scan_source(src, parsers, info, result, options.max_line_bytes, options.progress,
+                                            options.native))
         except (InputError, OSError) as e:
             note_unreadable(info, result, src.name, e)

@@ -117,6 +117,21 @@ class StepBatch:
         present = np.array([v is not None for v in vals], dtype=bool)
         return np.array([v if v is not None else np.nan for v in vals], dtype=np.float64), present
 
+    def __getstate__(self) -> dict:
+        """Pickled (to the parent process) with its own rows only, never a parent's."""
+        state = dict(self.__dict__)
+        if self._parent is not None:
+            for name in list(self._parent.cols):
+                self.col(name)
+            state = dict(self.__dict__)
+            state.pop("_parent", None)
+            state.pop("_at", None)
+        if self.texts is not None and self.texts.get_total_buffer_size() > 2 * self.texts.nbytes + 4096:
+            from nanscope.ingest.reader import _take
+
+            state["texts"] = _take(self.texts, np.arange(len(self.texts)))  # a compact copy
+        return state
+
     def slice(self, a: int, b: int) -> "StepBatch":
         """Rows a..b; columns are cut when first read (a batch is cut at every event of its stream
         in between, so this must be cheap)."""
@@ -174,6 +189,21 @@ class Joined(StepBatch):
                 return None
             got = self.cols[name] = (np.concatenate([v for v, _ in pieces]), np.concatenate([p for _, p in pieces]))  # type: ignore[misc]
         return got
+
+    def __getstate__(self) -> dict:
+        """Pickled (to the parent process) with its own rows only, never a parent's."""
+        state = dict(self.__dict__)
+        if self._parent is not None:
+            for name in list(self._parent.cols):
+                self.col(name)
+            state = dict(self.__dict__)
+            state.pop("_parent", None)
+            state.pop("_at", None)
+        if self.texts is not None and self.texts.get_total_buffer_size() > 2 * self.texts.nbytes + 4096:
+            from nanscope.ingest.reader import _take
+
+            state["texts"] = _take(self.texts, np.arange(len(self.texts)))  # a compact copy
+        return state
 
     def slice(self, a: int, b: int) -> "StepBatch":
         raise NotImplementedError("a joined batch is only read by the engine")
