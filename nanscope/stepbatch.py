@@ -190,21 +190,6 @@ class Joined(StepBatch):
             got = self.cols[name] = (np.concatenate([v for v, _ in pieces]), np.concatenate([p for _, p in pieces]))  # type: ignore[misc]
         return got
 
-    def __getstate__(self) -> dict:
-        """Pickled (to the parent process) with its own rows only, never a parent's."""
-        state = dict(self.__dict__)
-        if self._parent is not None:
-            for name in list(self._parent.cols):
-                self.col(name)
-            state = dict(self.__dict__)
-            state.pop("_parent", None)
-            state.pop("_at", None)
-        if self.texts is not None and self.texts.get_total_buffer_size() > 2 * self.texts.nbytes + 4096:
-            from nanscope.ingest.reader import _take
-
-            state["texts"] = _take(self.texts, np.arange(len(self.texts)))  # a compact copy
-        return state
-
     def slice(self, a: int, b: int) -> "StepBatch":
         raise NotImplementedError("a joined batch is only read by the engine")
 

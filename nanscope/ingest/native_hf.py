@@ -37,17 +37,17 @@ def _value(k: str) -> str:
 
 LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)\r *\r"
         r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}$")
-_KEYWORDS_OF_HF = "hf"
+_PARSER = "hf"  # whose lines these are
 
 
 class HFLane:
     def __init__(self, parsers: Sequence[Parser], source: str, base: Origin):
         self.parsers = tuple(parsers)
         names = [p.name for p in parsers]
-        self.ok = _KEYWORDS_OF_HF in names
+        self.ok = _PARSER in names
         if not self.ok:
             return
-        hf = self.parsers[names.index("hf")]
+        hf = self.parsers[names.index(_PARSER)]
         self.hf_words = "|".join(re.escape(k) for k in hf.keywords)
         self.source = source
         self.base = base
