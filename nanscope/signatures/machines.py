@@ -563,7 +563,43 @@ class LauncherBlame(Machine):
             emit(self.match(b, [b], blamed=b.rank, culprit=culprit, why=why))
 
 
-class Spike(Machine):
+class _ValueMachine(Machine):
+    """The machines that follow one numeric `field` (with an optional `when`): the field and the
+    condition are read here, per event and per batch; subclasses see finite values only."""
+
+    NEEDS_RANK = False
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.get = field_getter(spec["field"])
+        self.vget = field_vector(spec["field"])
+        self.when = self.cond("when") if "when" in spec else None
+        self.vwhen = self.vcond("when") if "when" in spec else None
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if (self.NEEDS_RANK and ev.rank is None) or (self.when is not None and not self.when(ev)):
+            return
+        v = self.get(ev)
+        if v is not None and math.isfinite(v):
+            self.feed_value(ev, v, emit)
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        if self.NEEDS_RANK and b.rank is None:
+            return
+        rows, xs = _finite_values(self, b)
+        if rows is None:
+            return super().feed_batch(b, emit)  # a field or condition arrays cannot give: row by row
+        if len(rows):
+            self.feed_values(b, rows, xs, emit)
+
+    def feed_value(self, ev: Event, v: float, emit: Emit) -> None:
+        raise NotImplementedError
+
+    def feed_values(self, b: Any, rows: Any, xs: Any, emit: Emit) -> None:
+        raise NotImplementedError
+
+
+class Spike(_ValueMachine):
     """A finite value more than `factor` times the median of the previous `window` values."""
 
     name = "spike"
@@ -572,20 +608,11 @@ class Spike(Machine):
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
-        self.get = field_getter(spec["field"])
-        self.vget = field_vector(spec["field"])
         self.factor = float(self.num("factor", 3.0))
         self.window = int(self.num("window", 20))
         self.min_history = int(self.num("min_history", 10))
-        self.when = self.cond("when") if "when" in spec else None
-        self.vwhen = self.vcond("when") if "when" in spec else None
 
-    def feed(self, ev: Event, emit: Emit) -> None:
-        if self.when is not None and not self.when(ev):
-            return
-        v = self.get(ev)
-        if v is None or not math.isfinite(v):
-            return
+    def feed_value(self, ev: Event, v: float, emit: Emit) -> None:
         st = self.state.setdefault(ev.stream, {"hist": deque(maxlen=self.window), "cool": 0})
         hist = st["hist"]
         if st["cool"] > 0:
@@ -597,12 +624,7 @@ class Spike(Machine):
                 st["cool"] = self.window
         hist.append(v)
 
-    def feed_batch(self, b: Any, emit: Emit) -> None:
-        rows, xs = _finite_values(self, b)
-        if rows is None:
-            return super().feed_batch(b, emit)
-        if len(rows) == 0:
-            return
+    def feed_values(self, b: Any, rows: Any, xs: Any, emit: Emit) -> None:
         st = self.state.setdefault(b.stream, {"hist": deque(maxlen=self.window), "cool": 0})
         hist = st["hist"]
         h0, w = len(hist), self.window
@@ -631,7 +653,7 @@ class Spike(Machine):
         hist.extend(allv[-w:].tolist())
 
 
-class Trend(Machine):
+class Trend(_ValueMachine):
     """A value that climbed and stayed up: at the end of the input, the median of the last
     `window` values is at least `min_ratio` times the best (lowest) rolling median seen. A spike
     that came back down is not a trend. Reported at the step after the lowest value of the best
@@ -643,19 +665,10 @@ class Trend(Machine):
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
-        self.get = field_getter(spec["field"])
-        self.vget = field_vector(spec["field"])
         self.window = int(self.num("window", 10))
         self.min_ratio = float(self.num("min_ratio", 1.5))
-        self.when = self.cond("when") if "when" in spec else None
-        self.vwhen = self.vcond("when") if "when" in spec else None
 
-    def feed(self, ev: Event, emit: Emit) -> None:
-        if self.when is not None and not self.when(ev):
-            return
-        v = self.get(ev)
-        if v is None or not math.isfinite(v):
-            return
+    def feed_value(self, ev: Event, v: float, emit: Emit) -> None:
         st = self.state.get(ev.stream)
         if st is None:
             st = self.state[ev.stream] = {"hist": deque(maxlen=self.window), "best": None, "onset": None, "med": None}
@@ -670,12 +683,7 @@ class Trend(Machine):
             i_min = min(range(len(hist)), key=lambda i: hist[i][0])
             st["onset"] = hist[i_min + 1][1] if i_min + 1 < len(hist) else hist[i_min][1]
 
-    def feed_batch(self, b: Any, emit: Emit) -> None:
-        rows, xs = _finite_values(self, b)
-        if rows is None:
-            return super().feed_batch(b, emit)
-        if len(rows) == 0:
-            return
+    def feed_values(self, b: Any, rows: Any, xs: Any, emit: Emit) -> None:
         st = self.state.get(b.stream)
         if st is None:
             st = self.state[b.stream] = {"hist": deque(maxlen=self.window), "best": None, "onset": None, "med": None}
@@ -713,7 +721,7 @@ class Trend(Machine):
                             ratio=med / best, now_step=last.step))
 
 
-class OutlierAcrossRanks(Machine):
+class OutlierAcrossRanks(_ValueMachine):
     """A rank whose recent typical (median) value is `factor` times the median of the other ranks'
     and at least `min_excess` above it (e.g. data-loading time): the straggler. Needs three ranks.
     Reported at the step where its trailing run of slow values began."""
@@ -722,34 +730,19 @@ class OutlierAcrossRanks(Machine):
     PARAMS = {"field": (True, "str"), "factor": (False, "float"), "min_samples": (False, "int"),
               "min_excess": (False, "float"), "when": (False, "condition")}
     WINDOW = 64
+    NEEDS_RANK = True
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
-        self.get = field_getter(spec["field"])
-        self.vget = field_vector(spec["field"])
         self.factor = float(self.num("factor", 2.0))
         self.min_excess = float(self.num("min_excess", 0.0))
         self.min_samples = int(self.num("min_samples", 5))
-        self.when = self.cond("when") if "when" in spec else None
-        self.vwhen = self.vcond("when") if "when" in spec else None
 
-    def feed(self, ev: Event, emit: Emit) -> None:
-        if ev.rank is None or (self.when is not None and not self.when(ev)):
-            return
-        v = self.get(ev)
-        if v is None or not math.isfinite(v):
-            return
+    def feed_value(self, ev: Event, v: float, emit: Emit) -> None:
         st = self.state.setdefault(ev.stream, deque(maxlen=self.WINDOW))
         st.append((v, ev))
 
-    def feed_batch(self, b: Any, emit: Emit) -> None:
-        if b.rank is None:
-            return
-        rows, xs = _finite_values(self, b)
-        if rows is None:
-            return super().feed_batch(b, emit)
-        if len(rows) == 0:
-            return
+    def feed_values(self, b: Any, rows: Any, xs: Any, emit: Emit) -> None:
         st = self.state.setdefault(b.stream, deque(maxlen=self.WINDOW))
         st.extend(zip(xs[-self.WINDOW:].tolist(), [b.ref(int(i)) for i in rows[-self.WINDOW:].tolist()]))
 
