@@ -24,7 +24,7 @@ from conftest import ROOT, manifest_entries
 from pathlib import Path
 from nanscope import api
 from nanscope.ingest.native import NativeLane
-from nanscope.ingest.reader import Source
+from nanscope.ingest.reader import Source, expand_sources
 from nanscope.model import Origin, StepEvent
 from nanscope.parsers.registry import all_parsers
 from nanscope.report import json as json_report
@@ -33,23 +33,33 @@ _ENTRIES = manifest_entries()
 ROOT_PATH = Path(ROOT)
 
 
-def _report(paths: list, native: bool, batch: bool, monkeypatch) -> dict:
-    monkeypatch.setattr(pipeline, "NATIVE", native)
-    monkeypatch.setattr(reader, "SMALL_REGION", 0 if native else 256 << 10)
+def _diagnose(sources: list, native: bool, batch: bool) -> dict:
+    """The JSON report through the per-line path (native=False: no native lane, no rejection;
+    batch=False: every step event through Machine.feed alone) or the fast path, forced on every
+    region however small."""
+    saved = pipeline.NATIVE, reader.SMALL_REGION, api.Engine
     real = engine_mod.Engine
-    monkeypatch.setattr(api, "Engine", lambda sigs: real(sigs, batch_steps=batch))
-    r = json.loads(json_report.dumps(api.diagnose(paths, api.Options(jobs=1))))
+    pipeline.NATIVE, reader.SMALL_REGION = native, (0 if native else saved[1])
+    api.Engine = lambda sigs: real(sigs, batch_steps=batch)  # type: ignore[misc]
+    try:
+        r = json.loads(json_report.dumps(api.diagnose_sources(sources, api.Options(jobs=1))))
+    finally:
+        pipeline.NATIVE, reader.SMALL_REGION, api.Engine = saved
     r.pop("elapsed_s", None)
     r["tool"].pop("elapsed_s", None)
     return r
+
+
+def _report(paths: list, native: bool, batch: bool) -> dict:
+    return _diagnose(expand_sources(paths), native, batch)
 
 
 @pytest.mark.parametrize("entry", _ENTRIES, ids=[e["path"] for e in _ENTRIES])
 def test_native_lane_and_batches_give_the_per_line_report(entry, monkeypatch):
     monkeypatch.chdir(ROOT)
     path = os.path.relpath(entry["abspath"], ROOT)
-    slow = _report([path], native=False, batch=False, monkeypatch=monkeypatch)
-    fast = _report([path], native=True, batch=True, monkeypatch=monkeypatch)
+    slow = _report([path], native=False, batch=False)
+    fast = _report([path], native=True, batch=True)
     assert fast == slow
 
 
@@ -63,7 +73,7 @@ def test_native_lane_claims_the_bench_mix(tmp_path, monkeypatch):
 
     log = tmp_path / "bench.log"
     gen.write_console(str(log), gen.job_for_size(3 << 20, 8, 7, False))
-    slow = _report([str(log)], native=False, batch=False, monkeypatch=monkeypatch)
+    slow = _report([str(log)], native=False, batch=False)
     claimed = []
     real_claim = NativeLane.claim
 
@@ -73,7 +83,7 @@ def test_native_lane_claims_the_bench_mix(tmp_path, monkeypatch):
         return got
 
     monkeypatch.setattr(NativeLane, "claim", counting)
-    fast = _report([str(log)], native=True, batch=True, monkeypatch=monkeypatch)
+    fast = _report([str(log)], native=True, batch=True)
     assert fast == slow
     ids = {f["id"] for f in fast["findings"]}
     assert {"nan-rank-local", "nan-persistent"} <= ids
@@ -164,7 +174,7 @@ def test_native_lane_reads_what_the_rules_claim_and_leaves_the_rest():
     assert repr(b.event(2)) == repr(pipeline.parse_line(lines[2], 3, "x.log", Origin(), lane.names)[0])
 
 
-def test_engine_batches_equal_single_events_on_random_curves(monkeypatch):
+def test_engine_batches_equal_single_events_on_random_curves():
     """Spikes, divergence, NaN runs, scale drops and stragglers on random multi-rank curves:
     the batched machines emit what the per-event machines emit."""
     rnd = random.Random(5)
@@ -182,17 +192,7 @@ def test_engine_batches_equal_single_events_on_random_curves(monkeypatch):
             out.append(f"[rank{r}]:step={s}, loss={txt}, grad_norm={rnd.random():.3f}, scale={scale}, data_time_ms={dt:.1f}")
     data = "\n".join(out).encode()
     src = [Source("curves.log", None, data)]
-    monkeypatch.setattr(pipeline, "NATIVE", False)
-
-    def run(batch: bool) -> dict:
-        real = engine_mod.Engine
-        monkeypatch.setattr(api, "Engine", lambda sigs: real(sigs, batch_steps=batch))
-        r = json.loads(json_report.dumps(api.diagnose_sources(src, api.Options(jobs=1))))
-        r.pop("elapsed_s", None)
-        r["tool"].pop("elapsed_s", None)
-        return r
-
-    one, many = run(False), run(True)
+    one, many = _diagnose(src, native=False, batch=False), _diagnose(src, native=False, batch=True)
     assert many == one
     found = {f["id"]: f for f in many["findings"]}
     assert {"nan-skip-recover", "nan-rank-local", "straggler", "loss-divergence"} <= set(found)
@@ -212,21 +212,7 @@ def test_native_lane_on_arbitrary_lines_gives_the_per_line_report(lines):
     """Whatever the lines (fragments of every format, escapes, invalid UTF-8, NUL, \\r), the fast
     path neither crashes nor answers differently from the per-line path."""
     src = [Source("fuzz.log", None, b"\n".join(lines) + b"\n")]
-
-    def run(native: bool) -> dict:
-        pipeline.NATIVE = native
-        reader.SMALL_REGION = 0 if native else 256 << 10
-        try:
-            real = engine_mod.Engine
-            api.Engine = lambda sigs: real(sigs, batch_steps=native)  # type: ignore[misc]
-            r = json.loads(json_report.dumps(api.diagnose_sources(src, api.Options(jobs=1))))
-        finally:
-            pipeline.NATIVE, reader.SMALL_REGION, api.Engine = True, 256 << 10, engine_mod.Engine
-        r.pop("elapsed_s", None)
-        r["tool"].pop("elapsed_s", None)
-        return r
-
-    assert run(True) == run(False)
+    assert _diagnose(src, native=True, batch=True) == _diagnose(src, native=False, batch=False)
 
 
 def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, monkeypatch):
@@ -254,8 +240,8 @@ def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, m
         return got
 
     monkeypatch.setattr(NativeLane, "claim", counting)
-    slow = _report([str(log)], native=False, batch=False, monkeypatch=monkeypatch)
-    fast = _report([str(log)], native=True, batch=True, monkeypatch=monkeypatch)
+    slow = _report([str(log)], native=False, batch=False)
+    fast = _report([str(log)], native=True, batch=True)
     assert sum(taken) == 399
     assert fast == slow
     assert {f["id"] for f in fast["findings"]} & {"nan-persistent", "nan-skip-recover"}
