@@ -112,7 +112,20 @@ def _oom(m, rec, state):
             fields["process_in_use_gib"] = _gib(proc, "proc")
     if not first_time(state, ("oom", fields.get("tried_gib"), fields.get("gpu")), rec.loc.line):
         return []
+    fields["detail"] = _oom_detail(fields)
     return _error(rec, "cuda_oom", fields)
+
+
+def _oom_detail(f: dict) -> str:
+    """The numbers that matter, in one line (the allocator's own message runs to 400 characters)."""
+    if f.get("driver"):
+        return "CUDA error: out of memory (a CUDA call failed, not PyTorch's caching allocator)"
+    out = f"tried to allocate {f['tried_gib']:.2f} GiB"
+    if f.get("free_gib") is not None and f.get("total_gib") is not None:
+        out += f" with {f['free_gib']:.2f} GiB free of {f['total_gib']:.2f} GiB on GPU {f['gpu']}"
+    if f.get("reserved_unallocated_gib"):
+        out += f"; {f['reserved_unallocated_gib']:.2f} GiB reserved by PyTorch but unallocated"
+    return out
 
 
 @rule("cublas-alloc", ("CUBLAS_STATUS_ALLOC_FAILED",), r"CUBLAS_STATUS_ALLOC_FAILED(?: when calling `(?P<call>[^`]*)`)?")

@@ -145,3 +145,18 @@ def test_anomaly_mode_nan_stays_with_the_python_parser():
     src = Source("t.log", None, b"RuntimeError: Function 'MulBackward0' returned nan values in its 0th output.\n")
     evs = list(scan_source(src, all_parsers(), InputInfo("t.log", None), ScanResult()))
     assert [(e.framework, e.error) for e in evs] == [("python", "nan_op")]
+
+
+@pytest.mark.parametrize("k,detail", [
+    (0, "tried to allocate 22.78 GiB with 12.73 GiB free of 31.47 GiB on GPU 0; 9.35 GiB reserved by PyTorch but unallocated"),
+    (4, "tried to allocate 0.02 GiB with 0.01 GiB free of 5.80 GiB on GPU 0; 0.27 GiB reserved by PyTorch but unallocated"),
+])
+def test_oom_detail_says_the_numbers_in_one_line(k, detail):
+    """The finding's summary is this line, not the allocator's 400-character message."""
+    (ev,) = _mine(REAL[k][0])
+    assert ev.fields["detail"] == detail
+
+
+def test_oom_from_a_cuda_call_says_so():
+    (ev,) = _mine("RuntimeError: CUDA error: out of memory\n")
+    assert ev.fields["detail"].startswith("CUDA error: out of memory (a CUDA call failed")
