@@ -15,8 +15,9 @@ from nanscope.errors import InputError
 from nanscope.ingest.prefixes import origin_from_path, peel, strip_ansi
 import numpy as np
 
-from nanscope.ingest.claimable import claimable_regex
+from nanscope.ingest.claimable import Claimable, claimable_parts
 from nanscope.ingest.native import NativeLane
+from nanscope.ingest.readahead import read_ahead, worth_it
 from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Source, open_binary, scan_candidates
 from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Record, StepEvent
@@ -54,7 +55,8 @@ class Dispatch:
     def __init__(self, parsers: Sequence[Parser]):
         self.parsers = tuple(parsers)
         self.prefilter = keyword_regex(self.parsers)
-        self.claimable = claimable_regex(self.parsers)
+        parts = claimable_parts(self.parsers)
+        self.claimable = Claimable(parts, self.prefilter.possible) if parts else None
         self.custom = _custom(self.parsers)
         self.all = tuple((i, p, None) for i, p in enumerate(self.parsers))
         self._plans: dict = {}
@@ -115,11 +117,14 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     marks: dict = {}
     held_any = False
     lane = NativeLane(parsers, name, base, max_line) if NATIVE and native_lane else None
-    native = lane.claim if lane is not None and lane.ok else None
+    native = lane if lane is not None and lane.ok else None
+    def candidates(into: InputInfo) -> Iterator:
+        return scan_candidates(stream, dispatch.prefilter, into, max_line=max_line, progress=progress, marks=marks,
+                               native=native, claimable=dispatch.claimable if NATIVE else None)
+
+    items = read_ahead(candidates, info) if worth_it(size) else candidates(info)
     try:
-        for lineno, raw, found in scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress,
-                                                  marks=marks, native=native,
-                                                  claimable=dispatch.claimable if NATIVE else None):
+        for lineno, raw, found in items:
             if found.__class__ is Claimed:
                 batches, counts, hf = found.payload
                 n = sum(len(b) for b in batches)
@@ -185,6 +190,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             for ev in by_name[pname].flush(st):
                 yield ev
     finally:
+        items.close()  # the read-ahead thread stops before its stream is closed
         if not source.is_stdin:
             try:
                 stream.close()

@@ -24,9 +24,10 @@ from conftest import ROOT, manifest_entries
 from pathlib import Path
 from nanscope import api
 from nanscope.ingest.native import NativeLane
+from nanscope.ingest.native_hf import HFLane
 from nanscope.ingest.reader import Source, expand_sources
 from nanscope.model import Origin, StepEvent
-from nanscope.parsers.registry import all_parsers
+from nanscope.parsers.registry import all_parsers, keyword_regex
 from nanscope.report import json as json_report
 
 _ENTRIES = manifest_entries()
@@ -75,14 +76,14 @@ def test_native_lane_claims_the_bench_mix(tmp_path, monkeypatch):
     gen.write_console(str(log), gen.job_for_size(3 << 20, 8, 7, False))
     slow = _report([str(log)], native=False, batch=False)
     claimed = []
-    real_claim = NativeLane.claim
+    real_columns = NativeLane.columns
 
-    def counting(self, cand, lines, plain=None, keep=None):
-        got = real_claim(self, cand, lines, plain, keep)
+    def counting(self, cand, lines, found):
+        got = real_columns(self, cand, lines, found)
         claimed.append(len(got[0]))
         return got
 
-    monkeypatch.setattr(NativeLane, "claim", counting)
+    monkeypatch.setattr(NativeLane, "columns", counting)
     fast = _report([str(log)], native=True, batch=True)
     assert fast == slow
     ids = {f["id"] for f in fast["findings"]}
@@ -112,6 +113,19 @@ def _lines(draw):
     return draw(st.sampled_from(_PREFIXES)) + text + draw(st.sampled_from(["", " ", ",", " |"]))
 
 
+def _claim(lane: NativeLane, lines) -> tuple:
+    """Every line of an Arrow array through the native lane as the reader runs it (no claimable
+    filter): (line numbers it read, its StepBatches, formats, HF payload)."""
+    import numpy as np
+
+    pre = keyword_regex(lane.parsers)
+    _, _, _, payload = pre.candidates(lines, np.arange(1, len(lines) + 1), lane, None, 1 << 20, None)
+    if payload is None:
+        return [], [], {}, None
+    batches, formats, hf = payload
+    return sorted(int(x) for b in batches for x in b.lines.tolist()), batches, formats, hf
+
+
 def _same(a, b) -> bool:
     return (a is None and b is None) or (a is not None and b is not None and (a == b or (math.isnan(a) and math.isnan(b))))
 
@@ -126,7 +140,7 @@ def test_native_rows_read_like_the_rule(lines):
     cand = pa.array([ln.encode() for ln in lines], pa.binary())
     import numpy as np
 
-    claimed, batches, _, _ = lane.claim(cand, np.arange(1, len(lines) + 1))
+    claimed, batches, _, _ = _claim(lane, cand)
     rows = {int(line): (b, i) for b in batches for i, line in enumerate(b.lines.tolist())}
     assert len(rows) == len(claimed)
     for k, line in enumerate(lines, start=1):
@@ -163,8 +177,8 @@ def test_native_lane_reads_what_the_rules_claim_and_leaves_the_rest():
 
     pa = reader._arrow()[0]
     lane = NativeLane(all_parsers(), "x.log", Origin(), 1 << 20)
-    claimed, batches, formats, hf = lane.claim(pa.array(lines, pa.binary()), np.arange(1, len(lines) + 1))
-    assert claimed.tolist() == [0, 1, 2]
+    claimed, batches, formats, hf = _claim(lane, pa.array(lines, pa.binary()))
+    assert claimed == [1, 2, 3]
     assert formats == {"pytorch": 2, "deepspeed": 1} and hf is None  # the HF dict line has no bar: per line
     (b,) = batches  # one stream ([default0]), two frameworks
     assert b.framework is None and b.lines.tolist() == [1, 2, 3]
@@ -232,14 +246,14 @@ def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, m
     log = tmp_path / "hf.log"
     log.write_bytes(b"\n".join(lines) + b"\n")
     taken = []
-    real_claim = NativeLane.claim
+    real_claim = HFLane.claim
 
-    def counting(self, cand, at, plain=None, keep=None):
-        got = real_claim(self, cand, at, plain, keep)
-        taken.append(0 if got[3] is None else len(got[3][0]))
+    def counting(self, *a):
+        got = real_claim(self, *a)
+        taken.append(0 if got is None else len(got[2]))
         return got
 
-    monkeypatch.setattr(NativeLane, "claim", counting)
+    monkeypatch.setattr(HFLane, "claim", counting)
     slow = _report([str(log)], native=False, batch=False)
     fast = _report([str(log)], native=True, batch=True)
     assert sum(taken) == 399

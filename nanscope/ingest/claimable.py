@@ -16,26 +16,45 @@ from __future__ import annotations
 import re
 import re._constants as C  # noqa: N812
 import re._parser as sre  # the stdlib's own pattern parser
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from nanscope.parsers.base import Parser
 
 UNJUDGED = r"[^\x20-\x7e\t]"
 
 
-def claimable_regex(parsers: Sequence[Parser]) -> Optional[str]:
-    """The union (an RE2 pattern), or None when it would not exclude anything."""
-    alts: list[str] = []
+class Claimable:
+    """The union per set of keywords found in a line: only the rules the line's keywords lead to
+    (as Dispatch.plan tries them) can claim it, and a small union is a small, fast DFA."""
+
+    def __init__(self, parts: list, possible: Callable[[tuple], Optional[frozenset]]):
+        self.parts = parts  # (rule keywords, RE2 alternative)
+        self.possible = possible  # Prefilter.possible: the keywords a found tuple may hide
+        self._unions: dict[tuple, Optional[str]] = {}
+
+    def union_for(self, found: tuple) -> Optional[str]:
+        """The RE2 union for lines where `found` were found; None: no rule can claim such a line."""
+        got = self._unions.get(found, False)
+        if got is False:
+            words = self.possible(found)
+            alts = [alt for kws, alt in self.parts if words is None or any(k in words for k in kws)]
+            got = self._unions[found] = "|".join(dict.fromkeys(alts)) if alts else None
+        return got  # type: ignore[return-value]
+
+
+def claimable_parts(parsers: Sequence[Parser]) -> Optional[list]:
+    """(rule keywords, RE2 alternative) per rule, or None when no line could be excluded."""
+    parts: list = []
     for p in parsers:
         for r in p.rules:
             if any(k == "" for k in r.keywords):
                 return None
             re2 = _to_re2(r.regex) if _implies_keyword(r.regex, r.keywords) else None
             if re2 is not None:
-                alts.append(f"(?:{re2})")
+                parts.append((tuple(r.keywords), f"(?:{re2})"))
             else:
-                alts.extend(_literal(k) for k in r.keywords)
-    return "|".join(alts) if alts else None
+                parts.extend((tuple(r.keywords), _literal(k)) for k in r.keywords)
+    return parts or None
 
 
 def _implies_keyword(rx: "re.Pattern[str]", keywords: Sequence[str]) -> bool:

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from nanscope.ingest.claimable import UNJUDGED
 from nanscope.ingest.native_hf import HFLane
 from nanscope.ingest.prefixes import peel
 from nanscope.ingest.reader import _arrow
@@ -48,6 +47,8 @@ _HOT_LAYOUTS = 12
 _NOT_PLAIN = re.compile(rb"[^\x20-\x7e\t]")
 _TOKEN = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _DIGITS = re.compile(r"\d+")
+_DIGITS_B = re.compile(rb"[0-9]+")
+_SPLIT_PY = re.compile(_SPLIT.encode())
 _MAX_EXACT_INT = 2 ** 53
 _MAX_SLOTS = 40
 
@@ -67,78 +68,68 @@ class NativeLane:
         self.hf = HFLane(parsers, source, base)
         self._hot: list[_Layout] = []  # the readers tried first, most used first
         self._union: Optional[str] = None  # all of them, without captures
+        self._seen: dict[bytes, Optional[_Layout]] = {}  # a line's shape -> its reader, or None
 
-    def claim(self, cand, cand_lines: np.ndarray, plain: Optional[np.ndarray] = None,
-              keep: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> tuple:
-        """Positions in `cand` this lane claims, their StepBatches (one per stream, in line order),
-        how many lines each parser recognised among them, and the HF progress lines read by
-        native_hf (their line numbers, columns and texts; None when there are none).
+    def read(self, cand, at: np.ndarray, found: list) -> np.ndarray:
+        """Read cand[at] with the readers learned so far (what they read goes to `found` as
+        (rows, captures, layout)); returns the rows none of them reads.
 
-        The readers learned on earlier chunks are tried first; only the lines none of them reads
-        are split into prefix and message and grouped by shape to learn new ones. `plain` marks
-        the printable-ASCII, not over-long lines (the only ones a reader may read); `keep(rows)`
-        says which of the lines no reader took are worth learning from."""
+        The most used reader first (most lines are its); then one DFA pass (no captures) over
+        the rest says which lines any other known reader reads, and each captures only on the
+        lines it matches (capturing is what costs). Readers match printable ASCII only."""
+        if not self._hot or len(at) == 0:
+            return at
         pa, pc, pool = _arrow()
-        none: tuple = (np.zeros(0, dtype=np.int64), [], {}, None)
-        n = len(cand)
-        if n == 0:
-            return none
-        found: list = []  # (row indices, extracted struct, layout)
-        if plain is None:
-            plain = ~_np_bool(pc.match_substring_regex(cand, UNJUDGED, memory_pool=pool))
-            plain &= ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), self.max_line, memory_pool=pool))
-        hf = self.hf.claim(cand, plain) if self.hf.ok else None
-        tried = set()
-        if self._hot:
-            # The most used reader first (most lines are its); then one DFA pass (no captures)
-            # over the rest says which lines any other known reader reads, and each captures only
-            # on the lines it matches (capturing is what costs).
-            top = self._hot[0]
-            tried.add(id(top))
-            rest = _read(cand, np.nonzero(plain)[0], top, found)
-            if len(self._hot) > 1 and len(rest):
-                if self._union is None:
-                    self._union = "|".join(f"(?:{_nocap(x.regex)})" for x in self._hot[1:])
-                some = _np_bool(pc.match_substring_regex(_take(cand, rest), self._union, memory_pool=pool))
-                todo = rest[some]
-                for layout in self._hot[1:]:
-                    if len(todo) == 0:
-                        break
-                    tried.add(id(layout))
-                    todo = _read(cand, todo, layout, found)
-                rest = np.sort(np.concatenate([rest[~some], todo]))
-        else:
-            rest = np.nonzero(plain)[0]  # only plain lines can be read (and learned from)
-        if keep is not None and len(rest):
-            rest = rest[keep(rest)]  # lines no rule could claim are not worth learning from
-        if len(rest):
-            sub = _take(cand, rest)
-            split = pc.extract_regex(sub, _SPLIT, memory_pool=pool)
-            msg = split.field("msg")
-            shape = pc.dictionary_encode(pc.replace_substring_regex(msg, "[0-9]+", "0", memory_pool=pool))
-            shape_ids = _np_int(shape.indices)
-            uniq, first = np.unique(shape_ids, return_index=True)
-            learned = False
-            for u, f in zip(uniq.tolist(), first.tolist()):
-                layout = self._layout(shape.dictionary[u].as_py(), sub[f].as_py(), len(split.field("pre")[f].as_py()))
-                if layout is None or id(layout) in tried:
-                    continue
-                _read(cand, rest[shape_ids == u], layout, found)
-                if layout not in self._hot:
-                    self._hot.append(layout)
-                    learned = True
-            if learned:
-                self._hot.sort(key=lambda x: -x.hits)
-                del self._hot[_HOT_LAYOUTS:]
-                self._union = None
-        claimed, batches, formats = self._columns(cand, cand_lines, found) if found else none[:3]
-        if hf is None:
-            return claimed, batches, formats, None
-        at, got = hf
-        return (np.sort(np.concatenate([claimed, at])), batches, formats,
-                (cand_lines[at], got["cols"], got["texts"]))
+        rest = _read(cand, at, self._hot[0], found)
+        if len(self._hot) > 1 and len(rest):
+            if self._union is None:
+                self._union = "|".join(f"(?:{x.nocap})" for x in self._hot[1:])
+            some = _np_bool(pc.match_substring_regex(_take(cand, rest), self._union, memory_pool=pool))
+            todo = rest[some]
+            for layout in self._hot[1:]:
+                if len(todo) == 0:
+                    break
+                todo = _read(cand, todo, layout, found)
+            rest = np.sort(np.concatenate([rest[~some], todo]))
+        return rest
 
-    def _columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict]:
+    def learn(self, cand, rows: np.ndarray, lines: list, found: list) -> np.ndarray:
+        """Learn readers for the shapes among cand[rows] (plain lines some rule could claim, that
+        no known reader read; `lines` are their bytes) and read those rows with them; returns the
+        indices into `rows` that were read."""
+        groups: dict[int, list[int]] = {}
+        layouts: dict[int, _Layout] = {}
+        hot = {id(x) for x in self._hot}  # tried on these rows already
+        for i, line in enumerate(lines):
+            key = _DIGITS_B.sub(b"0", line)
+            layout = self._seen.get(key, False)
+            if layout is False:
+                if len(self._seen) > 4096:
+                    self._seen.clear()
+                m = _SPLIT_PY.match(line)
+                layout = self._seen[key] = self._layout(_DIGITS_B.sub(b"0", m.group("msg")), line, len(m.group("pre")))
+            if layout is None or id(layout) in hot:
+                continue
+            groups.setdefault(id(layout), []).append(i)
+            layouts[id(layout)] = layout
+        read: list = []
+        learned = False
+        for k, at in groups.items():
+            layout = layouts[k]
+            at_np = np.array(at, dtype=np.int64)
+            rest = _read(cand, rows[at_np], layout, found)
+            if len(rest) < len(at_np):
+                read.append(at_np[~np.isin(rows[at_np], rest)])
+            if layout not in self._hot:
+                self._hot.append(layout)
+                learned = True
+        if learned:
+            self._hot.sort(key=lambda x: -x.hits)
+            del self._hot[_HOT_LAYOUTS:]
+            self._union = None
+        return np.sort(np.concatenate(read)) if read else np.zeros(0, dtype=np.int64)
+
+    def columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict]:
         pa, pc, pool = _arrow()
         n = len(cand)
         accept = np.zeros(n, dtype=bool)

@@ -16,7 +16,6 @@ passes between the lanes mid-chunk; such chunks stay per line).
 
 from __future__ import annotations
 
-import re
 from typing import Optional, Sequence
 
 import numpy as np
@@ -38,6 +37,7 @@ def _value(k: str) -> str:
 LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)\r *\r"
         r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}$")
 _PARSER = "hf"  # whose lines these are
+_DIGIT0 = bytes.maketrans(b"123456789", b"000000000")  # a line's shape, digit for digit
 
 
 class HFLane:
@@ -48,32 +48,39 @@ class HFLane:
         if not self.ok:
             return
         hf = self.parsers[names.index(_PARSER)]
-        self.hf_words = "|".join(re.escape(k) for k in hf.keywords)
+        self.words = frozenset(k.encode() for k in hf.keywords)
+        self._mine: dict[tuple, bool] = {}  # found keywords -> any of hf's
         self.source = source
         self.base = base
         self._shapes: dict[bytes, bool] = {}
 
-    def claim(self, cand, plain: np.ndarray) -> Optional[tuple[np.ndarray, dict]]:
-        """Positions of the chunk's HF progress lines and their numbers, or None when the chunk
-        has hf lines this lane does not read (then all of them stay per line)."""
+    def claim(self, cand, rest: np.ndarray, lines: list, kinds: list, max_line: int) -> Optional[tuple]:
+        """The chunk's HF progress lines among cand[rest] (`lines` their bytes, `kinds` their
+        (keywords, plain) from Prefilter.sort): (their columns, their texts, their indices into
+        rest), or None when the chunk has hf lines this lane does not read (then all of them
+        stay per line). Lines a step reader took never touch the hf parser's state."""
         if not self.ok:
             return None
+        hfish = []
+        for i, (found, plain) in enumerate(kinds):
+            mine = self._mine.get(found)
+            if mine is None:
+                mine = self._mine[found] = any(w in self.words for w in found)
+            if mine:
+                if plain or len(lines[i]) > max_line > 0:
+                    return None
+                hfish.append(i)
+        if not hfish:
+            return None
         pa, pc, pool = _arrow()
-        hfish = np.nonzero(_np_bool(pc.match_substring_regex(cand, self.hf_words, memory_pool=pool)))[0]
-        if len(hfish) == 0:
-            return None
-        if plain[hfish].any():
-            return None
-        sub = pc.take(cand, pa.array(hfish), memory_pool=pool)
+        at = np.array(hfish, dtype=np.int64)
+        sub = pc.take(cand, pa.array(rest[at]), memory_pool=pool)
         got = pc.extract_regex(sub, LINE, memory_pool=pool)
-        ok = _np_bool(pc.is_valid(got))
-        if not ok.all():
+        if got.null_count:
             return None
-        shapes = pc.dictionary_encode(pc.replace_substring_regex(sub, "[0-9]+", "0", memory_pool=pool))
-        ids = shapes.indices.to_numpy(zero_copy_only=False)
-        uniq, first = np.unique(ids, return_index=True)
-        for u, f in zip(uniq.tolist(), first.tolist()):
-            if not self._verified(shapes.dictionary[u].as_py(), sub[f].as_py()):
+        for i in hfish:
+            line = lines[i]
+            if not self._verified(line.translate(_DIGIT0), line):
                 return None
         cols = {"n": _floats(got.field("n"))}
         for k, name in zip(KEYS, FIELDS):
@@ -81,7 +88,7 @@ class HFLane:
             vals = _floats(pc.coalesce(q, b))
             cols[name] = vals
             cols[f"raw_fields.{k}"] = vals
-        return hfish, {"cols": cols, "texts": sub}
+        return cols, sub, at
 
     def _verified(self, shape: bytes, row: bytes) -> bool:
         """Does the per-line path read this line as a bar for hf's tqdm rule and a dict for its
@@ -112,10 +119,6 @@ class HFLane:
             else:
                 return False
         return claimed == ["hf", "hf"]
-
-
-def _np_bool(arr) -> np.ndarray:
-    return arr.fill_null(False).to_numpy(zero_copy_only=False)
 
 
 def _floats(arr) -> np.ndarray:

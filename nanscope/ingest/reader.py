@@ -9,7 +9,6 @@ its head is kept, the rest is skipped and counted.
 
 from __future__ import annotations
 
-import functools
 import io
 import os
 import re
@@ -20,13 +19,14 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
-from nanscope.ingest.claimable import UNJUDGED
 from nanscope.model import InputInfo
 
 CHUNK_BYTES = 2 << 20
+CLAIM_BYTES = 8 << 20  # input whose candidates the native lane reads at once (see _Held)
 SMALL_REGION = 256 << 10  # below this, candidates are found in Python (no RE2 compile per call)
 MAX_LINE_BYTES = 1 << 20
 _TERMINATOR = re.compile(rb"[\r\n\x00]")
+_PRINTABLE = bytes(range(0x20, 0x7f)) + b"\t"  # deleted from a line: what is left is not plain
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -190,6 +190,7 @@ class Prefilter:
         self._possible: dict[tuple, Optional[frozenset]] = {}
         self._no_digits = not any(c in b"0123456789" for w in self.bwords for c in w)
         self._found: dict[bytes, tuple] = {}
+        self._sorted: dict[bytes, tuple] = {}
         self._hidden = {w: frozenset(o for o in self.words if _starts_inside(o, w)) for w in self.words}
 
     def possible(self, found: tuple) -> Optional[frozenset]:
@@ -209,63 +210,112 @@ class Prefilter:
         self._possible[found] = out
         return out
 
-    def candidates(self, lines, claim: Optional[Callable] = None, claimable: Optional[str] = None,
-                   max_line: int = 0, info: Optional[InputInfo] = None) -> tuple[list[int], list[bytes], list[tuple], Any]:
-        """For an Arrow binary array of lines: candidate indices, their bytes and found keywords.
-
-        `claimable` (nanscope/ingest/claimable.py) drops the plain candidates no rule could
-        claim (still counted in info.candidate_lines, as the per-line path would); then
-        claim(candidates, indices, plain) -> (claimed positions, batches, formats) lets the native
-        lane take plain lines before any of them reaches Python; (batches, formats) is returned
-        last."""
-        pa, pc, pool = _arrow()
-
-        if self.match_all:
-            return list(range(len(lines))), lines.to_pylist(), [ALL] * len(lines), None
-        if not self.bwords:
-            return [], [], [], None
-        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self._re2, memory_pool=pool), memory_pool=pool)
-        if len(idx) == 0:
-            return [], [], [], None
-        cand = pc.take(lines, idx, memory_pool=pool)
-        payload = None
-        if claim is None and claimable is None:
-            lines_out = cand.to_pylist()
-            return idx.to_pylist(), lines_out, [self.found_in(line) for line in lines_out], payload
+    def keep(self, lines) -> tuple[Any, "Any"]:
+        """The candidates of an Arrow binary array of lines (one RE2 pass) and their indices."""
         import numpy as np
 
-        idx_np = idx.to_numpy(zero_copy_only=False)
-        # plain: printable ASCII and not over-long, the lines RE2 can judge as Python would
-        plain = ~_np_bool(pc.match_substring_regex(cand, UNJUDGED, memory_pool=pool))
-        if max_line:
-            plain &= ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), max_line, memory_pool=pool))
-        keep = np.ones(len(cand), dtype=bool)
-        judged = np.zeros(len(cand), dtype=bool)
+        pa, pc, pool = _arrow()
+        if self.match_all:
+            return lines, np.arange(len(lines), dtype=np.int64)
+        if not self.bwords:
+            return lines.slice(0, 0), np.zeros(0, dtype=np.int64)
+        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self._re2, memory_pool=pool), memory_pool=pool)
+        return pc.take(lines, idx, memory_pool=pool), idx.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
-        def claimable_rows(at: "Any") -> "Any":
-            """Which plain lines some rule could claim; the others are dropped here."""
-            ok = _np_bool(pc.match_substring_regex(_take(cand, at), claimable, memory_pool=pool))
-            keep[at[~ok]] = False
-            judged[at] = True
-            if info is not None:
-                info.candidate_lines += int((~ok).sum())
-            return ok
+    def candidates(self, cand, lns: "Any", lane: Optional[Any] = None, claimable: Optional[Any] = None,
+                   max_line: int = 0, info: Optional[InputInfo] = None) -> tuple[list[int], list[bytes], list[tuple], Any]:
+        """For candidate lines (an Arrow binary array, from keep()) and their line numbers: the
+        line numbers, bytes and found keywords of those left to the per-line path, and the
+        native lane's payload for the lines it read (None when it read none).
 
-        if claim is not None:
-            claimed, batches, formats, hf = claim(cand, idx_np, plain, claimable_rows if claimable is not None else None)
-            if len(claimed):
-                payload = (batches, formats, hf)
-                keep[claimed] = False
-        if claimable is not None:
-            at = np.nonzero(plain & keep & ~judged)[0]
-            if len(at):
-                claimable_rows(at)
-        if not keep.all():
-            at = np.nonzero(keep)[0]
-            cand, idx_np = _take(cand, at), idx_np[at]
-        lines_out = cand.to_pylist()
-        return idx_np.tolist(), lines_out, [self.found_in(line) for line in lines_out], payload
+        The native lane (nanscope/ingest/native.py) reads the step lines of known shapes first,
+        in RE2. The rest come to Python once, as bytes, and are sorted by the keywords they hold
+        (cached per shape): `claimable` (nanscope/ingest/claimable.py, a Claimable) drops the
+        plain ones no rule could claim, in one small RE2 union per keyword set (still counted in
+        info.candidate_lines, as the per-line path would); the lane reads HF progress lines and
+        learns readers for new shapes among the rest."""
+        pa, pc, pool = _arrow()
+        if len(cand) == 0:
+            return [], [], [], None
+        if lane is None and claimable is None or self.match_all:
+            lines_out = cand.to_pylist()
+            found_out = [ALL] * len(lines_out) if self.match_all else [self.found_in(line) for line in lines_out]
+            return lns.tolist(), lines_out, found_out, None
+        import numpy as np
 
+        n = len(cand)
+        fits = None  # rows no longer than max_line (None: all), the only ones read natively or judged
+        if max_line and pc.max(pc.binary_length(cand, memory_pool=pool)).as_py() > max_line:
+            fits = ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), max_line, memory_pool=pool))
+        found: list = []
+        if lane is not None:
+            rest = lane.read(cand, np.arange(n) if fits is None else np.nonzero(fits)[0], found)
+            if fits is not None:
+                rest = np.sort(np.concatenate([rest, np.nonzero(~fits)[0]]))
+        else:
+            rest = np.arange(n)
+        rest_lines = (cand if len(rest) == n else _take(cand, rest)).to_pylist()
+        kinds = [self.sort(line) for line in rest_lines]  # (found keywords, plain)
+        keep = np.ones(len(rest), dtype=bool)
+        hf = None
+        if lane is not None and lane.hf.ok:
+            hf = lane.hf.claim(cand, rest, rest_lines, kinds, max_line)
+            if hf is not None:
+                keep[hf[2]] = False
+        learn: list = []
+        groups: dict = {}
+        for i, (f, plain) in enumerate(kinds):
+            if plain and keep[i] and (not max_line or len(rest_lines[i]) <= max_line):
+                groups.setdefault(f, []).append(i)
+        for f, at in groups.items():
+            at_np = np.array(at, dtype=np.int64)
+            if claimable is not None:
+                union = claimable.union_for(f)
+                ok = (np.zeros(len(at), dtype=bool) if union is None else
+                      _np_bool(pc.match_substring_regex(_take(cand, rest[at_np]), union, memory_pool=pool)))
+                keep[at_np[~ok]] = False
+                if info is not None:
+                    info.candidate_lines += int((~ok).sum())
+                at_np = at_np[ok]
+            learn.append(at_np)
+        if lane is not None and learn:
+            at_np = np.sort(np.concatenate(learn))
+            read = lane.learn(cand, rest[at_np], [rest_lines[i] for i in at_np.tolist()], found)
+            keep[at_np[read]] = False
+        payload = None
+        back = None
+        if found or hf is not None:
+            claimed, batches, formats = lane.columns(cand, lns, found) if found else (np.zeros(0, dtype=np.int64), [], {})
+            if len(claimed) or hf is not None:
+                payload = (batches, formats, None if hf is None else (lns[rest[hf[2]]], hf[0], hf[1]))
+            # rows a reader matched but left to the per-line path (a fractional step) go back
+            matched = np.concatenate([at for at, _, _ in found]) if found else np.zeros(0, dtype=np.int64)
+            back = np.setdiff1d(matched, claimed)
+        at = np.nonzero(keep)[0]
+        pos = rest[at]
+        out_lines = [rest_lines[i] for i in at.tolist()]
+        out_found = [kinds[i][0] for i in at.tolist()]
+        if back is not None and len(back):
+            extra = _take(cand, back).to_pylist()
+            pos = np.concatenate([pos, back])
+            out_lines += extra
+            out_found += [self.sort(line)[0] for line in extra]
+            order = np.argsort(pos, kind="stable").tolist()
+            pos = pos[order]
+            out_lines = [out_lines[i] for i in order]
+            out_found = [out_found[i] for i in order]
+        return lns[pos].tolist(), out_lines, out_found, payload
+
+    def sort(self, line: bytes) -> tuple[tuple, bool]:
+        """(the keywords a line holds, as found_in; whether it is plain: printable ASCII or tab,
+        the lines RE2 judges as Python would), cached per shape like found_in."""
+        key = line.translate(None, b"0123456789") if self._no_digits else line
+        got = self._sorted.get(key)
+        if got is None:
+            if len(self._sorted) > 4096:
+                self._sorted.clear()
+            got = self._sorted[key] = (self.found_in(line), not key.translate(None, _PRINTABLE))
+        return got
 
     def found_in(self, line: bytes) -> tuple:
         """The keywords a line holds (a superset does no harm: every rule checks its own keywords
@@ -336,11 +386,6 @@ def _arrow():
     return _PA
 
 
-def _claim_at(native: Callable, first_line: int, cand, idx, plain, keep):
-    """The native lane's claim, with the region's indices made line numbers."""
-    return native(cand, idx + first_line, plain, keep)
-
-
 def _np_bool(arr) -> "Any":
     return arr.fill_null(False).to_numpy(zero_copy_only=False)
 
@@ -378,17 +423,17 @@ def scan_candidates(
     max_line: int = MAX_LINE_BYTES,
     progress: Optional[Callable[[int, int], None]] = None,
     marks: Optional[dict] = None,
-    native: Optional[Callable] = None,
-    claimable: Optional[str] = None,
+    native: Optional[Any] = None,
+    claimable: Optional[Any] = None,
 ) -> Iterator[tuple[int, bytes, tuple]]:
     """Yield (line number, line bytes, keywords found) for every line that contains a keyword.
 
     Lines are split at \\n, \\r and NUL; a line longer than max_line keeps its first max_line
     bytes (counted in info.long_lines). progress(bytes, newlines) is called for every chunk read;
     `marks` receives where the first NUL byte ("nul": (line, offset)) and the first over-long line
-    ("long": line) are. With `native` (the native lane's claim, see nanscope/ingest/native.py),
-    a region's claimed lines come first as one (line, b"", Claimed(payload)) item, then the rest
-    of its candidates."""
+    ("long": line) are. With `native` (a NativeLane, see nanscope/ingest/native.py), a region's
+    natively read lines come first as one (line, b"", Claimed(payload)) item, then the rest of its
+    candidates; `claimable` (a Claimable) drops candidates no rule could claim."""
     marks = marks if marks is not None else {}
     offset = 0
     if not isinstance(prefilter, Prefilter):
@@ -396,6 +441,7 @@ def scan_candidates(
     lineno = 1
     carry = b""
     skipping = False  # inside an over-long line: drop bytes until the next terminator
+    held = _Held()
     while True:
         try:
             chunk = stream.read(chunk_bytes)
@@ -430,9 +476,11 @@ def scan_candidates(
             last = max(last, buf.rfind(b"\r"), buf.rfind(b"\x00"))
         carry = buf[last + 1 :]
         if last >= 0:
-            lineno = yield from _scan_region(memoryview(buf)[: last + 1], lineno, prefilter, info, max_line, marks, native, claimable)
+            lineno = yield from _scan_region(memoryview(buf)[: last + 1], lineno, prefilter, info, max_line, marks, native,
+                                             claimable, held)
         del buf
         if len(carry) > max_line:
+            yield from _release(held, prefilter, info, max_line, native, claimable)
             info.long_lines += 1
             marks.setdefault("long", lineno)
             head = carry[:max_line]
@@ -441,8 +489,10 @@ def scan_candidates(
             carry = b""
             skipping = True
     if carry:
-        lineno = yield from _scan_region(memoryview(carry), lineno, prefilter, info, max_line, marks, native, claimable)
+        lineno = yield from _scan_region(memoryview(carry), lineno, prefilter, info, max_line, marks, native, claimable,
+                                         held)
         lineno += 1  # the last line had no terminator
+    yield from _release(held, prefilter, info, max_line, native, claimable)
     info.lines = lineno - 1
 
 
@@ -455,11 +505,48 @@ class Claimed:
         self.payload = payload
 
 
+class _Held:
+    """Candidates of consecutive big regions, not yet handed to the native lane: it takes them
+    CLAIM_BYTES of input at a time, so each of its RE2 programs compiles once per batch."""
+
+    def __init__(self) -> None:
+        self.cands: list = []
+        self.lns: list = []
+        self.bytes = 0
+
+    def add(self, cand, lns, size: int) -> None:
+        if len(cand):
+            self.cands.append(cand)
+            self.lns.append(lns)
+        self.bytes += size
+
+
+def _release(held: _Held, prefilter: Prefilter, info: InputInfo, max_line: int, native: Optional[Any],
+             claimable: Optional[Any]):
+    """The held candidates: the native lane's payload first, then the per-line candidates."""
+    cands, lns = held.cands, held.lns
+    held.cands, held.lns, held.bytes = [], [], 0
+    if not cands:
+        return
+    import numpy as np
+
+    pa = _arrow()[0]
+    cand = cands[0] if len(cands) == 1 else pa.concat_arrays(cands)
+    at = lns[0] if len(lns) == 1 else np.concatenate(lns)
+    del cands, lns
+    idx, lines, found, payload = prefilter.candidates(cand, at, native, claimable, max_line, info)
+    if payload:
+        yield int(at[0]), b"", Claimed(payload)
+    yield from _per_line(idx, lines, found, prefilter, info, max_line)
+
+
 def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: InputInfo, max_line: int,
-                 marks: dict, native: Optional[Callable] = None, claimable: Optional[str] = None):
-    """Candidates of a region that ends at a line terminator (or the end of input)."""
-    long_seen = False
+                 marks: dict, native: Optional[Any], claimable: Optional[Any], held: _Held):
+    """Candidates of a region that ends at a line terminator (or the end of input). A big
+    region's join `held` (released once enough input is held); a small one's go out at once,
+    after what is held."""
     if len(region) < SMALL_REGION:  # a small file: compiling the RE2 program would cost more
+        yield from _release(held, prefilter, info, max_line, native, claimable)
         data = bytes(region)
         newlines = data.count(b"\n")
         idx, cands, found = prefilter.candidates_small(data)
@@ -469,25 +556,30 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
                 if n:
                     info.long_lines += n
                     marks.setdefault("long", lineno + i)
-                    long_seen = True
-    else:
-        lines = _split_lines(region)
-        newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
-        claim = functools.partial(_claim_at, native, lineno) if native is not None else None
-        idx, cands, found, payload = prefilter.candidates(lines, claim, claimable, max_line, info)
-        if payload:
-            yield lineno, b"", Claimed(payload)
-        if len(region) > max_line:
-            pc = _arrow()[1]
-            long_seen = pc.max(pc.binary_length(lines)).as_py() > max_line
-            if long_seen:
-                n, first = _count_long(lines, max_line)
-                info.long_lines += n
-                if n:
-                    marks.setdefault("long", lineno + first)
+        yield from _per_line([lineno + i for i in idx], cands, found, prefilter, info, max_line)
+        return lineno + newlines
+    lines = _split_lines(region)
+    newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
+    cand, at = prefilter.keep(lines)
+    held.add(cand, at + lineno, len(region))
+    if len(region) > max_line:
+        pc = _arrow()[1]
+        if pc.max(pc.binary_length(lines)).as_py() > max_line:
+            n, first = _count_long(lines, max_line)
+            info.long_lines += n
+            if n:
+                marks.setdefault("long", lineno + first)
+    del lines
+    if held.bytes >= CLAIM_BYTES:
+        yield from _release(held, prefilter, info, max_line, native, claimable)
+    return lineno + newlines
+
+
+def _per_line(idx: list, cands: list, found: list, prefilter: Prefilter, info: InputInfo, max_line: int):
+    """(line number, bytes, keywords) of each candidate left to the per-line path: a line with
+    \r or NUL in it is split into its pieces (each with its own keywords), an over-long one cut."""
     term = _TERMINATOR.split
-    for i, line, f in zip(idx, cands, found):
-        ln = lineno + i
+    for ln, line, f in zip(idx, cands, found):
         if b"\r" in line or b"\x00" in line:
             for piece in term(line):
                 if len(piece) > max_line:
@@ -501,13 +593,12 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
                 info.candidate_lines += 1
                 yield ln, piece, pf
             continue
-        if long_seen and len(line) > max_line:
+        if len(line) > max_line:
             line = line[:max_line]
             if not prefilter.search(line):
                 continue
         info.candidate_lines += 1
         yield ln, line, f
-    return lineno + newlines
 
 
 def _count_long(lines, max_line: int) -> tuple[int, int]:
