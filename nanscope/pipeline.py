@@ -17,7 +17,6 @@ import numpy as np
 
 from nanscope.ingest.claimable import Claimable, claimable_parts
 from nanscope.ingest.native import NativeLane
-from nanscope.ingest.readahead import read_ahead, worth_it
 from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Source, open_binary, scan_candidates
 from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Record, StepEvent
@@ -118,11 +117,8 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     held_any = False
     lane = NativeLane(parsers, name, base, max_line) if NATIVE and native_lane else None
     native = lane if lane is not None and lane.ok else None
-    def candidates(into: InputInfo) -> Iterator:
-        return scan_candidates(stream, dispatch.prefilter, into, max_line=max_line, progress=progress, marks=marks,
-                               native=native, claimable=dispatch.claimable if NATIVE else None)
-
-    items = read_ahead(candidates, info) if worth_it(size) else candidates(info)
+    items = scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress, marks=marks,
+                            native=native, claimable=dispatch.claimable if NATIVE else None)
     try:
         for lineno, raw, found in items:
             if found.__class__ is Claimed:
@@ -190,7 +186,6 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             for ev in by_name[pname].flush(st):
                 yield ev
     finally:
-        items.close()  # the read-ahead thread stops before its stream is closed
         if not source.is_stdin:
             try:
                 stream.close()
