@@ -17,7 +17,7 @@ from nanscope.attribution import SEVERITY_ORDER, attribute
 from nanscope.errors import ExitCode, NanscopeError
 from nanscope.ingest.reader import MAX_LINE_BYTES, Source, expand_sources
 from nanscope.model import Event, Finding, Report
-from nanscope.pipeline import ScanOptions, ScanResult, scan_all
+from nanscope.pipeline import STEP_READERS, ScanOptions, ScanResult, scan_all
 from nanscope.signatures.engine import Engine
 from nanscope.signatures.loader import load_or_raise
 from nanscope.signatures.schema import SEVERITIES, Signature
@@ -83,7 +83,7 @@ def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = Non
     engine = Engine(sigs)
     streams = Streams()
     result = ScanResult()
-    scan_opts = _scan_options(options)
+    scan_opts = dataclasses.replace(_scan_options(options), ahead=engine.apart_from_steps(STEP_READERS))
     job_ranks: set = set()
     for ev in scan_all(sources, scan_opts, result):
         for e in streams.process(ev):

@@ -82,7 +82,7 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
             msg = ready.pop(i)
             if msg[0] == "crash":
                 raise NanscopeError(f"reading {src.name} failed: {msg[2]}")
-            yield from in_order(_spilled(msg[2], result, progress))
+            yield from in_order(_spilled(msg[2], result, progress), options.ahead)
             os.unlink(msg[2])
     finally:
         for p in workers:

@@ -35,6 +35,7 @@ class ScanOptions:
     max_line_bytes: int = MAX_LINE_BYTES
     jobs: Optional[int] = None  # worker processes for several files; None: one per core for large inputs
     native: bool = True  # the native lane (off when every event is wanted as an object anyway)
+    ahead: frozenset = frozenset()  # event kinds no signature reads with steps (see in_order)
     progress: Optional[Callable[[int, int], None]] = field(default=None, repr=False, compare=False)
 
 
@@ -228,11 +229,14 @@ class Hold:
         self.batches = batches
 
 
-def in_order(items: Iterator) -> Iterator:
+def in_order(items: Iterator, ahead: frozenset = frozenset()) -> Iterator:
     """scan_source's items with the held rows delivered where the per-line path would have
     made them: before any event of the same stream that comes after them. Applied after
-    transport (parallel workers send whole batches, not the many pieces this cuts them into)."""
-    held = Pending()
+    transport (parallel workers send whole batches, not the many pieces this cuts them into).
+
+    `ahead`: kinds of events that may go before the held rows of their stream (see
+    Pending.flush_before), because no signature reads them together with steps."""
+    held = Pending(ahead)
     for it in items:
         if it.__class__ is Hold:
             yield from held.flush_all()
@@ -244,13 +248,19 @@ def in_order(items: Iterator) -> Iterator:
     yield from held.flush_all()
 
 
+# Events that streams.Streams only reads the step of (it gives a step-less one the step after its
+# stream's last): they may pass held rows once they have that step.
+STEP_READERS = frozenset({"metrics", "lifecycle", "warning"})
+
+
 class Pending:
     """The native lane's step rows of the current region, per stream, until a per-line event of
     the same stream (or the next region) needs them delivered first: within a stream, rows and
     events reach streams and engine in line order, as on the per-line path."""
 
-    def __init__(self) -> None:
+    def __init__(self, ahead: frozenset = frozenset()) -> None:
         self.by_stream: dict = {}
+        self.ahead = ahead & STEP_READERS
 
     def __bool__(self) -> bool:
         return bool(self.by_stream)
@@ -265,9 +275,12 @@ class Pending:
     def flush_before(self, ev: Event):
         keys = [ev.stream]
         o = ev.origin
-        if o is not None and o.local_rank is not None and ev.stream is not None and ev.stream[0] == "rank":
+        local = o is not None and o.local_rank is not None and ev.stream is not None and ev.stream[0] == "rank"
+        if local:
             keys.append(("local", ev.stream[1], o.local_rank))  # streams may read that stream's step
         line = ev.loc.line
+        if ev.kind in self.ahead and not local and self._step_ahead(ev, line):
+            return  # (a stream of interleaved vLLM stats and trainer steps is not cut at every line)
         for key in keys:
             got = self.by_stream.get(key)
             if not got:
@@ -283,6 +296,27 @@ class Pending:
                 self.by_stream[key] = keep
             else:
                 del self.by_stream[key]
+
+    def _step_ahead(self, ev: Event, line: int) -> bool:
+        """Give a step-less event the step streams would give it after the held rows before it
+        (the last one's, plus one) so it can go first; False if it cannot go first."""
+        got = self.by_stream.get(ev.stream)
+        if not got:
+            return True
+        if ev.step is not None:
+            return False
+        last = None
+        for b in got:
+            cut = int(np.searchsorted(b.order, line))
+            if cut:
+                last = (b, cut - 1)
+        if last is None:
+            return True  # nothing held before it: the stream's own step is the right one
+        b, i = last  # the last row streams would have processed (batches go in list order)
+        if not b.step_set[i]:
+            return False
+        ev.step = int(b.step[i]) + 1
+        return True
 
     def flush_all(self):
         if not self.by_stream:
@@ -381,6 +415,6 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
         result.inputs.append(info)
         try:
             yield from in_order(scan_source(src, parsers, info, result, options.max_line_bytes, options.progress,
-                                            options.native))
+                                            options.native), options.ahead)
         except (InputError, OSError) as e:
             note_unreadable(info, result, src.name, e)

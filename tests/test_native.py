@@ -28,6 +28,7 @@ from nanscope.ingest.native_hf import HFLane
 from nanscope.ingest.reader import Source, expand_sources
 from nanscope.model import Origin, StepEvent
 from nanscope.parsers.registry import all_parsers, keyword_regex
+from nanscope.stepbatch import StepBatch
 from nanscope.report import json as json_report
 
 _ENTRIES = manifest_entries()
@@ -262,3 +263,33 @@ def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, m
     steps = fast["ranks"][0]
     # each dict took the next bar's count; the last one, with no bar after it, the step after
     assert steps["steps"] == 399 and steps["first_step"] == 2 and steps["last_step"] == 400
+
+
+def test_vllm_stats_between_trainer_steps_take_the_per_line_step_without_cutting_the_rows(tmp_path, monkeypatch):
+    """vLLM stats lines printed between HF trainer progress lines (one unprefixed stream): each
+    takes the step after the trainer's last one, as line by line, and the trainer's rows still
+    reach the machines as whole batches (they used to be cut at every stats line)."""
+    real = [ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
+            if ln.startswith(b"\r ") and b"{'loss'" in ln and ln.count(b"\r") == 3]
+    stats = ("(APIServer pid=3646) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 "
+             "tokens/s, Avg generation throughput: 1055.3 tokens/s, Running: 18 reqs, Waiting: {w} reqs, GPU KV cache "
+             "usage: {kv}%, Prefix cache hit rate: 0.0%")  # vllm/v1/metrics/loggers.py, as in sample_logs/vllm
+    lines = [b"some header line"]
+    for i in range(1, 300):
+        ln = real[i % len(real)]
+        lines.append(ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1))
+        if i % 3 == 0:
+            pressure = 200 <= i < 230
+            lines.append(stats.format(s=i % 60, w=40 if pressure else 0, kv="97.5" if pressure else "41.0").encode())
+    log = tmp_path / "mixed.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    cuts = []
+    real_slice = StepBatch.slice
+    monkeypatch.setattr(StepBatch, "slice", lambda self, a, b: cuts.append(1) or real_slice(self, a, b))
+    slow = _report([str(log)], native=False, batch=False)
+    cuts.clear()
+    fast = _report([str(log)], native=True, batch=True)
+    assert fast == slow
+    (finding,) = [f for f in fast["findings"] if f["id"] == "vllm-preemption-pressure"]
+    assert finding["first_step"] == 202  # after bar 201 (it gave the dict before it step 201)
+    assert len(cuts) < 10

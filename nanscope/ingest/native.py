@@ -33,7 +33,7 @@ import numpy as np
 
 from nanscope.ingest.native_hf import HFLane
 from nanscope.ingest.prefixes import peel
-from nanscope.ingest.reader import _arrow
+from nanscope.ingest.reader import DIGIT0, _arrow
 from nanscope.model import Loc, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.numbers import to_float, to_int
@@ -101,7 +101,7 @@ class NativeLane:
         layouts: dict[int, _Layout] = {}
         hot = {id(x) for x in self._hot}  # tried on these rows already
         for i, line in enumerate(lines):
-            key = _DIGITS_B.sub(b"0", line)
+            key = line.translate(DIGIT0)  # cheaper than collapsing digit runs; a few more keys
             layout = self._seen.get(key, False)
             if layout is False:
                 if len(self._seen) > 4096:

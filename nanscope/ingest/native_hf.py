@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from nanscope.ingest.reader import _arrow
+from nanscope.ingest.reader import DIGIT0, _arrow
 from nanscope.model import Loc, Origin, Record
 from nanscope.parsers.base import Parser
 
@@ -37,7 +37,6 @@ def _value(k: str) -> str:
 LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)\r *\r"
         r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}$")
 _PARSER = "hf"  # whose lines these are
-_DIGIT0 = bytes.maketrans(b"123456789", b"000000000")  # a line's shape, digit for digit
 
 
 class HFLane:
@@ -80,7 +79,7 @@ class HFLane:
             return None
         for i in hfish:
             line = lines[i]
-            if not self._verified(line.translate(_DIGIT0), line):
+            if not self._verified(line.translate(DIGIT0), line):
                 return None
         cols = {"n": _floats(got.field("n"))}
         for k, name in zip(KEYS, FIELDS):

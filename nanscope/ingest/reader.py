@@ -22,10 +22,12 @@ from nanscope.errors import InputError
 from nanscope.model import InputInfo
 
 CHUNK_BYTES = 2 << 20
-CLAIM_BYTES = 8 << 20  # input whose candidates the native lane reads at once (see _Held)
+CLAIM_BYTES = 8 << 20  # input whose candidates the native lane reads at once (see _Held) ...
+CLAIM_CANDIDATES = 2 << 20  # ... or fewer, once its candidates are this big (memory)
 SMALL_REGION = 256 << 10  # below this, candidates are found in Python (no RE2 compile per call)
 MAX_LINE_BYTES = 1 << 20
 _TERMINATOR = re.compile(rb"[\r\n\x00]")
+DIGIT0 = bytes.maketrans(b"123456789", b"000000000")  # line.translate(DIGIT0): its shape, digit for digit
 _PRINTABLE = bytes(range(0x20, 0x7f)) + b"\t"  # deleted from a line: what is left is not plain
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -507,25 +509,31 @@ class Claimed:
 
 class _Held:
     """Candidates of consecutive big regions, not yet handed to the native lane: it takes them
-    CLAIM_BYTES of input at a time, so each of its RE2 programs compiles once per batch."""
+    CLAIM_BYTES of input at a time (fewer when the candidates reach CLAIM_CANDIDATES bytes: a log
+    of little else), so each of its RE2 programs compiles once per batch, not once per chunk."""
 
     def __init__(self) -> None:
         self.cands: list = []
         self.lns: list = []
         self.bytes = 0
+        self.cand_bytes = 0
 
     def add(self, cand, lns, size: int) -> None:
         if len(cand):
             self.cands.append(cand)
             self.lns.append(lns)
+            self.cand_bytes += cand.nbytes
         self.bytes += size
+
+    def full(self) -> bool:
+        return self.bytes >= CLAIM_BYTES or self.cand_bytes >= CLAIM_CANDIDATES
 
 
 def _release(held: _Held, prefilter: Prefilter, info: InputInfo, max_line: int, native: Optional[Any],
              claimable: Optional[Any]):
     """The held candidates: the native lane's payload first, then the per-line candidates."""
     cands, lns = held.cands, held.lns
-    held.cands, held.lns, held.bytes = [], [], 0
+    held.cands, held.lns, held.bytes, held.cand_bytes = [], [], 0, 0
     if not cands:
         return
     import numpy as np
@@ -570,7 +578,7 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
             if n:
                 marks.setdefault("long", lineno + first)
     del lines
-    if held.bytes >= CLAIM_BYTES:
+    if held.full():
         yield from _release(held, prefilter, info, max_line, native, claimable)
     return lineno + newlines
 

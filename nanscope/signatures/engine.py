@@ -76,6 +76,11 @@ class Engine:
         # the other kinds that machines reading steps read: their events must not overtake held steps
         self._with_steps = {k for m in self._machines if "step" in m.events for k in m.events} - {"step"}
 
+    def apart_from_steps(self, kinds: frozenset) -> frozenset:
+        """Those of `kinds` that no machine reading steps reads: their order relative to the step
+        rows of their stream matters to no signature (only to the step streams give them)."""
+        return frozenset(kinds - self._with_steps - {"step"})
+
     def _emit(self, m: Match) -> None:
         agg = self.aggregates.get(m.signature)
         if agg is None:
