@@ -1,7 +1,7 @@
 """Several inputs read at once in worker processes, merged into exactly the sequential answer.
 
-Each worker parses whole files (a parser's state never crosses files); files are shared out by
-size so the workers finish together. A worker writes each file's events, as it makes them, to a spill file in a private
+Each worker parses whole files (a parser's state never crosses files); a free worker takes the
+largest file not yet taken, so the workers finish together. A worker writes each file's events, as it makes them, to a spill file in a private
 temporary folder (pickled messages of about BATCH events or step rows; step lines travel as
 compact StepBatch columns) and announces the file when it is complete. The parent feeds the files
 to streams and engine strictly in input order, so the report is byte-identical to a sequential
@@ -66,10 +66,14 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     spill = tempfile.mkdtemp(prefix="nanscope-")
     announced: queue_mod.Queue = ctx.Queue()
-    shares = assign(sources, jobs)
+    todo: queue_mod.Queue = ctx.Queue()
+    for i in largest_first(sources):
+        todo.put(i)
+    for _ in range(jobs):
+        todo.put(None)
     workers = [
-        ctx.Process(target=_worker, args=(mine, list(sources), options, spill, announced), daemon=True)
-        for mine in shares
+        ctx.Process(target=_worker, args=(todo, list(sources), options, spill, announced), daemon=True)
+        for _ in range(jobs)
     ]
     for p in workers:
         p.start()
@@ -78,10 +82,11 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
         for i, src in enumerate(sources):
             while i not in ready:
                 msg = _get(announced, workers)
+                if msg[0] == "crash":
+                    name = sources[msg[1]].name if 0 <= msg[1] < len(sources) else "the inputs"
+                    raise NanscopeError(f"reading {name} failed: {msg[2]}")
                 ready[msg[1]] = msg
             msg = ready.pop(i)
-            if msg[0] == "crash":
-                raise NanscopeError(f"reading {src.name} failed: {msg[2]}")
             yield from in_order(_spilled(msg[2], result, progress), options.ahead)
             os.unlink(msg[2])
     finally:
@@ -92,25 +97,22 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
             p.join(timeout=5)
         announced.close()
         announced.cancel_join_thread()
+        todo.close()
+        todo.cancel_join_thread()
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def assign(sources: Sequence[Source], jobs: int) -> list[list[int]]:
-    """Which files each worker reads: the largest first, each to the worker with the fewest bytes
-    so far (they finish together); a worker reads its own files in input order."""
+def largest_first(sources: Sequence[Source]) -> list[int]:
+    """The order workers take files in: the largest first, so that no big file starts last and
+    keeps one core busy alone at the end. Workers take the next file when they are free (files
+    of equal size can cost very different times: HF and vLLM lines cost more than step lines)."""
     def size(s: Source) -> int:
         try:
             return os.path.getsize(s.path)  # type: ignore[arg-type]
         except (OSError, TypeError):
             return 0
 
-    load = [0] * jobs
-    shares: list[list[int]] = [[] for _ in range(jobs)]
-    for i in sorted(range(len(sources)), key=lambda k: -size(sources[k])):
-        w = load.index(min(load))
-        shares[w].append(i)
-        load[w] += size(sources[i])
-    return [sorted(s) for s in shares if s]
+    return sorted(range(len(sources)), key=lambda k: -size(sources[k]))
 
 
 def _spilled(path: str, result: ScanResult, progress: Optional[Callable[[int, int], None]]) -> Iterator:
@@ -142,13 +144,16 @@ def _get(q, procs) -> tuple:
                 raise NanscopeError(f"a reader process ended unexpectedly (exit code {dead[0].exitcode})") from None
 
 
-def _worker(mine: list, sources: list, options: ScanOptions, spill: str, announced) -> None:
-    """A worker reads its files in order, each file's messages into its own spill file, then
-    says ('ready', i, path); ('crash', i, text) if something inside goes wrong."""
-    i = mine[0]
+def _worker(todo, sources: list, options: ScanOptions, spill: str, announced) -> None:
+    """A worker takes files from `todo` until it gets None, each file's messages into its own
+    spill file, then says ('ready', i, path); ('crash', i, text) if something inside goes wrong."""
+    i = -1
     try:
         parsers = select(options.parsers)
-        for i in mine:
+        while True:
+            i = todo.get()
+            if i is None:
+                break
             src = sources[i]
             info = InputInfo(path=src.name, size=None)
             result = ScanResult()
