@@ -98,7 +98,7 @@ def _error(rec, state, kind: str, fields: dict) -> ErrorEvent:
 def _metrics(m, rec, state):
     _seen(state)
     text = rec.text
-    counts = {c.group("k"): int(c.group("v")) for c in _COUNTS.finditer(text)}
+    counts = {k: int(v) for k, v in _COUNTS.findall(text)}
     kv = _KV_USAGE.search(text) or _DEV_KV_USAGE.search(text)
     pre = _PREEMPTIONS.search(text)
     fields: dict = {}
