@@ -13,8 +13,9 @@ digits aside) the lane learns a reader from the parsers themselves, on a sample 
   sample parsed again: a number that shows up unchanged in one event field (or printed pair) is
   read into that column; one that changes nothing is free; one that changes anything else (which
   rule claims the line, a flag, the rank) must stay as printed;
-- the reader is one RE2 regex: the common launcher prefixes (each distinct prefix checked once
-  against `peel`, which gives its origin), then the message's text literally, with every number
+- the reader is one RE2 regex: the sample's launcher prefixes with their digits free (each
+  distinct prefix checked once against `peel`, which gives its origin; the prefixes the lane
+  knows are torchrun's, srun's and Open MPI's), then the message's text literally, with every number
   matched by its own shape (digits may vary, dots and exponents may not). So a line it reads has
   the sample's keywords and text, and only numbers the parsers were seen to pass through differ.
 
@@ -64,7 +65,7 @@ class NativeLane:
         self.base = base
         self.max_line = max_line
         self._prefixes: dict[bytes, Optional[tuple]] = {}  # prefix -> (origin, stream) or None
-        self._layouts: dict[bytes, Optional[_Layout]] = {}  # message shape -> its reader, or None
+        self._layouts: dict[tuple, Optional[_Layout]] = {}  # (prefix, message) shape -> its reader, or None
         self.hf = HFLane(parsers, source, base)
         self._hot: list[_Layout] = []  # the readers tried first, most used first
         self._union: Optional[str] = None  # all of them, without captures
@@ -107,7 +108,9 @@ class NativeLane:
                 if len(self._seen) > 4096:
                     self._seen.clear()
                 m = _SPLIT_PY.match(line)
-                layout = self._seen[key] = self._layout(_DIGITS_B.sub(b"0", m.group("msg")), line, len(m.group("pre")))
+                pre = m.group("pre")
+                shape = (_DIGITS_B.sub(b"0", pre), _DIGITS_B.sub(b"0", m.group("msg")))
+                layout = self._seen[key] = self._layout(shape, line, len(pre))
             if layout is None or id(layout) in hot:
                 continue
             groups.setdefault(id(layout), []).append(i)
@@ -204,8 +207,9 @@ class NativeLane:
 
     # --- learning a reader ------------------------------------------------------------------
 
-    def _layout(self, shape: bytes, row: bytes, pre_len: int) -> Optional["_Layout"]:
-        """The reader for messages of this shape, learned on `row` (cached, None: per line)."""
+    def _layout(self, shape: tuple, row: bytes, pre_len: int) -> Optional["_Layout"]:
+        """The reader for lines of this shape (prefixes, message; digits aside), learned on `row`
+        (cached; None: per line)."""
         got = self._layouts.get(shape, False)
         if got is not False:
             return got  # type: ignore[return-value]
@@ -273,7 +277,10 @@ class NativeLane:
                     consts[name] = float(f)
         origin = peel(text, self.base)[1]
         rank = ev.rank if ev.rank != origin.rank else None
-        return _Layout(_PREFIXES + "".join(parts) + "$", slots, consts, parser, ev.framework, rank)
+        # The sample's own prefixes, digits aside: one way through the regex at every byte (RE2
+        # captures with its fast one-pass engine; the generic prefix loop made it backtrack).
+        prefix = f"^(?P<pre>{_shape(text[:pre_len])})"
+        return _Layout(prefix + "".join(parts) + "$", slots, consts, parser, ev.framework, rank)
 
     def _parse(self, text: str) -> Optional[tuple[StepEvent, str]]:
         """The per-line path on one line with watched parser state: (its one StepEvent, the
