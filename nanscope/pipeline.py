@@ -5,7 +5,6 @@ Everything here is a generator; nothing holds more than one chunk of one input.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from nanscope.ingest.claimable import Claimable, claimable_parts
 from nanscope.ingest.native import NativeLane
 from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Source, open_binary, scan_candidates
 from nanscope.ingest.timestamps import parse_ts
-from nanscope.model import Diagnostic, Event, InputInfo, Loc, Record, StepEvent
+from nanscope.model import Diagnostic, Event, InputInfo, Loc, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.registry import keyword_regex, select
 from nanscope.stepbatch import StepBatch
@@ -287,7 +286,7 @@ class Pending:
                 continue
             keep = []
             for b in got:
-                cut = int(np.searchsorted(b.order, line))
+                cut = int(b.order.searchsorted(line))
                 if cut:
                     yield b.slice(0, cut) if cut < len(b) else b
                 if cut < len(b):
@@ -307,7 +306,7 @@ class Pending:
             return False
         last = None
         for b in got:
-            cut = int(np.searchsorted(b.order, line))
+            cut = int(b.order.searchsorted(line))
             if cut:
                 last = (b, cut - 1)
         if last is None:
@@ -389,7 +388,7 @@ def _place(ev: Event, text: str, msg: str, origin, key: tuple) -> None:
     if not isinstance(ev, StepEvent):
         ts = parse_ts(msg)
         if ts is not None:
-            ev.origin = dataclasses.replace(origin, ts=ts)
+            ev.origin = Origin(rank=origin.rank, local_rank=origin.local_rank, node=origin.node, ts=ts, proc=origin.proc)
 
 
 def note_unreadable(info: InputInfo, result: ScanResult, name: str, e: Exception) -> None:

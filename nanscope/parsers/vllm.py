@@ -53,7 +53,10 @@ _F = r"-?\d+(?:\.\d+)?"
 _LOG_PREFIX = re.compile(
     r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\s\]]*\]+|\S+:\d+\])[ \t]?"
 )
-_COUNTS = re.compile(r"\b(?P<k>Running|Waiting|Swapped|Pending): (?P<v>\d+) reqs")
+# Without a leading \b (which keeps re from skipping ahead to the words' first letters); the word
+# boundary is checked on the few matches instead (_counts).
+_COUNTS = re.compile(r"(?P<k>Running|Waiting|Swapped|Pending): (?P<v>\d+) reqs")
+_WORD = re.compile(r"\w")
 _KV_USAGE = re.compile(r"GPU KV cache usage: (?P<v>" + _F + r")%")
 # V1 names the device: "%s KV cache usage" (GPU, CPU, XPU, ...). V0 printed GPU and CPU (swap) side by side.
 _DEV_KV_USAGE = re.compile(r"Waiting: \d+ reqs, (?P<dev>[A-Z]+) KV cache usage: (?P<v>" + _F + r")%")
@@ -78,6 +81,17 @@ def _exc_type(text: str) -> Optional[str]:
     return m.group("type") if m else None
 
 
+def _counts(text: str) -> dict:
+    """`Running: N reqs`-style counts (the last of each wins), each starting at a word boundary."""
+    out = {}
+    for c in _COUNTS.finditer(text):
+        i = c.start()
+        if i and _WORD.match(text, i - 1):
+            continue
+        out[c.group("k")] = int(c.group("v"))
+    return out
+
+
 def _seen(state: dict) -> None:
     state["seen_vllm"] = True
 
@@ -98,7 +112,7 @@ def _error(rec, state, kind: str, fields: dict) -> ErrorEvent:
 def _metrics(m, rec, state):
     _seen(state)
     text = rec.text
-    counts = {k: int(v) for k, v in _COUNTS.findall(text)}
+    counts = _counts(text)
     kv = _KV_USAGE.search(text) or _DEV_KV_USAGE.search(text)
     pre = _PREEMPTIONS.search(text)
     fields: dict = {}
