@@ -16,7 +16,7 @@ import numpy as np
 
 from nanscope.ingest.claimable import Claimable, claimable_parts
 from nanscope.ingest.native import NativeLane
-from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Source, open_binary, scan_candidates
+from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Made, Source, open_binary, scan_candidates
 from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
@@ -115,6 +115,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     formats = info.formats
     marks: dict = {}
     held_any = False
+    parser_at = {p.name: i for i, p in enumerate(parsers)}
     lane = NativeLane(parsers, name, base, max_line) if NATIVE and native_lane else None
     native = lane if lane is not None and lane.ok else None
     items = scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress, marks=marks,
@@ -139,6 +140,20 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                                                      tuple(p.name for p in parsers))
                 held_any = True
                 yield Hold(batches)
+                continue
+            if found.__class__ is Made:  # a metrics reader's event: what the per-line path makes of the line
+                key = found.key
+                at = parser_at[found.parser]
+                have = made.get(key, -1)
+                for j in range(have + 1, at + 1):
+                    states.setdefault((parsers[j].name, key), {})
+                made[key] = max(have, at)
+                if found.writes:
+                    states[(found.parser, key)].update(found.writes)
+                info.candidate_lines += 1
+                info.event_lines += 1
+                formats[found.parser] = formats.get(found.parser, 0) + 1
+                yield found.event
                 continue
             text = raw.decode("utf-8", "replace")
             if "\ufffd" in text:

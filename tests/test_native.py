@@ -293,3 +293,47 @@ def test_vllm_stats_between_trainer_steps_take_the_per_line_step_without_cutting
     (finding,) = [f for f in fast["findings"] if f["id"] == "vllm-preemption-pressure"]
     assert finding["first_step"] == 202  # after bar 201 (it gave the dict before it step 201)
     assert len(cuts) < 10
+
+
+_STATS = ("(APIServer pid=3646) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: {p}.{d} "
+          "tokens/s, Avg generation throughput: 1055.3 tokens/s, Running: {r} reqs, Waiting: 0 reqs, GPU KV cache "
+          "usage: 4{d}.5%, Prefix cache hit rate: 0.0%")  # vllm/v1/metrics/loggers.py, as in sample_logs/vllm
+_NAN_PROBS = "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0"
+
+
+def _scan_events(path: str, native: bool) -> list:
+    saved = pipeline.NATIVE, reader.SMALL_REGION
+    pipeline.NATIVE, reader.SMALL_REGION = native, (0 if native else saved[1])
+    try:
+        out = list(pipeline.scan_all(expand_sources([path]), pipeline.ScanOptions(jobs=1), pipeline.ScanResult()))
+    finally:
+        pipeline.NATIVE, reader.SMALL_REGION = saved
+    return [e for e in out if e.kind in ("metrics", "error")]
+
+
+def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, monkeypatch):
+    """vLLM's stats lines become MetricsEvents in RE2 (numbers, text, origin with its process tag
+    and timestamp, stream), and the vllm parser's note that the stream printed vLLM lines is made
+    where the line is: the sampler error before them says seen_vllm False, the one after True."""
+    lines = [_NAN_PROBS]
+    lines += [_STATS.format(s=i % 60, p=i * 7, d=i % 10, r=i % 20) for i in range(200)]
+    lines += [_NAN_PROBS]
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join(lines) + "\n")
+    made = []
+    real = NativeLane._events
+
+    def counting(self, *a):
+        got = real(self, *a)
+        made.append(len(got))
+        return got
+
+    monkeypatch.setattr(NativeLane, "_events", counting)
+    slow = _scan_events(str(log), native=False)
+    fast = _scan_events(str(log), native=True)
+    assert sum(made) == 200
+    assert [repr(e) for e in fast] == [repr(e) for e in slow]
+    assert fast[0].fields["seen_vllm"] is False and fast[-1].fields["seen_vllm"] is True
+    m = fast[1]
+    assert (m.running, m.kv_cache_usage, m.fields, m.origin.proc, m.origin.ts is not None) == (
+        0, 40.5, {"prefix_cache_hit_rate": 0.0, "engine": 0}, "APIServer", True)

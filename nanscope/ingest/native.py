@@ -8,16 +8,22 @@ digits aside) the lane learns a reader from the parsers themselves, on a sample 
 - the sample goes through the ordinary per-line path (every parser, in order) with parser state
   that records any use: a line whose outcome depends on state (a traceback in progress, an HF
   log dict waiting for its step) is never read natively, nor is one that does not give exactly
-  one StepEvent;
+  one StepEvent or MetricsEvent (vLLM's stats lines; their parser may write a note into its
+  state, which the pipeline then makes at each line read, see reader.Made);
 - every number of the message is then replaced, once by zeros and once by other digits, and the
   sample parsed again: a number that shows up unchanged in one event field (or printed pair) is
   read into that column; one that changes nothing is free; one that changes anything else (which
   rule claims the line, a flag, the rank) must stay as printed;
 - the reader is one RE2 regex: the sample's launcher prefixes with their digits free (each
   distinct prefix checked once against `peel`, which gives its origin; the prefixes the lane
-  knows are torchrun's, srun's and Open MPI's), then the message's text literally, with every number
-  matched by its own shape (digits may vary, dots and exponents may not). So a line it reads has
-  the sample's keywords and text, and only numbers the parsers were seen to pass through differ.
+  knows are torchrun's, srun's, Open MPI's and vLLM's process tags), then the message's text
+  literally, with every number matched by its own shape (digits may vary, dots and exponents may
+  not). So a line it reads has the sample's keywords and text, and only numbers the parsers were
+  seen to pass through differ.
+
+Step rows become StepBatch columns. Metrics rows become the sample's event with the row's numbers,
+text, origin and timestamp (what the per-line path would make, without parsing), delivered in line
+order among the per-line candidates.
 
 Lines with control bytes or non-ASCII text (ANSI escapes, \\r redraws, invalid UTF-8) are never
 read natively. Every other line goes down the per-line path as before; tests/test_native.py
@@ -34,14 +40,16 @@ import numpy as np
 
 from nanscope.ingest.native_hf import HFLane
 from nanscope.ingest.prefixes import peel
-from nanscope.ingest.reader import DIGIT0, _arrow
-from nanscope.model import Loc, Origin, Record, StepEvent
+from nanscope.ingest.reader import DIGIT0, Made, _arrow
+from nanscope.ingest.timestamps import parse_ts
+from nanscope.model import Loc, MetricsEvent, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.numbers import to_float, to_int
 from nanscope.stepbatch import INTS, NUMERIC, StepBatch
 from nanscope.streams import stream_key
 
-_PREFIX_ALT = r"\[[A-Za-z_]+\d+\]:[ \t]?|\[\d+\]:[ \t]?|\d{1,5}:[ \t]+|\[\d+,\d+\]<std(?:out|err)>:[ \t]?"
+_PREFIX_ALT = (r"\[[A-Za-z_]+\d+\]:[ \t]?|\[\d+\]:[ \t]?|\d{1,5}:[ \t]+|\[\d+,\d+\]<std(?:out|err)>:[ \t]?"
+               r"|\([A-Za-z][\w\-]* pid=\d+\)[ \t]")  # ... | vLLM's process tags: (APIServer pid=12)
 _PREFIXES = rf"^(?P<pre>(?:[ \t]*(?:{_PREFIX_ALT}))*)"
 _SPLIT = _PREFIXES + r"(?P<msg>(?s:.*))$"
 _HOT_LAYOUTS = 12
@@ -132,7 +140,70 @@ class NativeLane:
             self._union = None
         return np.sort(np.concatenate(read)) if read else np.zeros(0, dtype=np.int64)
 
-    def columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict]:
+    def columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict, list]:
+        """What the readers read: the positions in cand taken, StepBatches (one per stream, in
+        line order), their lines per parser, and the events of metrics readers as (line, Made),
+        by line."""
+        made: list = []
+        taken: list = []
+        steps = []
+        formats: dict = {}
+        for item in found:
+            if item[2].template is None:
+                steps.append(item)
+                continue
+            taken.append(self._events(cand, cand_lines, *item, made))  # (counted as they are delivered)
+        claimed, batches, step_formats = self._step_columns(cand, cand_lines, steps) if steps else (
+            np.zeros(0, dtype=np.int64), [], {})
+        for k, v in step_formats.items():
+            formats[k] = formats.get(k, 0) + v
+        if taken:
+            claimed = np.sort(np.concatenate([claimed] + taken))
+            made.sort(key=lambda x: x[0])
+        return claimed, batches, formats, made
+
+    def _events(self, cand, cand_lines: np.ndarray, idx: np.ndarray, got: Any, layout: "_Layout", made: list) -> np.ndarray:
+        """A metrics reader's rows as the events the per-line path makes of them (the sample's
+        event with this row's numbers, text, origin and timestamp); returns the rows taken."""
+        pa, pc, pool = _arrow()
+        texts = _take(cand, idx).to_pylist()
+        pres = got.field("pre").to_pylist()
+        vals = {name: _floats(got.field(f"v{j}")) for name, j in layout.slots.items()}
+        t = layout.template
+        base = {f: getattr(t, f) for f in ("framework", "rank", "step") + METRICS}
+        extra = dict(t.fields) if t.fields else None
+        kinds = {name: type(getattr(t, name) if "." not in name else t.fields[name.split(".", 1)[1]]) for name in vals}
+        cls = type(t)
+        ok = np.zeros(len(idx), dtype=bool)
+        lines = cand_lines[idx].tolist()
+        for i, raw in enumerate(texts):
+            pre = pres[i]
+            s = self._prefix(pre, raw)
+            if s is None:
+                continue
+            origin, key = s
+            text = raw.decode("ascii")
+            kw = dict(base)
+            fields = dict(extra) if extra is not None else None
+            for name, col in vals.items():
+                v = float(col[i])
+                v = int(v) if kinds[name] is int else v
+                if name.startswith("fields."):
+                    fields[name[7:]] = v  # type: ignore[index]
+                else:
+                    kw[name] = v
+            ts = parse_ts(text[len(pre):])
+            if ts is not None:
+                origin = Origin(rank=origin.rank, local_rank=origin.local_rank, node=origin.node, ts=ts, proc=origin.proc)
+            rank = layout.rank if layout.rank is not None else origin.rank
+            kw["rank"] = rank
+            ev = cls(loc=Loc(self.source, lines[i]), text=text, origin=origin, fields=fields, **kw)
+            ev.stream = key if rank == origin.rank else ("rank", origin.node, rank)
+            made.append((lines[i], Made(ev, layout.parser, key, layout.writes)))
+            ok[i] = True
+        return idx[ok]
+
+    def _step_columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict]:
         pa, pc, pool = _arrow()
         n = len(cand)
         accept = np.zeros(n, dtype=bool)
@@ -224,7 +295,8 @@ class NativeLane:
         got = self._parse(text)
         if got is None:
             return None
-        ev, parser = got
+        ev, parser, writes = got
+        metrics = isinstance(ev, MetricsEvent)
         msg = text[pre_len:]
         toks = list(_TOKEN.finditer(msg))
         if len(toks) > _MAX_SLOTS:
@@ -237,7 +309,8 @@ class NativeLane:
                 if probe == t.group():
                     continue
                 other = self._parse(text[: pre_len + t.start()] + probe + text[pre_len + t.end():])
-                d = _effect(ev, other[0] if other is not None and other[1] == parser else None, t.group(), probe)
+                same = other is not None and other[1] == parser and other[2] == writes
+                d = _effect(ev, other[0] if same else None, t.group(), probe)
                 if d is None or (effect is not None and d != effect):
                     fixed.add(j)
                     break
@@ -249,7 +322,7 @@ class NativeLane:
                     fixed.update((j, slot_of[name]))
                 slot_of[name] = j
         slots = {name: j for name, j in slot_of.items() if j not in fixed}
-        if "step" not in slots:
+        if not metrics and "step" not in slots:
             return None  # a line without its own step number gets one from the stream: per line
         parts = []
         at = 0
@@ -263,6 +336,13 @@ class NativeLane:
                 parts.append(_shape(t.group()))
             at = t.end()
         parts.append(_literal(msg[at:]))
+        origin = peel(text, self.base)[1]
+        rank = ev.rank if ev.rank != origin.rank else None
+        # The sample's own prefixes, digits aside: one way through the regex at every byte (RE2
+        # captures with its fast one-pass engine; the generic prefix loop made it backtrack).
+        regex = f"^(?P<pre>{_shape(text[:pre_len])})" + "".join(parts) + "$"
+        if metrics:
+            return _Layout(regex, slots, {}, parser, ev.framework, rank, template=ev, writes=writes)
         consts = {}
         for name in NUMERIC + INTS + ("skipped",):
             v = getattr(ev, name)
@@ -275,30 +355,39 @@ class NativeLane:
                     to_float(v) if isinstance(v, str) else None)
                 if f is not None:
                     consts[name] = float(f)
-        origin = peel(text, self.base)[1]
-        rank = ev.rank if ev.rank != origin.rank else None
-        # The sample's own prefixes, digits aside: one way through the regex at every byte (RE2
-        # captures with its fast one-pass engine; the generic prefix loop made it backtrack).
-        prefix = f"^(?P<pre>{_shape(text[:pre_len])})"
-        return _Layout(prefix + "".join(parts) + "$", slots, consts, parser, ev.framework, rank)
+        return _Layout(regex, slots, consts, parser, ev.framework, rank)
 
-    def _parse(self, text: str) -> Optional[tuple[StepEvent, str]]:
-        """The per-line path on one line with watched parser state: (its one StepEvent, the
-        parser that gave it), or None (another outcome, or one that depends on state)."""
+    def _parse(self, text: str) -> Optional[tuple[Any, str, Optional[dict]]]:
+        """The per-line path on one line with watched parser state: (its one event, the parser
+        that gave it, what that parser wrote into its state), or None (another outcome, or one
+        that depends on state). A StepEvent's parser may not touch its state; a MetricsEvent's
+        may only write to it (vLLM notes that the stream printed vLLM lines), which the
+        pipeline repeats for each line read (see Made)."""
         msg, origin = peel(text, self.base)
         rec = Record(Loc(self.source, 1), msg, origin, text)
         for p in self.parsers:
             st = _Watch()
             events = p.parse(rec, st)
-            if st.used:
-                return None
-            if events is not None:
-                if len(events) != 1 or not isinstance(events[0], StepEvent):
+            if events is None:
+                if st.used:
                     return None
-                ev = events[0]
-                if ev.rank is None:
-                    ev.rank = origin.rank
-                return ev, p.name
+                continue
+            if len(events) != 1:
+                return None
+            ev = events[0]
+            if isinstance(ev, StepEvent):
+                if st.used:
+                    return None
+                writes = None
+            elif isinstance(ev, MetricsEvent):
+                if st.read:
+                    return None
+                writes = dict(st) or None
+            else:
+                return None
+            if ev.rank is None:
+                ev.rank = origin.rank
+            return ev, p.name, writes
         return None
 
     def _prefix(self, prefix: bytes, line: bytes) -> Optional[tuple]:
@@ -319,9 +408,10 @@ class _Layout:
     """One message shape's reader: an RE2 regex, which capture feeds which column, the values
     that are the same on every line it reads, and who claims those lines."""
 
-    __slots__ = ("regex", "nocap", "slots", "consts", "parser", "framework", "rank", "hits")
+    __slots__ = ("regex", "nocap", "slots", "consts", "parser", "framework", "rank", "hits", "template", "writes")
 
-    def __init__(self, regex: str, slots: dict, consts: dict, parser: str, framework: str, rank: Optional[int]):
+    def __init__(self, regex: str, slots: dict, consts: dict, parser: str, framework: str, rank: Optional[int],
+                 template: Any = None, writes: Optional[dict] = None):
         self.regex = regex
         self.nocap = _nocap(regex)
         self.slots = slots  # column -> capture index
@@ -330,22 +420,25 @@ class _Layout:
         self.framework = framework
         self.rank = rank  # a rank the line names itself (not its prefix's)
         self.hits = 0
+        self.template = template  # a MetricsEvent reader: the sample's event, the rest as on it
+        self.writes = writes  # what its parser writes into its state per line
 
 
 class _Watch(dict):
     """Parser state that notices being read or written."""
 
-    used = False
+    used = False  # read or written
+    read = False
 
     def _use(self) -> None:
-        self.used = True
+        self.used = self.read = True
 
     def __getitem__(self, k: Any) -> Any:
         self._use()
         return super().__getitem__(k)
 
     def __setitem__(self, k: Any, v: Any) -> None:
-        self._use()
+        self.used = True
         super().__setitem__(k, v)
 
     def __contains__(self, k: Any) -> bool:
@@ -405,31 +498,40 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _effect(ev: StepEvent, other: Optional[StepEvent], tok: str, probe: str) -> Optional[frozenset]:
+_METRIC_INTS = ("running", "waiting", "swapped", "preemptions")
+METRICS = _METRIC_INTS + ("kv_cache_usage", "prompt_tps", "generation_tps")
+
+
+def _effect(ev: Any, other: Optional[Any], tok: str, probe: str) -> Optional[frozenset]:
     """Which columns follow the number (tok -> probe) unchanged; None: it changed something else."""
-    if other is None:
+    if other is None or type(other) is not type(ev):
         return None
+    if isinstance(ev, StepEvent):
+        numeric, ints, fixed, extra = NUMERIC + INTS + ("step",), INTS + ("step",), ("skipped", "rank", "framework"), "raw_fields"
+    else:
+        numeric, ints, fixed, extra = METRICS, _METRIC_INTS, ("rank", "framework", "step"), "fields"
     out = set()
-    for name in NUMERIC + INTS + ("step", "skipped", "rank", "framework"):
+    for name in numeric + fixed:
         a, b = getattr(ev, name), getattr(other, name)
         if _same(a, b):
             continue
-        if name in ("skipped", "rank", "framework"):
+        if name in fixed:
             return None
-        conv = to_int if name in INTS or name == "step" else to_float
+        conv = to_int if name in ints else to_float
         if _same(a, conv(tok)) and _same(b, conv(probe)) and a is not None:
             out.add(name)
             continue
         return None
-    ra, rb = ev.raw_fields or {}, other.raw_fields or {}
+    ra, rb = getattr(ev, extra) or {}, getattr(other, extra) or {}
     if ra.keys() != rb.keys():
         return None
     for key in ra:
         a, b = ra[key], rb[key]
         if _same(a, b):
             continue
-        if (a == tok and b == probe) or (isinstance(a, float) and _same(a, to_float(tok)) and _same(b, to_float(probe))):
-            out.add(f"raw_fields.{key}")
+        if ((a == tok and b == probe) or (isinstance(a, float) and _same(a, to_float(tok)) and _same(b, to_float(probe)))
+                or (extra == "fields" and type(a) is int and a == to_int(tok) and b == to_int(probe))):
+            out.add(f"{extra}.{key}")
             continue
         return None
     return frozenset(out)

@@ -286,9 +286,11 @@ class Prefilter:
             keep[at_np[read]] = False
         payload = None
         back = None
+        made: list = []
         if found or hf is not None:
-            claimed, batches, formats = lane.columns(cand, lns, found) if found else (np.zeros(0, dtype=np.int64), [], {})
-            if len(claimed) or hf is not None:
+            claimed, batches, formats, made = lane.columns(cand, lns, found) if found else (
+                np.zeros(0, dtype=np.int64), [], {}, [])
+            if batches or hf is not None:
                 payload = (batches, formats, None if hf is None else (lns[rest[hf[2]]], hf[0], hf[1]))
             # rows a reader matched but left to the per-line path (a fractional step) go back
             matched = np.concatenate([at for at, _, _ in found]) if found else np.zeros(0, dtype=np.int64)
@@ -306,7 +308,13 @@ class Prefilter:
             pos = pos[order]
             out_lines = [out_lines[i] for i in order]
             out_found = [out_found[i] for i in order]
-        return lns[pos].tolist(), out_lines, out_found, payload
+        out_idx = lns[pos].tolist()
+        if made:  # the metrics readers' events, in line order among the per-line candidates
+            merged = sorted(list(zip(out_idx, out_lines, out_found)) + [(ln, b"", m) for ln, m in made], key=lambda x: x[0])
+            out_idx = [x[0] for x in merged]
+            out_lines = [x[1] for x in merged]
+            out_found = [x[2] for x in merged]
+        return out_idx, out_lines, out_found, payload
 
     def sort(self, line: bytes) -> tuple[tuple, bool]:
         """(the keywords a line holds, as found_in; whether it is plain: printable ASCII or tab,
@@ -498,6 +506,19 @@ def scan_candidates(
     info.lines = lineno - 1
 
 
+class Made:
+    """A line a metrics reader read: its event, the parser that claims it, the state key of the
+    line's printer and what that parser writes into its state (the pipeline repeats it)."""
+
+    __slots__ = ("event", "parser", "key", "writes")
+
+    def __init__(self, event: Any, parser: str, key: tuple, writes: Optional[dict]):
+        self.event = event
+        self.parser = parser
+        self.key = key
+        self.writes = writes
+
+
 class Claimed:
     """The `found` slot of an item that carries the native lane's payload for a region."""
 
@@ -588,6 +609,9 @@ def _per_line(idx: list, cands: list, found: list, prefilter: Prefilter, info: I
     \r or NUL in it is split into its pieces (each with its own keywords), an over-long one cut."""
     term = _TERMINATOR.split
     for ln, line, f in zip(idx, cands, found):
+        if f.__class__ is Made:
+            yield ln, line, f
+            continue
         if b"\r" in line or b"\x00" in line:
             for piece in term(line):
                 if len(piece) > max_line:
