@@ -168,11 +168,17 @@ class NativeLane:
         pa, pc, pool = _arrow()
         texts = _take(cand, idx).to_pylist()
         pres = got.field("pre").to_pylist()
-        vals = {name: _floats(got.field(f"v{j}")) for name, j in layout.slots.items()}
         t = layout.template
+        cols = []  # (attribute or None for the fields dict, key, values, int?) per slot
+        for name, j in layout.slots.items():
+            values = _floats(got.field(f"v{j}")).tolist()
+            if name.startswith("fields."):
+                fkey = name[len("fields."):]
+                cols.append((None, fkey, values, type(t.fields[fkey]) is int))
+            else:
+                cols.append((name, name, values, type(getattr(t, name)) is int))
         base = {f: getattr(t, f) for f in ("framework", "rank", "step") + METRICS}
         extra = dict(t.fields) if t.fields else None
-        kinds = {name: type(getattr(t, name) if "." not in name else t.fields[name.split(".", 1)[1]]) for name in vals}
         cls = type(t)
         ok = np.zeros(len(idx), dtype=bool)
         lines = cand_lines[idx].tolist()
@@ -185,13 +191,12 @@ class NativeLane:
             text = raw.decode("ascii")
             kw = dict(base)
             fields = dict(extra) if extra is not None else None
-            for name, col in vals.items():
-                v = float(col[i])
-                v = int(v) if kinds[name] is int else v
-                if name.startswith("fields."):
-                    fields[name[7:]] = v  # type: ignore[index]
+            for attr, name, values, is_int in cols:
+                v = int(values[i]) if is_int else values[i]
+                if attr is None:
+                    fields[name] = v  # type: ignore[index]
                 else:
-                    kw[name] = v
+                    kw[attr] = v
             ts = parse_ts(text[len(pre):])
             if ts is not None:
                 origin = Origin(rank=origin.rank, local_rank=origin.local_rank, node=origin.node, ts=ts, proc=origin.proc)

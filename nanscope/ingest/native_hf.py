@@ -60,16 +60,16 @@ class HFLane:
         stay per line). Lines a step reader took never touch the hf parser's state."""
         if not self.ok:
             return None
-        hfish = []
-        for i, (found, plain) in enumerate(kinds):
-            mine = self._mine.get(found)
-            if mine is None:
-                mine = self._mine[found] = any(w in self.words for w in found)
-            if mine:
-                if plain or len(lines[i]) > max_line > 0:
-                    return None
-                hfish.append(i)
+        mine = self._mine
+        for kind in set(kinds):  # (a batch holds a few kinds of lines)
+            if kind[0] not in mine:
+                mine[kind[0]] = any(w in self.words for w in kind[0])
+            if kind[1] and mine[kind[0]]:
+                return None  # a plain line with an hf keyword: a dict alone, say
+        hfish = [i for i, kind in enumerate(kinds) if mine[kind[0]]]
         if not hfish:
+            return None
+        if max_line and any(len(lines[i]) > max_line for i in hfish):
             return None
         pa, pc, pool = _arrow()
         at = np.array(hfish, dtype=np.int64)
@@ -77,10 +77,9 @@ class HFLane:
         got = pc.extract_regex(sub, LINE, memory_pool=pool)
         if got.null_count:
             return None
-        for i in hfish:
-            line = lines[i]
-            if not self._verified(line.translate(DIGIT0), line):
-                return None
+        shapes = {lines[i].translate(DIGIT0): i for i in hfish}
+        if not all(self._verified(shape, lines[i]) for shape, i in shapes.items()):
+            return None
         cols = {"n": _floats(got.field("n"))}
         for k, name in zip(KEYS, FIELDS):
             q, b = got.field(f"{k}q"), got.field(f"{k}b")
