@@ -635,7 +635,15 @@ class Spike(_ValueMachine):
         full = np.arange(m)[h0 + np.arange(m) >= w]
         if len(full):
             windows = np.lib.stride_tricks.sliding_window_view(allv, w)[h0 + full - w]
-            med[full] = rolling_median(windows)
+            if self.factor > 0:
+                # The median is at least the window's minimum: a value at most `factor` times
+                # that cannot be a spike, and most rows of a healthy curve are not; their
+                # medians (a sort per row) are not needed.
+                with np.errstate(invalid="ignore"):
+                    maybe = xs[full] > self.factor * windows.min(axis=1)
+                full, windows = full[maybe], windows[maybe]
+            if len(full):
+                med[full] = rolling_median(windows)
         for j in np.nonzero((h0 + np.arange(m) < w) & (have >= self.min_history))[0].tolist():
             med[j] = statistics.median(allv[h0 + j - have[j]: h0 + j].tolist())
         with np.errstate(invalid="ignore"):
