@@ -38,7 +38,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from nanscope.ingest.native_hf import HFLane
+from nanscope.ingest.native_hf import HFLane, floats
 from nanscope.ingest.prefixes import peel
 from nanscope.ingest.reader import DIGIT0, Made, _arrow
 from nanscope.ingest.timestamps import parse_ts
@@ -171,7 +171,7 @@ class NativeLane:
         t = layout.template
         cols = []  # (attribute or None for the fields dict, key, values, int?) per slot
         for name, j in layout.slots.items():
-            values = _floats(got.field(f"v{j}")).tolist()
+            values = floats(got.field(f"v{j}")).tolist()
             if name.startswith("fields."):
                 fkey = name[len("fields."):]
                 cols.append((None, fkey, values, type(t.fields[fkey]) is int))
@@ -244,7 +244,7 @@ class NativeLane:
             parsers_of[idx] = self.names.index(layout.parser)
             for name, j in layout.slots.items():
                 v, present = column(name)
-                v[idx] = _floats(got.field(f"v{j}"))
+                v[idx] = floats(got.field(f"v{j}"))
                 present[idx] = True
             for name, value in layout.consts.items():
                 v, present = column(name)
@@ -479,11 +479,6 @@ def _read(cand, at: np.ndarray, layout: _Layout, found: list) -> np.ndarray:
 def _take(arr, idx: np.ndarray):
     pa, pc, pool = _arrow()
     return pc.take(arr, pa.array(idx, type=pa.int64(), memory_pool=pool), memory_pool=pool)
-
-
-def _floats(arr) -> np.ndarray:
-    pa, pc, pool = _arrow()
-    return pc.cast(pc.cast(arr, pa.string(), memory_pool=pool), pa.float64(), memory_pool=pool).to_numpy(zero_copy_only=False)
 
 
 def _nocap(regex: str) -> str:

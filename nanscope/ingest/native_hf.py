@@ -80,10 +80,10 @@ class HFLane:
         shapes = {lines[i].translate(DIGIT0): i for i in hfish}
         if not all(self._verified(shape, lines[i]) for shape, i in shapes.items()):
             return None
-        cols = {"n": _floats(got.field("n"))}
+        cols = {"n": floats(got.field("n"))}
         for k, name in zip(KEYS, FIELDS):
             q, b = got.field(f"{k}q"), got.field(f"{k}b")
-            vals = _floats(pc.coalesce(q, b))
+            vals = floats(pc.coalesce(q, b))
             cols[name] = vals
             cols[f"raw_fields.{k}"] = vals
         return cols, sub, at
@@ -119,7 +119,8 @@ class HFLane:
         return claimed == ["hf", "hf"]
 
 
-def _floats(arr) -> np.ndarray:
+def floats(arr) -> np.ndarray:
+    """Captured numbers (an Arrow binary array) as float64 (Arrow parses them as Python would:
+    nan, inf, signs, exponents)."""
     pa, pc, pool = _arrow()
-    return pc.cast(pc.cast(arr, pa.string(), memory_pool=pool), pa.float64(), memory_pool=pool).to_numpy(
-        zero_copy_only=False)
+    return pc.cast(arr, pa.float64(), memory_pool=pool).to_numpy(zero_copy_only=False)
