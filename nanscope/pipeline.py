@@ -301,7 +301,7 @@ class Pending:
                 continue
             keep = []
             for b in got:
-                cut = int(b.order.searchsorted(line))
+                cut = int(b.order.searchsorted(line, "right"))
                 if cut:
                     yield b.slice(0, cut) if cut < len(b) else b
                 if cut < len(b):
@@ -321,7 +321,7 @@ class Pending:
             return False
         last = None
         for b in got:
-            cut = int(b.order.searchsorted(line))
+            cut = int(b.order.searchsorted(line, "right"))
             if cut:
                 last = (b, cut - 1)
         if last is None:
