@@ -116,6 +116,16 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     marks: dict = {}
     held_any = False
     parser_at = {p.name: i for i, p in enumerate(parsers)}
+
+    def reach(key: tuple, upto: int) -> None:
+        """Parser states exist for this stream up to parser `upto`, made in parser order as the
+        per-line path makes them (the order the parsers are flushed in at the end)."""
+        have = made.get(key, -1)
+        if upto > have:
+            for j in range(have + 1, upto + 1):
+                states.setdefault((parsers[j].name, key), {})
+            made[key] = upto
+
     lane = NativeLane(parsers, name, base, max_line) if NATIVE and native_lane else None
     native = lane if lane is not None and lane.ok else None
     items = scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress, marks=marks,
@@ -131,11 +141,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                     formats[pname] = formats.get(pname, 0) + c
                 if hf is not None:
                     key = stream_key(base, name)
-                    hf_at = next(i for i, p in enumerate(parsers) if p.name == "hf")
-                    have = made.get(key, -1)
-                    for j in range(have + 1, hf_at + 1):
-                        states.setdefault((parsers[j].name, key), {})
-                    made[key] = max(have, hf_at)
+                    reach(key, parser_at["hf"])
                     batches = batches + _hf_progress(hf, states[("hf", key)], key, name, base, info,
                                                      tuple(p.name for p in parsers))
                 held_any = True
@@ -143,11 +149,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 continue
             if found.__class__ is Made:  # a metrics reader's event: what the per-line path makes of the line
                 key = found.key
-                at = parser_at[found.parser]
-                have = made.get(key, -1)
-                for j in range(have + 1, at + 1):
-                    states.setdefault((parsers[j].name, key), {})
-                made[key] = max(have, at)
+                reach(key, parser_at[found.parser])
                 if found.writes:
                     states[(found.parser, key)].update(found.writes)
                 info.candidate_lines += 1
@@ -170,9 +172,8 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             events = None
             for i, p, rules in steps:
                 if i > have:
-                    for j in range(have + 1, i + 1):
-                        states.setdefault((parsers[j].name, key), {})
-                    have = made[key] = i
+                    reach(key, i)
+                    have = i
                 st = states[(p.name, key)]
                 events = p.parse(rec, st) if rules is None else p.parse_rules(rec, st, rules)
                 pending = st.get("pending")
@@ -182,11 +183,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                     formats[p.name] = formats.get(p.name, 0) + 1
                     break
             if events is None:
-                last = len(parsers) - 1
-                if last > have:
-                    for j in range(have + 1, last + 1):
-                        states.setdefault((parsers[j].name, key), {})
-                    made[key] = last
+                reach(key, len(parsers) - 1)
                 continue
             if events:
                 info.event_lines += 1

@@ -20,8 +20,6 @@ from typing import Callable, Optional, Sequence
 
 from nanscope.parsers.base import Parser
 
-UNJUDGED = r"[^\x20-\x7e\t]"
-
 
 class Claimable:
     """The union per set of keywords found in a line: only the rules the line's keywords lead to

@@ -40,7 +40,7 @@ import numpy as np
 
 from nanscope.ingest.native_hf import HFLane, floats
 from nanscope.ingest.prefixes import peel
-from nanscope.ingest.reader import DIGIT0, Made, _arrow
+from nanscope.ingest.reader import DIGIT0, Made, _arrow, plain
 from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Loc, MetricsEvent, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
@@ -53,7 +53,6 @@ _PREFIX_ALT = (r"\[[A-Za-z_]+\d+\]:[ \t]?|\[\d+\]:[ \t]?|\d{1,5}:[ \t]+|\[\d+,\d
 _PREFIXES = rf"^(?P<pre>(?:[ \t]*(?:{_PREFIX_ALT}))*)"
 _SPLIT = _PREFIXES + r"(?P<msg>(?s:.*))$"
 _HOT_LAYOUTS = 12
-_NOT_PLAIN = re.compile(rb"[^\x20-\x7e\t]")
 _TOKEN = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _DIGITS = re.compile(r"\d+")
 _DIGITS_B = re.compile(rb"[0-9]+")
@@ -294,7 +293,7 @@ class NativeLane:
         return out
 
     def _learn(self, row: bytes, pre_len: int) -> Optional["_Layout"]:
-        if _NOT_PLAIN.search(row):
+        if not plain(row):
             return None
         text = row.decode("ascii")
         got = self._parse(text)

@@ -28,7 +28,13 @@ SMALL_REGION = 256 << 10  # below this, candidates are found in Python (no RE2 c
 MAX_LINE_BYTES = 1 << 20
 _TERMINATOR = re.compile(rb"[\r\n\x00]")
 DIGIT0 = bytes.maketrans(b"123456789", b"000000000")  # line.translate(DIGIT0): its shape, digit for digit
-_PRINTABLE = bytes(range(0x20, 0x7f)) + b"\t"  # deleted from a line: what is left is not plain
+_PRINTABLE = bytes(range(0x20, 0x7f)) + b"\t"
+
+
+def plain(line: bytes) -> bool:
+    """Printable ASCII or tab only: the lines RE2 (Latin-1) judges as Python would, and the only
+    ones the native lane reads."""
+    return not line.translate(None, _PRINTABLE)
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -324,7 +330,7 @@ class Prefilter:
         if got is None:
             if len(self._sorted) > 4096:
                 self._sorted.clear()
-            got = self._sorted[key] = (self.found_in(line), not key.translate(None, _PRINTABLE))
+            got = self._sorted[key] = (self.found_in(line), plain(key))  # (digits are printable)
         return got
 
     def found_in(self, line: bytes) -> tuple:
