@@ -14,7 +14,7 @@ from nanscope.errors import InputError
 from nanscope.ingest.prefixes import origin_from_path, peel, strip_ansi
 import numpy as np
 
-from nanscope.ingest.claimable import Claimable, claimable_parts
+from nanscope.ingest.claimable import Claimable, claimable_alternatives
 from nanscope.ingest.native import NativeLane
 from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Made, Source, open_binary, scan_candidates
 from nanscope.ingest.timestamps import parse_ts
@@ -54,9 +54,10 @@ class Dispatch:
     def __init__(self, parsers: Sequence[Parser]):
         self.parsers = tuple(parsers)
         self.prefilter = keyword_regex(self.parsers)
-        parts = claimable_parts(self.parsers)
-        self.claimable = Claimable(parts, self.prefilter.possible) if parts else None
         self.custom = _custom(self.parsers)
+        alts = claimable_alternatives(self.parsers)
+        # (a parser with a parse() of its own may claim lines none of its rules match)
+        self.claimable = Claimable(alts, self.plan) if alts and not any(self.custom) else None
         self.all = tuple((i, p, None) for i, p in enumerate(self.parsers))
         self._plans: dict = {}
 

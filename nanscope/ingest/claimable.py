@@ -5,7 +5,8 @@ PyTorch's reducer warning alike); the rule's regex decides. For most rules the r
 requires one of the rule's keywords (checked here on the parsed pattern), so "the regex matches
 somewhere in the line" implies "the rule is tried, and may claim it". The union of those regexes
 and of the other rules' keywords is a necessary condition for any rule to claim a line: a
-candidate that fails it goes no further, and no Python work is spent on it.
+candidate that fails it goes no further. The union is taken per set of keywords found in a line,
+over the rules those keywords lead to.
 
 Lines this cannot judge exactly stay candidates: those with control bytes (\\r pieces, NUL, ANSI
 escapes, \\v), non-ASCII bytes (Python's \\w and \\s are wider than RE2's there) or over-long ones.
@@ -22,37 +23,35 @@ from nanscope.parsers.base import Parser
 
 
 class Claimable:
-    """The union per set of keywords found in a line: only the rules the line's keywords lead to
-    (as Dispatch.plan tries them) can claim it, and a small union is a small, fast DFA."""
+    """The union per set of keywords found in a line, over the rules Dispatch.plan would try on
+    such a line (the only ones that can claim it): a small union is a small, fast DFA."""
 
-    def __init__(self, parts: list, possible: Callable[[tuple], Optional[frozenset]]):
-        self.parts = parts  # (rule keywords, RE2 alternative)
-        self.possible = possible  # Prefilter.possible: the keywords a found tuple may hide
+    def __init__(self, alts: dict, plan: Callable[[tuple], tuple]):
+        self.alts = alts  # id(rule) -> its RE2 alternatives (claimable_alternatives)
+        self.plan = plan  # Dispatch.plan: (parser index, parser, its rules or None: all) to try
         self._unions: dict[tuple, Optional[str]] = {}
 
     def union_for(self, found: tuple) -> Optional[str]:
         """The RE2 union for lines where `found` were found; None: no rule can claim such a line."""
         got = self._unions.get(found, False)
         if got is False:
-            words = self.possible(found)
-            alts = [alt for kws, alt in self.parts if words is None or any(k in words for k in kws)]
+            alts = [alt for _, p, rules in self.plan(found) for r in (p.rules if rules is None else rules)
+                    for alt in self.alts[id(r)]]
             got = self._unions[found] = "|".join(dict.fromkeys(alts)) if alts else None
         return got  # type: ignore[return-value]
 
 
-def claimable_parts(parsers: Sequence[Parser]) -> Optional[list]:
-    """(rule keywords, RE2 alternative) per rule, or None when no line could be excluded."""
-    parts: list = []
+def claimable_alternatives(parsers: Sequence[Parser]) -> Optional[dict]:
+    """Per rule (by id): its regex in RE2 when the regex implies one of the rule's keywords, else
+    the keywords themselves; None when no line could be excluded (a rule without a keyword)."""
+    alts: dict = {}
     for p in parsers:
         for r in p.rules:
             if any(k == "" for k in r.keywords):
                 return None
             re2 = _to_re2(r.regex) if _implies_keyword(r.regex, r.keywords) else None
-            if re2 is not None:
-                parts.append((tuple(r.keywords), f"(?:{re2})"))
-            else:
-                parts.extend((tuple(r.keywords), _literal(k)) for k in r.keywords)
-    return parts or None
+            alts[id(r)] = [f"(?:{re2})"] if re2 is not None else [_literal(k) for k in r.keywords]
+    return alts or None
 
 
 def _implies_keyword(rx: "re.Pattern[str]", keywords: Sequence[str]) -> bool:
