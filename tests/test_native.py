@@ -257,6 +257,35 @@ def test_engine_batches_equal_single_events_on_random_curves():
     assert found["straggler"]["ranks"] == [3]
 
 
+@pytest.mark.parametrize("hold", [5, 64, 1024])
+def test_engine_batches_equal_single_events_on_persistent_runs(hold, monkeypatch):
+    """NaN runs of every length, several in one held batch of a stream, others across the
+    batches' edges, some with a loss scale below 1 (loss-scale-collapse's requirement): the
+    persistent machines match what they match event by event."""
+    monkeypatch.setattr(engine_mod, "HOLD_STEPS", hold)
+    rnd = random.Random(12)
+    out = []
+    for r in range(2):
+        bad_until = -1
+        for s in range(3000):
+            if s > bad_until and rnd.random() < 0.02:
+                bad_until = s + rnd.choice([0, 1, 2, 3, 5, 8, 40, 300])
+            nan = r == 1 and s <= bad_until
+            gn = "nan" if nan and rnd.random() < 0.7 else f"{rnd.random():.3f}"
+            scale = 0.5 if nan and s % 7 == 0 else 1024.0
+            out.append(f"[rank{r}]:step={s}, loss={'nan' if nan else f'{2 + rnd.random():.4f}'}, grad_norm={gn}, "
+                       f"scale={scale}")
+            if rnd.random() < 0.003:
+                out.append(f"[rank{r}]:step={s}, loss={2 + rnd.random():.4f}, grad_norm=0.5")  # a repeated step
+    data = "\n".join(out).encode()
+    src = [Source("runs.log", None, data)]
+    one, many = _diagnose(src, native=False, batch=False), _diagnose(src, native=False, batch=True)
+    assert many == one
+    found = {f["id"]: f for f in many["findings"]}
+    assert found["nan-persistent"]["occurrences"] > 5
+    assert found["loss-scale-collapse"]["occurrences"] > 5
+
+
 _PIECES = [b"step=", b"loss=", b"iteration ", b"/ 100 | lm loss: ", b" | grad norm: ", b"[default1]:", b"[rank3]:", b"3: ",
            b"[1,5]<stdout>:", b"12", b"0.5", b"nan", b"1e-05", b", ", b" | ", b"\r", b"\x1b[0m", b"\xc3\xa9", b"\xff",
            b"{'loss': '1.5'}", b" 10%|#  | 5/50 [00:01<00:09, 4.5it/s]", b"Traceback (most recent call last):",

@@ -150,6 +150,18 @@ class _Run:
         if len(self.events) < EVIDENCE_PER_MATCH - 1:
             self.events.append(b.event(i))
 
+    def add_rows(self, b: Any, rows: np.ndarray) -> None:
+        """add_row() for each of `rows` (ascending, not empty) at once."""
+        steps = b.step[rows]
+        first, last = int(steps[0]), int(steps[-1])
+        self.steps += int(np.count_nonzero(steps[1:] != steps[:-1])) + (first != self.last)
+        self.last = last
+        if self.first_step is None:
+            self.first_step = first
+        self.last_step = last
+        for i in rows[: max(0, EVIDENCE_PER_MATCH - 1 - len(self.events))].tolist():
+            self.events.append(b.event(i))
+
 
 class Transient(Machine):
     """A run of `bad` events over min_run..max_run distinct steps that ends in a `good` event.
@@ -312,27 +324,34 @@ class Persistent(Machine):
             return super().feed_batch(b, emit)
         st = self.state.setdefault(b.stream, {"run": None, "last": None, "required": False})
         resets = np.nonzero(reset & ~bad)[0]
-        prev = -1  # the last bad row of this batch so far
-        for r in np.nonzero(bad)[0].tolist():
-            if st["run"] is not None and self._reset_between(resets, prev, r):
-                if prev >= 0:
-                    st["last"] = b.event(prev)
-                self._close(b.stream, st, emit, until_end=False)
+        bads = np.nonzero(bad)[0]
+        # the bad rows with a reset row before them (after the bad row before, or the batch start)
+        # start a new run: the rows between two such are one run's
+        if len(resets) and len(bads):
+            cut = np.flatnonzero(np.searchsorted(resets, bads) > np.searchsorted(resets, np.concatenate(([-1], bads[:-1]))))
+        else:
+            cut = np.zeros(0, dtype=np.int64)
+        bounds = [0] + cut.tolist() + [len(bads)]
+        for j in range(len(bounds) - 1):
+            a, z = bounds[j], bounds[j + 1]
+            if a == z:
+                continue
+            if j > 0 or (len(cut) and cut[0] == 0):  # a reset before this run's first row
+                if st["run"] is not None:
+                    if a > 0:
+                        st["last"] = b.event(int(bads[a - 1]))
+                    self._close(b.stream, st, emit, until_end=False)
             if st["run"] is None:
                 st["run"] = _Run()
-            st["run"].add_row(b, r)
-            if req is not None and not st["required"] and req[r]:
+            rows = bads[a:z]
+            st["run"].add_rows(b, rows)
+            if req is not None and not st["required"] and req[rows].any():
                 st["required"] = True
-            prev = r
+        prev = int(bads[-1]) if len(bads) else -1
         if prev >= 0:
             st["last"] = b.event(prev)
-        if st["run"] is not None and self._reset_between(resets, prev, len(b)):
+        if st["run"] is not None and len(resets) and int(resets[-1]) > prev:
             self._close(b.stream, st, emit, until_end=False)
-
-    @staticmethod
-    def _reset_between(resets: Any, a: int, z: int) -> bool:
-        k = int(np.searchsorted(resets, a + 1))
-        return k < len(resets) and int(resets[k]) < z
 
     def finish(self, emit: Emit) -> None:
         for stream, st in self.state.items():
