@@ -32,6 +32,7 @@ checks that both lanes give the same report on every sample log and on the bench
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any, Optional, Sequence
@@ -163,24 +164,31 @@ class NativeLane:
 
     def _events(self, cand, cand_lines: np.ndarray, idx: np.ndarray, got: Any, layout: "_Layout", made: list) -> np.ndarray:
         """A metrics reader's rows as the events the per-line path makes of them (the sample's
-        event with this row's numbers, text, origin and timestamp); returns the rows taken."""
-        pa, pc, pool = _arrow()
+        event with this row's numbers, text, origin and timestamp); returns the rows taken.
+        Events are made positionally from the sample's field values (a keyword call per row
+        cost as much as the rest of the row)."""
         texts = _take(cand, idx).to_pylist()
         pres = got.field("pre").to_pylist()
         t = layout.template
-        cols = []  # (attribute or None for the fields dict, key, values, int?) per slot
-        for name, j in layout.slots.items():
-            values = floats(got.field(f"v{j}")).tolist()
-            if name.startswith("fields."):
-                fkey = name[len("fields."):]
-                cols.append((None, fkey, values, type(t.fields[fkey]) is int))
-            else:
-                cols.append((name, name, values, type(getattr(t, name)) is int))
-        base = {f: getattr(t, f) for f in ("framework", "rank", "step") + METRICS}
-        extra = dict(t.fields) if t.fields else None
         cls = type(t)
+        names = [f.name for f in dataclasses.fields(cls)]
+        at = {name: k for k, name in enumerate(names)}
+        args = [getattr(t, name) for name in names]
+        args[at["stream"]] = None
+        slot_cols = []  # (position in args, values) of the numbers read into event fields
+        field_cols = []  # (key, values) of those read into the fields dict
+        for name, j in layout.slots.items():
+            values = floats(got.field(f"v{j}"))
+            if name.startswith("fields."):
+                key = name[len("fields."):]
+                field_cols.append((key, _as_ints(values) if type(t.fields[key]) is int else values.tolist()))
+            else:
+                slot_cols.append((at[name], _as_ints(values) if type(getattr(t, name)) is int else values.tolist()))
+        extra = dict(t.fields) if t.fields else None
+        i_loc, i_text, i_origin, i_rank, i_fields = at["loc"], at["text"], at["origin"], at["rank"], at["fields"]
         ok = np.zeros(len(idx), dtype=bool)
         lines = cand_lines[idx].tolist()
+        source, fixed_rank = self.source, layout.rank
         for i, raw in enumerate(texts):
             pre = pres[i]
             s = self._prefix(pre, raw)
@@ -188,20 +196,23 @@ class NativeLane:
                 continue
             origin, key = s
             text = raw.decode("ascii")
-            kw = dict(base)
-            fields = dict(extra) if extra is not None else None
-            for attr, name, values, is_int in cols:
-                v = int(values[i]) if is_int else values[i]
-                if attr is None:
-                    fields[name] = v  # type: ignore[index]
-                else:
-                    kw[attr] = v
+            row = args.copy()
+            for k, values in slot_cols:
+                row[k] = values[i]
+            if extra is not None:
+                fields = extra.copy()
+                for name, values in field_cols:
+                    fields[name] = values[i]
+                row[i_fields] = fields
             ts = parse_ts(text[len(pre):])
             if ts is not None:
-                origin = Origin(rank=origin.rank, local_rank=origin.local_rank, node=origin.node, ts=ts, proc=origin.proc)
-            rank = layout.rank if layout.rank is not None else origin.rank
-            kw["rank"] = rank
-            ev = cls(loc=Loc(self.source, lines[i]), text=text, origin=origin, fields=fields, **kw)
+                origin = Origin(origin.rank, origin.local_rank, origin.node, ts, origin.proc)
+            rank = fixed_rank if fixed_rank is not None else origin.rank
+            row[i_loc] = Loc(source, lines[i])
+            row[i_text] = text
+            row[i_origin] = origin
+            row[i_rank] = rank
+            ev = cls(*row)
             ev.stream = key if rank == origin.rank else ("rank", origin.node, rank)
             made.append((lines[i], Made(ev, layout.parser, key, layout.writes)))
             ok[i] = True
@@ -543,6 +554,10 @@ def _shape(tok: str) -> str:
 
 def _literal(s: str) -> str:
     return "".join(c if c.isalnum() else f"\\x{ord(c):02x}" for c in s)
+
+
+def _as_ints(values: np.ndarray) -> list:
+    return [int(v) for v in values.tolist()]
 
 
 def _np_bool(arr) -> np.ndarray:

@@ -11,23 +11,22 @@ from typing import Optional
 
 _TS = re.compile(
     r"""^[ \t]*\[?(?:
-        (?P<glog>[EWIFD])(?P<gm>\d\d)(?P<gd>\d\d)[ ](?P<gt>\d\d:\d\d:\d\d(?:\.\d+)?)      # glog / c10
-      | (?:(?P<y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T_](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)  # ISO-ish
-      | (?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[ ]+(?P<vm>\d\d)-(?P<vd>\d\d)[ ](?P<vt>\d\d:\d\d:\d\d(?:\.\d+)?)  # vLLM
+        (?P<glog>[EWIFD])(?P<gm>\d\d)(?P<gd>\d\d)[ ](?P<gh>\d\d):(?P<gi>\d\d):(?P<gs>\d\d(?:\.\d+)?)      # glog / c10
+      | (?:(?P<y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<i>\d\d):(?P<s>\d\d(?:[.,]\d+)?)  # ISO-ish
+      | (?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[ ]+(?P<vm>\d\d)-(?P<vd>\d\d)[ ](?P<vh>\d\d):(?P<vi>\d\d):(?P<vs>\d\d(?:\.\d+)?)  # vLLM
     )""",
     re.X,
 )
 _DAYS_BEFORE = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
 
 
-def _secs(month: str, day: str, hms: str) -> Optional[float]:
+def _secs(month: str, day: str, h: str, mi: str, s: str) -> Optional[float]:
     try:
         mo = int(month)
         if not 1 <= mo <= 12:
             return None
-        h, mi, s = hms.replace(",", ".").split(":")
-        return ((_DAYS_BEFORE[mo - 1] + int(day) - 1) * 24 + int(h)) * 3600 + int(mi) * 60 + float(s)
-    except (ValueError, IndexError):
+        return ((_DAYS_BEFORE[mo - 1] + int(day) - 1) * 24 + int(h)) * 3600 + int(mi) * 60 + float(s.replace(",", "."))
+    except ValueError:  # (\d is wider than what int() takes in no known case; never crash on a log)
         return None
 
 
@@ -35,8 +34,6 @@ def parse_ts(text: str) -> Optional[float]:
     m = _TS.match(text)
     if m is None:
         return None
-    if m.group("glog"):
-        return _secs(m.group("gm"), m.group("gd"), m.group("gt"))
-    if m.group("m"):
-        return _secs(m.group("m"), m.group("d"), m.group("t"))
-    return _secs(m.group("vm"), m.group("vd"), m.group("vt"))
+    g = m.groups()  # glog gm gd gh gi gs | y m d h i s | vm vd vh vi vs
+    k = 1 if g[0] else 7 if g[7] else 12
+    return _secs(g[k], g[k + 1], g[k + 2], g[k + 3], g[k + 4])
