@@ -228,8 +228,20 @@ class NativeLane:
         frameworks: dict = {}
         parsers_of = np.full(n, -1, dtype=np.int64)
         cols: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # Fields that every reader here reads from the same capture (loss and raw_fields.loss)
+        # share one column: cast once, sliced once per stream, pickled once for --jobs.
+        reads: dict[str, list] = {}
+        for k, (_, _, layout) in enumerate(found):
+            for name, j in layout.slots.items():
+                reads.setdefault(name, []).append((k, "v", j))
+            for name, value in layout.consts.items():
+                reads.setdefault(name, []).append((k, "c", value))
+        owner: dict[tuple, str] = {}
+        alias = {name: owner.setdefault(tuple(how), name) for name, how in reads.items()}
 
-        def column(name: str) -> tuple[np.ndarray, np.ndarray]:
+        def column(name: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
+            if alias[name] != name:
+                return None  # filled through the field it shares a column with
             got = cols.get(name)
             if got is None:
                 got = cols[name] = (np.full(n, np.nan), np.zeros(n, dtype=bool))
@@ -253,13 +265,17 @@ class NativeLane:
             accept[idx] = True
             parsers_of[idx] = self.names.index(layout.parser)
             for name, j in layout.slots.items():
-                v, present = column(name)
-                v[idx] = floats(got.field(f"v{j}"))
-                present[idx] = True
+                col = column(name)
+                if col is not None:
+                    col[0][idx] = floats(got.field(f"v{j}"))
+                    col[1][idx] = True
             for name, value in layout.consts.items():
-                v, present = column(name)
-                v[idx] = value
-                present[idx] = True
+                col = column(name)
+                if col is not None:
+                    col[0][idx] = value
+                    col[1][idx] = True
+        for name, first in alias.items():
+            cols[name] = cols[first]
         accept &= stream_of >= 0
         step_v, step_p = cols.pop("step", (np.full(n, np.nan), np.zeros(n, dtype=bool)))
         with np.errstate(invalid="ignore"):
@@ -279,7 +295,8 @@ class NativeLane:
             if len(idx) == 0:
                 continue
             os_, fs = origins[key], frameworks[key]
-            sub = {name: (v[idx], p[idx]) for name, (v, p) in cols.items()}
+            cut: dict[int, tuple] = {}
+            sub = {name: cut.get(id(col)) or cut.setdefault(id(col), (col[0][idx], col[1][idx])) for name, col in cols.items()}
             unset = frozenset(name for name in INTS + ("skipped",) if name not in sub or not sub[name][1].any())
             batches.append(StepBatch(
                 self.source, key, next(iter(os_)) if len(os_) == 1 else None, next(iter(fs)) if len(fs) == 1 else None,
