@@ -440,12 +440,13 @@ class _Layout:
     """One message shape's reader: an RE2 regex, which capture feeds which column, the values
     that are the same on every line it reads, and who claims those lines."""
 
-    __slots__ = ("regex", "nocap", "slots", "consts", "parser", "framework", "rank", "hits", "template", "writes")
+    __slots__ = ("regex", "nocap", "passes", "slots", "consts", "parser", "framework", "rank", "hits", "template", "writes")
 
     def __init__(self, regex: str, slots: dict, consts: dict, parser: str, framework: str, rank: Optional[int],
                  template: Any = None, writes: Optional[dict] = None):
         self.regex = regex
         self.nocap = _nocap(regex)
+        self.passes = _passes(regex)
         self.slots = slots  # column -> capture index
         self.consts = consts  # column -> value on every line
         self.parser = parser
@@ -499,8 +500,47 @@ def _read(cand, at: np.ndarray, layout: _Layout, found: list) -> np.ndarray:
     if hits:
         layout.hits += hits
         mine = sub if hits == len(at) else pc.filter(sub, pa.array(ok), memory_pool=pool)
-        found.append((at[ok], pc.extract_regex(mine, layout.regex, memory_pool=pool), layout))
+        found.append((at[ok], _extract(mine, layout.passes), layout))
     return at[~ok]
+
+
+_ONE_PASS_GROUPS = 4  # RE2 captures with its one-pass engine up to $1..$4 (kMaxOnePassCapture)
+
+
+def _passes(regex: str) -> tuple[str, ...]:
+    """The extract_regex calls that capture a reader's groups. One, unless the prefix group is
+    the only one over RE2's one-pass limit: then the prefix alone (a short walk, the regex cut
+    after it) and the numbers in one one-pass run. RE2 otherwise captures with a backtracker,
+    which cost 1.7x the two runs on PyTorch's step lines (pre + 4 numbers); with more numbers
+    than four, several one-pass runs over the whole line cost more than the backtracker."""
+    groups = len(re.findall(r"\(\?P<", regex))
+    if groups != _ONE_PASS_GROUPS + 1 or not regex.startswith("^(?P<pre>"):
+        return (regex,)
+    depth, i = 0, 1
+    while True:  # the end of the prefix group
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        depth += c == "("
+        depth -= c == ")"
+        if depth == 0:
+            break
+        i += 1
+    if regex[:i].endswith(("\\d+", "*", "?")):
+        return (regex,)  # the prefix alone could match more than within the line's whole match
+    return (regex[: i + 1], "^(?:" + regex[len("^(?P<pre>"):])
+
+
+def _extract(arr, passes: tuple[str, ...]):
+    """The captures of a reader's regex (a struct array), in passes (see _passes)."""
+    pa, pc, pool = _arrow()
+    if len(passes) == 1:
+        return pc.extract_regex(arr, passes[0], memory_pool=pool)
+    parts = [pc.extract_regex(arr, rx, memory_pool=pool) for rx in passes]
+    names = [f.name for part in parts for f in part.type]
+    return pa.StructArray.from_arrays([part.field(f.name) for part in parts for f in part.type], names=names,
+                                      memory_pool=pool)
 
 
 def _take(arr, idx: np.ndarray):
