@@ -46,7 +46,7 @@ class StepBatch:
         self.step = step  # int64; meaningful where step_set (streams fill the rest)
         self.step_set = step_set
         self.cols = cols  # field -> (float64 values, bool present); raw_fields.KEY too
-        self.texts = texts  # native: pyarrow binary array of the lines as printed
+        self.texts = texts  # native: the lines as printed (Lines)
         self.parsers = parsers  # native: names of the parsers selected for this input
         self.base = base  # native: the origin the file name implies
         self.evs = evs  # from_events: the events themselves
@@ -126,10 +126,8 @@ class StepBatch:
             state = dict(self.__dict__)
             state.pop("_parent", None)
             state.pop("_at", None)
-        if self.texts is not None and self.texts.get_total_buffer_size() > 2 * self.texts.nbytes + 4096:
-            from nanscope.ingest.reader import _take
-
-            state["texts"] = _take(self.texts, np.arange(len(self.texts)))  # a compact copy
+        if self.texts is not None:
+            state["texts"] = self.texts.compact()
         return state
 
     def slice(self, a: int, b: int) -> "StepBatch":
@@ -163,8 +161,43 @@ class StepBatch:
         got = self._events.get(i)
         if got is not None:
             return got
-        return RowRef(self.texts[i].as_py(), int(self.lines[i]), self.source, self.base, self.parsers,
+        return RowRef(self.texts.line(i), int(self.lines[i]), self.source, self.base, self.parsers,
                       int(self.step[i]) if self.step_set[i] else None, self.framework, self.origin, self.stream)
+
+
+class Lines:
+    """A native batch's lines as printed: rows `idx` of the Arrow binary array they were read
+    from (all of it when idx is None). A copy per stream and batch cost more than the batch's
+    columns, and only the few lines that become evidence are ever read; a batch sent to another
+    process takes its own rows then (compact())."""
+
+    __slots__ = ("arr", "idx")
+
+    def __init__(self, arr: Any, idx: Optional[np.ndarray] = None):
+        self.arr = arr
+        self.idx = idx
+
+    def __len__(self) -> int:
+        return len(self.arr) if self.idx is None else len(self.idx)
+
+    def slice(self, a: int, n: int) -> "Lines":
+        return Lines(self.arr.slice(a, n)) if self.idx is None else Lines(self.arr, self.idx[a:a + n])
+
+    def line(self, i: int) -> bytes:
+        return self.arr[i if self.idx is None else int(self.idx[i])].as_py()
+
+    def compact(self) -> "Lines":
+        from nanscope.ingest.reader import _take
+
+        arr = self.arr
+        if self.idx is not None:
+            arr = _take(arr, self.idx)
+        elif arr.get_total_buffer_size() > 2 * arr.nbytes + 4096:
+            arr = _take(arr, np.arange(len(arr)))
+        return Lines(arr)
+
+    def __reduce__(self) -> tuple:
+        return Lines, (self.compact().arr,)
 
 
 class Joined(StepBatch):

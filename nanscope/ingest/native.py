@@ -46,7 +46,7 @@ from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Loc, MetricsEvent, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.numbers import to_float, to_int
-from nanscope.stepbatch import INTS, NUMERIC, StepBatch
+from nanscope.stepbatch import INTS, NUMERIC, Lines, StepBatch
 from nanscope.streams import stream_key
 
 _PREFIX_ALT = (r"\[[A-Za-z_]+\d+\]:[ \t]?|\[\d+\]:[ \t]?|\d{1,5}:[ \t]+|\[\d+,\d+\]<std(?:out|err)>:[ \t]?"
@@ -300,7 +300,7 @@ class NativeLane:
             unset = frozenset(name for name in INTS + ("skipped",) if name not in sub or not sub[name][1].any())
             batches.append(StepBatch(
                 self.source, key, next(iter(os_)) if len(os_) == 1 else None, next(iter(fs)) if len(fs) == 1 else None,
-                lines[idx], steps[idx], np.ones(len(idx), dtype=bool), sub, _take(cand, idx), self.names,
+                lines[idx], steps[idx], np.ones(len(idx), dtype=bool), sub, Lines(cand, idx), self.names,
                 self.base, unset=unset))
         batches.sort(key=lambda b: int(b.lines[0]))
         claimed = np.nonzero(accept)[0]

@@ -23,6 +23,7 @@ import numpy as np
 from nanscope.ingest.reader import DIGIT0, _arrow
 from nanscope.model import Loc, Origin, Record
 from nanscope.parsers.base import Parser
+from nanscope.stepbatch import Lines
 
 _CH = r"(?:[\x20-\x7e]|\xe2\x96[\x88-\x8f])"  # printable ASCII, tqdm's partial blocks
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
@@ -86,7 +87,7 @@ class HFLane:
             vals = floats(pc.coalesce(q, b))
             cols[name] = vals
             cols[f"raw_fields.{k}"] = vals
-        return cols, sub, at
+        return cols, Lines(sub), at
 
     def _verified(self, shape: bytes, row: bytes) -> bool:
         """Does the per-line path read this line as a bar for hf's tqdm rule and a dict for its
