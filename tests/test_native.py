@@ -286,6 +286,27 @@ def test_engine_batches_equal_single_events_on_persistent_runs(hold, monkeypatch
     assert found["loss-scale-collapse"]["occurrences"] > 5
 
 
+@pytest.mark.parametrize("hold", [7, 1024])
+def test_engine_batches_equal_single_events_on_diverging_curves(hold, monkeypatch):
+    """Noisy loss curves that fall, level off and climb back at a random step, one per rank:
+    the trend machine (loss-divergence) finds the same best window and onset in batches as
+    event by event."""
+    monkeypatch.setattr(engine_mod, "HOLD_STEPS", hold)
+    rnd = random.Random(7)
+    out = []
+    for r in range(12):
+        turn = rnd.randint(50, 500)
+        loss = 5.0
+        for s in range(600):
+            loss *= 0.99 if s < turn else 1.004
+            noise = 1 + rnd.uniform(-0.2, 0.2) * (r % 3)
+            out.append(f"[rank{r}]:step={s}, loss={loss * noise:.4f}, grad_norm=0.5")
+    src = [Source("trend.log", None, "\n".join(out).encode())]
+    one, many = _diagnose(src, native=False, batch=False), _diagnose(src, native=False, batch=True)
+    assert many == one
+    assert len({f["first_step"] for f in many["findings"] if f["id"] == "loss-divergence"}) >= 1
+
+
 _PIECES = [b"step=", b"loss=", b"iteration ", b"/ 100 | lm loss: ", b" | grad norm: ", b"[default1]:", b"[rank3]:", b"3: ",
            b"[1,5]<stdout>:", b"12", b"0.5", b"nan", b"1e-05", b", ", b" | ", b"\r", b"\x1b[0m", b"\xc3\xa9", b"\xff",
            b"{'loss': '1.5'}", b" 10%|#  | 5/50 [00:01<00:09, 4.5it/s]", b"Traceback (most recent call last):",

@@ -720,12 +720,16 @@ class Trend(_ValueMachine):
         refs = [r for _, r in hist] + [b.ref(int(i)) for i in rows.tolist()[-w:]]
         ends = np.arange(max(h0, w - 1), len(allv))  # windows that end at a new value
         if len(ends):
-            meds = rolling_median(np.lib.stride_tricks.sliding_window_view(allv, w)[ends - w + 1])
-            st["med"], st["last"] = float(meds[-1]), b.ref(int(rows[-1]))
-            k = int(np.argmin(meds))
-            if st["best"] is None or meds[k] < st["best"]:
+            wins = np.lib.stride_tricks.sliding_window_view(allv, w)[int(ends[0]) - w + 1:]  # (a view)
+            st["med"], st["last"] = float(rolling_median(wins[-1:])[0]), b.ref(int(rows[-1]))
+            # Only a window whose minimum is below the best median so far can have a lower
+            # median (a median is at least the minimum): the others need no sort.
+            maybe = np.arange(len(wins)) if st["best"] is None else np.flatnonzero(wins.min(axis=1) < st["best"])
+            meds = rolling_median(wins[maybe]) if len(maybe) else np.zeros(0)
+            k = int(np.argmin(meds)) if len(meds) else -1
+            if k >= 0 and (st["best"] is None or meds[k] < st["best"]):
                 st["best"] = float(meds[k])
-                end = int(ends[k])
+                end = int(ends[maybe[k]])
                 win = allv[end - w + 1: end + 1]
                 i_min = int(np.argmin(win))
                 at = end - w + 1 + (i_min + 1 if i_min + 1 < w else i_min)
