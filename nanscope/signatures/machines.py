@@ -651,9 +651,9 @@ class Spike(_ValueMachine):
         m = len(xs)
         have = np.minimum(np.arange(h0, h0 + m), w)  # history length before each new value
         med = np.full(m, np.nan)
-        full = np.arange(m)[h0 + np.arange(m) >= w]
+        full = np.arange(max(0, w - h0), m)  # rows with a whole window before them
         if len(full):
-            windows = np.lib.stride_tricks.sliding_window_view(allv, w)[h0 + full - w]
+            windows = np.lib.stride_tricks.sliding_window_view(allv, w)[h0 + int(full[0]) - w: h0 + m - w]  # (a view)
             if self.factor > 0:
                 # The median is at least the window's minimum: a value at most `factor` times
                 # that cannot be a spike, and most rows of a healthy curve are not; their
