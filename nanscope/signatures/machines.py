@@ -336,7 +336,7 @@ class Persistent(Machine):
             a, z = bounds[j], bounds[j + 1]
             if a == z:
                 continue
-            if j > 0 or (len(cut) and cut[0] == 0):  # a reset before this run's first row
+            if j > 0:  # a reset row before this run's first row (segment 0 is empty if cut[0] == 0)
                 if st["run"] is not None:
                     if a > 0:
                         st["last"] = b.event(int(bads[a - 1]))
