@@ -1,12 +1,14 @@
 """Several inputs read at once in worker processes, merged into exactly the sequential answer.
 
 Each worker parses whole files (a parser's state never crosses files); a free worker takes the
-largest file not yet taken, so the workers finish together. A worker writes each file's events, as it makes them, to a spill file in a private
-temporary folder (pickled messages of about BATCH events or step rows; step lines travel as
-compact StepBatch columns) and announces the file when it is complete. The parent feeds the files
-to streams and engine strictly in input order, so the report is byte-identical to a sequential
-run; because workers never wait for the parent, they keep every core busy meanwhile. Memory stays
-one message per process; the spill of a file is deleted as soon as it has been read.
+largest file not yet taken, so the workers finish together. A worker writes each file's events,
+as it makes them, to a spill file in a private temporary folder (length-prefixed pickled messages
+of about BATCH events or step rows; step lines travel as compact StepBatch columns), and says when
+it starts a file. The parent feeds the files to streams and engine strictly in input order, so
+the report is byte-identical to a sequential run; it reads a file's messages as they are written,
+so the last file of a run (often the slowest: an HF/vLLM log) is fed while it is still being
+read, not after. Workers never wait for the parent, so they keep every core busy meanwhile.
+Memory stays one message per process; the spill of a file is deleted as soon as it has been read.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import pickle
 import queue as queue_mod
 import shutil
+import struct
 import tempfile
 import traceback
 from typing import Callable, Iterator, Optional, Sequence
@@ -77,18 +80,28 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
     ]
     for p in workers:
         p.start()
-    ready: dict[int, tuple] = {}
+    started: dict[int, str] = {}  # input index -> its spill file, once a worker has begun it
+
+    def take(msg: tuple) -> None:
+        if msg[0] == "crash":
+            name = sources[msg[1]].name if 0 <= msg[1] < len(sources) else "the inputs"
+            raise NanscopeError(f"reading {name} failed: {msg[2]}")
+        started[msg[1]] = msg[2]
+
+    def wait() -> None:
+        """Nothing new in the spill being read yet: note other news, fail on a crash."""
+        try:
+            take(announced.get(timeout=0.002))
+        except queue_mod.Empty:
+            _check(workers)
+
     try:
         for i, src in enumerate(sources):
-            while i not in ready:
-                msg = _get(announced, workers)
-                if msg[0] == "crash":
-                    name = sources[msg[1]].name if 0 <= msg[1] < len(sources) else "the inputs"
-                    raise NanscopeError(f"reading {name} failed: {msg[2]}")
-                ready[msg[1]] = msg
-            msg = ready.pop(i)
-            yield from in_order(_spilled(msg[2], result, progress), options.ahead)
-            os.unlink(msg[2])
+            while i not in started:
+                take(_get(announced, workers))
+            path = started.pop(i)
+            yield from in_order(_spilled(path, result, progress, wait), options.ahead)
+            os.unlink(path)
     finally:
         for p in workers:
             if p.is_alive():
@@ -115,14 +128,22 @@ def largest_first(sources: Sequence[Source]) -> list[int]:
     return sorted(range(len(sources)), key=lambda k: -size(sources[k]))
 
 
-def _spilled(path: str, result: ScanResult, progress: Optional[Callable[[int, int], None]]) -> Iterator:
-    """A file's items as its worker wrote them."""
+_HEAD = struct.Struct("<Q")  # a message's length, before it
+
+
+def _put(out, msg: tuple) -> None:
+    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_HEAD.pack(len(data)) + data)
+    out.flush()  # the parent may be reading this file already
+
+
+def _spilled(path: str, result: ScanResult, progress: Optional[Callable[[int, int], None]],
+             wait: Callable[[], None]) -> Iterator:
+    """A file's items as its worker writes them, until its "done" message (`wait` is called
+    while the next message is not complete yet)."""
     with open(path, "rb") as f:
         while True:
-            try:
-                kind, *rest = pickle.load(f)
-            except EOFError:
-                return
+            kind, *rest = pickle.loads(_read_exact(f, _HEAD.unpack(_read_exact(f, _HEAD.size, wait))[0], wait))
             if kind == "events":
                 events, nbytes, nlines = rest
                 if progress is not None and (nbytes or nlines):
@@ -132,6 +153,19 @@ def _spilled(path: str, result: ScanResult, progress: Optional[Callable[[int, in
                 info, diagnostics = rest
                 result.inputs.append(info)
                 result.diagnostics.extend(diagnostics)
+                return
+
+
+def _read_exact(f, n: int, wait: Callable[[], None]) -> bytes:
+    parts = []
+    while n:
+        got = f.read(n)
+        if not got:
+            wait()
+            continue
+        parts.append(got)
+        n -= len(got)
+    return b"".join(parts)
 
 
 def _get(q, procs) -> tuple:
@@ -139,14 +173,19 @@ def _get(q, procs) -> tuple:
         try:
             return q.get(timeout=1.0)
         except queue_mod.Empty:
-            dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
-            if dead:
-                raise NanscopeError(f"a reader process ended unexpectedly (exit code {dead[0].exitcode})") from None
+            _check(procs)
+
+
+def _check(procs) -> None:
+    dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
+    if dead:
+        raise NanscopeError(f"a reader process ended unexpectedly (exit code {dead[0].exitcode})") from None
 
 
 def _worker(todo, sources: list, options: ScanOptions, spill: str, announced) -> None:
     """A worker takes files from `todo` until it gets None, each file's messages into its own
-    spill file, then says ('ready', i, path); ('crash', i, text) if something inside goes wrong."""
+    spill file, saying ('start', i, path) as it begins one; ('crash', i, text) if something
+    inside goes wrong."""
     i = -1
     try:
         parsers = select(options.parsers)
@@ -165,6 +204,7 @@ def _worker(todo, sources: list, options: ScanOptions, spill: str, announced) ->
 
             path = os.path.join(spill, f"{i}.pickle")
             with open(path, "wb") as out:
+                announced.put(("start", i, path))
                 batch: list = []
                 rows = 0
                 try:
@@ -173,15 +213,14 @@ def _worker(todo, sources: list, options: ScanOptions, spill: str, announced) ->
                         batch.append(ev)
                         rows += sum(len(b) for b in ev.batches) if ev.kind == "hold" else 1  # type: ignore[attr-defined]
                         if rows >= BATCH:
-                            pickle.dump(("events", batch, read[0], read[1]), out, protocol=pickle.HIGHEST_PROTOCOL)
+                            _put(out, ("events", batch, read[0], read[1]))
                             batch = []
                             rows = 0
                             read[0] = read[1] = 0
                 except (InputError, OSError) as e:
                     note_unreadable(info, result, src.name, e)
-                pickle.dump(("events", batch, read[0], read[1]), out, protocol=pickle.HIGHEST_PROTOCOL)
-                pickle.dump(("done", info, result.diagnostics), out, protocol=pickle.HIGHEST_PROTOCOL)
-            announced.put(("ready", i, path))
+                _put(out, ("events", batch, read[0], read[1]))
+                _put(out, ("done", info, result.diagnostics))
     except KeyboardInterrupt:
         pass
     except BaseException as e:  # noqa: BLE001 - reported by the parent as an internal error

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 
 import pytest
 
@@ -64,3 +65,62 @@ def test_cli_jobs_option(jobs):
 def test_cli_jobs_must_be_positive():
     p = run_cli("diagnose", PER_RANK, "--jobs", "0")
     assert p.returncode == 2
+
+
+def test_parent_reads_a_file_while_its_worker_still_writes_it(monkeypatch):
+    """Messages of a few events each, written slowly: the parent feeds them as they come (the
+    spill file is read while it grows) and the report is still the sequential one."""
+    import time
+
+    import nanscope.parallel as parallel
+
+    monkeypatch.chdir(ROOT)
+    seq = _report([PER_RANK], jobs=1)
+    real = parallel.scan_source
+
+    def slow(*a, **k):
+        for n, ev in enumerate(real(*a, **k)):
+            if n % 50 == 0:
+                time.sleep(0.01)
+            yield ev
+
+    monkeypatch.setattr(parallel, "scan_source", slow)
+    monkeypatch.setattr(parallel, "BATCH", 7)
+    assert _report([PER_RANK], jobs=2) == seq
+
+
+@pytest.mark.parametrize("how", ["raise", "exit"])
+def test_a_worker_that_dies_mid_file_is_an_error_not_a_hang(monkeypatch, how):
+    """A worker that fails (an exception) or disappears (killed) while the parent reads its file
+    ends the run with a clear error."""
+    import os
+
+    import nanscope.parallel as parallel
+    from nanscope.errors import NanscopeError
+
+    monkeypatch.chdir(ROOT)
+    real = parallel.scan_source
+
+    def dying(src, *a, **k):
+        for n, ev in enumerate(real(src, *a, **k)):
+            if n == 20 and src.name.endswith("rank_1.log"):
+                if how == "raise":
+                    raise RuntimeError("boom")
+                os._exit(3)
+            yield ev
+
+    monkeypatch.setattr(parallel, "scan_source", dying)
+    monkeypatch.setattr(parallel, "BATCH", 5)
+
+    def hung(*_):
+        raise AssertionError("the parent still waits for a dead worker's file after 60 s")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        with pytest.raises(NanscopeError, match="rank_1.log failed: RuntimeError: boom" if how == "raise"
+                           else "ended unexpectedly \\(exit code 3\\)"):
+            _report([PER_RANK], jobs=2)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
