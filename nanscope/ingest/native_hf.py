@@ -16,6 +16,7 @@ passes between the lanes mid-chunk; such chunks stay per line).
 
 from __future__ import annotations
 
+import re
 from typing import Optional, Sequence
 
 import numpy as np
@@ -37,6 +38,14 @@ def _value(k: str) -> str:
 
 LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)\r *\r"
         r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}$")
+# LINE checks a whole line in one DFA pass; the captures are then taken from its pieces between
+# the three \r (a capture over the whole line backtracks: lazy bar, ten groups): the bar's count
+# (the first `|` followed by `count/total [`, as the lazy bar in LINE finds it) and the dict's
+# four numbers (quoted or not: LINE has checked that the quotes pair up), within RE2's one-pass
+# limit of four groups.
+_LINE_NOCAP = re.sub(r"\(\?P<\w+>", "(?:", LINE)
+_BAR_COUNT = r"\| *(?P<n>\d+)/\d+ *\["
+_DICT = r"^\{" + ", ".join(rf"'{k}': '?(?P<{k}>{_NUM})'?" for k in KEYS) + r"\}$"
 _PARSER = "hf"  # whose lines these are
 
 
@@ -75,16 +84,17 @@ class HFLane:
         pa, pc, pool = _arrow()
         at = np.array(hfish, dtype=np.int64)
         sub = pc.take(cand, pa.array(rest[at]), memory_pool=pool)
-        got = pc.extract_regex(sub, LINE, memory_pool=pool)
-        if got.null_count:
+        if not pc.all(pc.match_substring_regex(sub, _LINE_NOCAP, memory_pool=pool)).as_py():
             return None
         shapes = {lines[i].translate(DIGIT0): i for i in hfish}
         if not all(self._verified(shape, lines[i]) for shape, i in shapes.items()):
             return None
-        cols = {"n": floats(got.field("n"))}
+        pieces = pc.split_pattern(sub, "\r", memory_pool=pool)  # '', bar, spaces, dict
+        count = pc.extract_regex(pc.list_element(pieces, 1, memory_pool=pool), _BAR_COUNT, memory_pool=pool)
+        got = pc.extract_regex(pc.list_element(pieces, 3, memory_pool=pool), _DICT, memory_pool=pool)
+        cols = {"n": floats(count.field("n"))}
         for k, name in zip(KEYS, FIELDS):
-            q, b = got.field(f"{k}q"), got.field(f"{k}b")
-            vals = floats(pc.coalesce(q, b))
+            vals = floats(got.field(k))
             cols[name] = vals
             cols[f"raw_fields.{k}"] = vals
         return cols, Lines(sub), at
