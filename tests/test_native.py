@@ -307,6 +307,59 @@ def test_engine_batches_equal_single_events_on_diverging_curves(hold, monkeypatc
     assert len({f["first_step"] for f in many["findings"] if f["id"] == "loss-divergence"}) >= 1
 
 
+def test_megatron_padding_is_one_reader_whatever_the_numbers_width(monkeypatch):
+    """Megatron right-aligns its numbers (`iteration       50/  242204`), so the run of spaces
+    before each one shrinks as it grows. The lane checks that the line reads the same with one
+    space there and with three more, and then one reader takes every width: lines from iteration
+    5 to 50,000 (and a NaN loss at 12,345) give the per-line report with one Megatron reader."""
+    real = (ROOT_PATH / "sample_logs/megatron/healthy_iterations_leonardo_excerpt.log").read_text().splitlines()
+    sample = next(ln for ln in real if "] iteration " in ln)
+    head, tail = sample.split("] iteration ", 1)
+    rest = tail.split("|", 1)[1]  # ' consumed samples: ... |'
+    lines = []
+    for it in list(range(5, 200, 5)) + list(range(200, 50001, 997)) + [12345]:
+        loss = "nan" if it == 12345 else f"{6.0 / (1 + it / 1000):.6E}"
+        row = rest.replace("lm loss: 6.258318E+00", f"lm loss: {loss}").replace(
+            "consumed samples:        50400", f"consumed samples: {it * 1008:>12}")
+        lines.append(f"{head}] iteration {it:>8}/  242204 |{row}")
+    lines.sort(key=lambda ln: int(ln.split("] iteration ")[1].split("/")[0]))
+    src = [Source("megatron.log", None, ("\n".join(lines) + "\n").encode())]
+    made = []
+    real_init = NativeLane.__init__
+
+    def keep(self, *a, **k):
+        real_init(self, *a, **k)
+        made.append(self)
+
+    monkeypatch.setattr(NativeLane, "__init__", keep)
+    fast = _diagnose(src, native=True, batch=True)
+    assert fast == _diagnose(src, native=False, batch=False)
+    readers = {id(x) for lane in made for x in lane._layouts.values() if x is not None and x.parser == "megatron"}
+    assert len(readers) <= 3  # the loss printed as E+, E- and nan: three shapes of the number itself
+    assert "nan-persistent" in {f["id"] for f in fast["findings"]} or fast["findings"]
+
+
+def test_a_run_of_spaces_the_parser_reads_stays_as_printed():
+    """A rule that wants exactly three spaces before the step: the lane learns no reader that
+    would take other runs (it checks one space and three more before generalizing padding)."""
+    import numpy as np
+
+    from nanscope.parsers.base import Parser, rule
+
+    @rule("exact", ["tick"], r"^tick   (?P<step>\d+) loss=(?P<loss>[\d.]+)$")
+    def exact(m, rec, state):
+        return StepEvent(loc=rec.loc, text=rec.text, framework="t", step=int(m.group("step")),
+                         loss=float(m.group("loss")))
+
+    lane = NativeLane([Parser("padded", "t", [exact])], "x.log", Origin(), 1 << 20)
+    pa, pc, _ = reader._arrow()
+    read, batches, _, _ = _claim(lane, pa.array([b"tick   5 loss=2.5", b"tick   6 loss=2.4"], pa.binary()))
+    assert read == [1, 2] and [int(x) for b in batches for x in b.step.tolist()] == [5, 6]  # learned
+    read, _, _, _ = _claim(lane, pa.array([b"tick  7 loss=2.3", b"tick    8 loss=2.2", b"tick   9 loss=2.1"],
+                                          pa.binary()))
+    assert read == [3]  # the reader takes its own run of spaces only: the others are no rule's lines
+
+
 _PIECES = [b"step=", b"loss=", b"iteration ", b"/ 100 | lm loss: ", b" | grad norm: ", b"[default1]:", b"[rank3]:", b"3: ",
            b"[1,5]<stdout>:", b"12", b"0.5", b"nan", b"1e-05", b", ", b" | ", b"\r", b"\x1b[0m", b"\xc3\xa9", b"\xff",
            b"{'loss': '1.5'}", b" 10%|#  | 5/50 [00:01<00:09, 4.5it/s]", b"Traceback (most recent call last):",

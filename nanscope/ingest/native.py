@@ -74,6 +74,7 @@ class NativeLane:
         self.max_line = max_line
         self._prefixes: dict[bytes, Optional[tuple]] = {}  # prefix -> (origin, stream) or None
         self._layouts: dict[tuple, Optional[_Layout]] = {}  # (prefix, message) shape -> its reader, or None
+        self._readers: dict[tuple, _Layout] = {}  # each distinct reader once
         self.hf = HFLane(parsers, source, base)
         self._hot: list[_Layout] = []  # the readers tried first, most used first
         self._union: Optional[str] = None  # all of them, without captures
@@ -317,6 +318,8 @@ class NativeLane:
         if got is not False:
             return got  # type: ignore[return-value]
         out = self._learn(row, pre_len)
+        if out is not None:  # shapes that differ in padding only learn the same reader: keep one
+            out = self._readers.setdefault(out.key(), out)
         self._layouts[shape] = out
         return out
 
@@ -359,7 +362,12 @@ class NativeLane:
         parts = []
         at = 0
         for j, t in enumerate(toks):
-            parts.append(_literal(msg[at:t.start()]))
+            lit = msg[at:t.start()]
+            pad = len(lit) - len(lit.rstrip(" "))
+            if pad >= 2 and self._any_padding(ev, parser, writes, text, pre_len + t.start() - pad, pad):
+                parts.append(_literal(lit[:-pad]) + r"\x20+")  # right-aligned numbers (Megatron)
+            else:
+                parts.append(_literal(lit))
             if j in fixed:
                 parts.append(_literal(t.group()))
             elif j in slots.values():
@@ -388,6 +396,17 @@ class NativeLane:
                 if f is not None:
                     consts[name] = float(f)
         return _Layout(regex, slots, consts, parser, ev.framework, rank)
+
+    def _any_padding(self, ev: Any, parser: str, writes: Optional[dict], text: str, at: int, pad: int) -> bool:
+        """Is the run of `pad` spaces at `at` (before a number) only padding: does the line read
+        the same with one space there, and with three more? Then a reader takes any run there
+        (Megatron right-aligns its numbers, so the run shrinks as they grow: one reader instead of
+        one per width)."""
+        for n in (1, pad + 3):
+            other = self._parse(text[:at] + " " * n + text[at + pad:])
+            if other is None or other[1] != parser or other[2] != writes or _effect(ev, other[0], "", "") != frozenset():
+                return False
+        return True
 
     def _parse(self, text: str) -> Optional[tuple[Any, str, Optional[dict]]]:
         """The per-line path on one line with watched parser state: (its one event, the parser
@@ -455,6 +474,11 @@ class _Layout:
         self.hits = 0
         self.template = template  # a MetricsEvent reader: the sample's event, the rest as on it
         self.writes = writes  # what its parser writes into its state per line
+
+    def key(self) -> tuple:
+        """What makes two readers the same (a metrics reader's template is per sample: its own)."""
+        return (self.regex, tuple(sorted(self.slots.items())), tuple(sorted(self.consts.items())), self.parser,
+                self.framework, self.rank, id(self.template) if self.template is not None else None)
 
 
 class _Watch(dict):
