@@ -360,6 +360,42 @@ def test_a_run_of_spaces_the_parser_reads_stays_as_printed():
     assert read == [3]  # the reader takes its own run of spaces only: the others are no rule's lines
 
 
+_TS_PIECES = st.sampled_from(["", " ", "\t", "[", "I", "W", "E", "INFO", "WARNING ", "INFO  ", "2024-", "11", "13", "00",
+                              "05", "-", " ", "T", "_", ":", "29", "59", ".", ",", "123", "123456789", "x", "]"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_TS_PIECES, max_size=12).map("".join), min_size=1, max_size=20))
+def test_timestamps_of_a_column_are_parse_ts_of_each_line(messages):
+    """The native lane reads the timestamps of a metrics reader's rows in one RE2 pass: the same
+    seconds (or None) as parse_ts on each line's message, whatever the text after the prefix."""
+    from nanscope.ingest.native import _timestamps
+    from nanscope.ingest.timestamps import parse_ts
+
+    pa, _, _ = reader._arrow()
+    regex = r"^(?P<pre>\x28APIServer\x20pid\x3d\d+\x29\x20)INFO"  # a reader's prefix (the rest is not used)
+    rows = pa.array([f"(APIServer pid=12) {m}".encode() for m in messages], pa.binary())
+    got = _timestamps(rows, regex)
+    want = [parse_ts(m) for m in messages]
+    assert got == want
+
+
+def test_timestamps_of_a_column_in_every_format_parse_ts_reads():
+    from nanscope.ingest.native import _timestamps
+    from nanscope.ingest.timestamps import parse_ts
+
+    pa, _, _ = reader._arrow()
+    messages = ["INFO 05-19 10:13:11 [loggers.py:271] Engine 000: x", "WARNING 12-31 23:59:59.5 z",
+                "ERROR  02-29 00:00:00 y", "W1129 21:24:13.795900716 reducer.cpp:1529] x",
+                "[I0101 00:00:00 x", "  [2024-05-01 12:00:01,123] x", "2024-05-01T12:00:01 y",
+                "05-19_10:13:11.25 z", "INFO 13-29 22:29:01 month 13", "INFO 00-29 22:29:01 month 0",
+                "INFO 1-2 3:4:5 short", "no time here", "", "INFO 05-19 10:13:1"]
+    rows = pa.array([f"(APIServer pid=3646) {m}".encode() for m in messages], pa.binary())
+    want = [parse_ts(m) for m in messages]
+    assert sum(w is not None for w in want) == 8
+    assert _timestamps(rows, r"^(?P<pre>\x28APIServer\x20pid\x3d\d+\x29\x20)x") == want
+
+
 _PIECES = [b"step=", b"loss=", b"iteration ", b"/ 100 | lm loss: ", b" | grad norm: ", b"[default1]:", b"[rank3]:", b"3: ",
            b"[1,5]<stdout>:", b"12", b"0.5", b"nan", b"1e-05", b", ", b" | ", b"\r", b"\x1b[0m", b"\xc3\xa9", b"\xff",
            b"{'loss': '1.5'}", b" 10%|#  | 5/50 [00:01<00:09, 4.5it/s]", b"Traceback (most recent call last):",

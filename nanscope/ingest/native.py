@@ -42,7 +42,7 @@ import numpy as np
 from nanscope.ingest.native_hf import HFLane, floats
 from nanscope.ingest.prefixes import peel
 from nanscope.ingest.reader import DIGIT0, Made, _arrow, plain
-from nanscope.ingest.timestamps import parse_ts
+from nanscope.ingest.timestamps import DAYS_BEFORE, TS_RE2
 from nanscope.model import Loc, MetricsEvent, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.numbers import to_float, to_int
@@ -168,8 +168,10 @@ class NativeLane:
         event with this row's numbers, text, origin and timestamp); returns the rows taken.
         Events are made positionally from the sample's field values (a keyword call per row
         cost as much as the rest of the row)."""
-        texts = _take(cand, idx).to_pylist()
+        rows = _take(cand, idx)
+        texts = rows.to_pylist()
         pres = got.field("pre").to_pylist()
+        stamps = _timestamps(rows, layout.regex)
         t = layout.template
         cls = type(t)
         names = [f.name for f in dataclasses.fields(cls)]
@@ -205,7 +207,7 @@ class NativeLane:
                 for name, values in field_cols:
                     fields[name] = values[i]
                 row[i_fields] = fields
-            ts = parse_ts(text[len(pre):])
+            ts = stamps[i]  # parse_ts(text[len(pre):]), for the whole column at once
             if ts is not None:
                 origin = Origin(origin.rank, origin.local_rank, origin.node, ts, origin.proc)
             rank = fixed_rank if fixed_rank is not None else origin.rank
@@ -540,8 +542,16 @@ def _passes(regex: str) -> tuple[str, ...]:
     groups = len(re.findall(r"\(\?P<", regex))
     if groups != _ONE_PASS_GROUPS + 1 or not regex.startswith("^(?P<pre>"):
         return (regex,)
+    i = _prefix_group(regex)
+    if regex[:i].endswith(("\\d+", "*", "?")):
+        return (regex,)  # the prefix alone could match more than within the line's whole match
+    return (regex[: i + 1], "^(?:" + regex[len("^(?P<pre>"):])
+
+
+def _prefix_group(regex: str) -> int:
+    """Where a reader's `^(?P<pre>...)` group ends (the index of its closing parenthesis)."""
     depth, i = 0, 1
-    while True:  # the end of the prefix group
+    while True:
         c = regex[i]
         if c == "\\":
             i += 2
@@ -549,11 +559,37 @@ def _passes(regex: str) -> tuple[str, ...]:
         depth += c == "("
         depth -= c == ")"
         if depth == 0:
-            break
+            return i
         i += 1
-    if regex[:i].endswith(("\\d+", "*", "?")):
-        return (regex,)  # the prefix alone could match more than within the line's whole match
-    return (regex[: i + 1], "^(?:" + regex[len("^(?P<pre>"):])
+
+
+def _timestamps(rows, regex: str) -> list:
+    """parse_ts of each row's message (the text after the reader's prefix), in one RE2 pass and
+    array arithmetic: what _secs does per line (None: no timestamp, or a month out of range)."""
+    pa, pc, pool = _arrow()
+    rx = "^(?:" + regex[len("^(?P<pre>"): _prefix_group(regex)] + ")" + TS_RE2
+    got = pc.extract_regex(rows, rx, memory_pool=pool)
+    if got.null_count == len(rows):
+        return [None] * len(rows)
+
+    fields = dict(zip([f.name for f in got.type], got.flatten(memory_pool=pool)))  # (null where no match)
+
+    def pick(*names: str):  # the first alternative's field that took part (others are empty)
+        out = fields[names[-1]]
+        for name in reversed(names[:-1]):
+            f = fields[name]
+            out = pc.if_else(pc.greater(pc.binary_length(f), 0), f, out)
+        return out
+
+    def ints(*names: str) -> np.ndarray:
+        return pc.cast(pc.fill_null(pick(*names), b"0"), pa.int64()).to_numpy(zero_copy_only=False)
+
+    mo, day, h, mi = ints("gm", "m", "vm"), ints("gd", "d", "vd"), ints("gh", "h", "vh"), ints("gi", "i", "vi")
+    sec = pc.cast(pc.replace_substring(pc.fill_null(pick("gs", "s", "vs"), b"0"), b",", b"."), pa.float64())
+    ok = _np_bool(pc.is_valid(got)) & (mo >= 1) & (mo <= 12)
+    days = np.asarray(DAYS_BEFORE, dtype=np.int64)[np.clip(mo - 1, 0, 11)]
+    secs = ((days + day - 1) * 24 + h) * 3600 + mi * 60 + sec.to_numpy(zero_copy_only=False)
+    return [float(v) if k else None for v, k in zip(secs.tolist(), ok.tolist())]
 
 
 def _extract(arr, passes: tuple[str, ...]):

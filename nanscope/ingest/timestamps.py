@@ -18,6 +18,12 @@ _TS = re.compile(
     re.X,
 )
 _DAYS_BEFORE = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
+# The same pattern for RE2 over printable-ASCII lines (the native lane reads a column of them at
+# once; tests/test_native.py checks that both give the same seconds): groups in the same order.
+TS_RE2 = (r"[ \t]*\[?(?:(?P<glog>[EWIFD])(?P<gm>\d\d)(?P<gd>\d\d) (?P<gh>\d\d):(?P<gi>\d\d):(?P<gs>\d\d(?:\.\d+)?)"
+          r"|(?:(?P<y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<i>\d\d):(?P<s>\d\d(?:[.,]\d+)?)"
+          r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) +(?P<vm>\d\d)-(?P<vd>\d\d) (?P<vh>\d\d):(?P<vi>\d\d):(?P<vs>\d\d(?:\.\d+)?))")
+DAYS_BEFORE = _DAYS_BEFORE
 
 
 def _secs(month: str, day: str, h: str, mi: str, s: str) -> Optional[float]:
