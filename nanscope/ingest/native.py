@@ -39,10 +39,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from nanscope.ingest.native_hf import HFLane, floats
+from nanscope.ingest.native_hf import HFLane, floats, nocap
 from nanscope.ingest.prefixes import peel
 from nanscope.ingest.reader import DIGIT0, Made, _arrow, plain
-from nanscope.ingest.timestamps import DAYS_BEFORE, TS_RE2
+from nanscope.ingest.timestamps import DAYS_BEFORE, TS_PATTERN
 from nanscope.model import Loc, MetricsEvent, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.numbers import to_float, to_int
@@ -466,7 +466,7 @@ class _Layout:
     def __init__(self, regex: str, slots: dict, consts: dict, parser: str, framework: str, rank: Optional[int],
                  template: Any = None, writes: Optional[dict] = None):
         self.regex = regex
-        self.nocap = _nocap(regex)
+        self.nocap = nocap(regex)
         self.passes = _passes(regex)
         self.slots = slots  # column -> capture index
         self.consts = consts  # column -> value on every line
@@ -567,7 +567,7 @@ def _timestamps(rows, regex: str) -> list:
     """parse_ts of each row's message (the text after the reader's prefix), in one RE2 pass and
     array arithmetic: what _secs does per line (None: no timestamp, or a month out of range)."""
     pa, pc, pool = _arrow()
-    rx = "^(?:" + regex[len("^(?P<pre>"): _prefix_group(regex)] + ")" + TS_RE2
+    rx = "^(?:" + regex[len("^(?P<pre>"): _prefix_group(regex)] + ")" + TS_PATTERN
     got = pc.extract_regex(rows, rx, memory_pool=pool)
     if got.null_count == len(rows):
         return [None] * len(rows)
@@ -606,10 +606,6 @@ def _extract(arr, passes: tuple[str, ...]):
 def _take(arr, idx: np.ndarray):
     pa, pc, pool = _arrow()
     return pc.take(arr, pa.array(idx, type=pa.int64(), memory_pool=pool), memory_pool=pool)
-
-
-def _nocap(regex: str) -> str:
-    return re.sub(r"\(\?P<\w+>", "(?:", regex)
 
 
 def _probes(tok: str) -> tuple[str, str]:

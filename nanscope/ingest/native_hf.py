@@ -32,6 +32,11 @@ KEYS = ("loss", "grad_norm", "learning_rate", "epoch")
 FIELDS = ("loss", "grad_norm", "lr", "epoch")
 
 
+def nocap(regex: str) -> str:
+    """The regex without its named groups (a match only: RE2 then needs no capture engine)."""
+    return re.sub(r"\(\?P<\w+>", "(?:", regex)
+
+
 def _value(k: str) -> str:
     return rf"(?:'(?P<{k}q>{_NUM})'|(?P<{k}b>{_NUM}))"
 
@@ -43,7 +48,7 @@ LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)\r *\r"
 # (the first `|` followed by `count/total [`, as the lazy bar in LINE finds it) and the dict's
 # four numbers (quoted or not: LINE has checked that the quotes pair up), within RE2's one-pass
 # limit of four groups.
-_LINE_NOCAP = re.sub(r"\(\?P<\w+>", "(?:", LINE)
+_LINE_NOCAP = nocap(LINE)
 _BAR_COUNT = r"\| *(?P<n>\d+)/\d+ *\["
 _DICT = r"^\{" + ", ".join(rf"'{k}': '?(?P<{k}>{_NUM})'?" for k in KEYS) + r"\}$"
 _PARSER = "hf"  # whose lines these are

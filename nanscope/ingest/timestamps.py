@@ -9,21 +9,14 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-_TS = re.compile(
-    r"""^[ \t]*\[?(?:
-        (?P<glog>[EWIFD])(?P<gm>\d\d)(?P<gd>\d\d)[ ](?P<gh>\d\d):(?P<gi>\d\d):(?P<gs>\d\d(?:\.\d+)?)      # glog / c10
-      | (?:(?P<y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<i>\d\d):(?P<s>\d\d(?:[.,]\d+)?)  # ISO-ish
-      | (?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[ ]+(?P<vm>\d\d)-(?P<vd>\d\d)[ ](?P<vh>\d\d):(?P<vi>\d\d):(?P<vs>\d\d(?:\.\d+)?)  # vLLM
-    )""",
-    re.X,
-)
-_DAYS_BEFORE = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
-# The same pattern for RE2 over printable-ASCII lines (the native lane reads a column of them at
-# once; tests/test_native.py checks that both give the same seconds): groups in the same order.
-TS_RE2 = (r"[ \t]*\[?(?:(?P<glog>[EWIFD])(?P<gm>\d\d)(?P<gd>\d\d) (?P<gh>\d\d):(?P<gi>\d\d):(?P<gs>\d\d(?:\.\d+)?)"
-          r"|(?:(?P<y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<i>\d\d):(?P<s>\d\d(?:[.,]\d+)?)"
-          r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) +(?P<vm>\d\d)-(?P<vd>\d\d) (?P<vh>\d\d):(?P<vi>\d\d):(?P<vs>\d\d(?:\.\d+)?))")
-DAYS_BEFORE = _DAYS_BEFORE
+# One pattern for both readers: `re` here, line by line, and RE2 in the native lane over a column
+# of printable-ASCII lines (ingest/native.py), so the two cannot drift apart. Alternatives: glog /
+# c10 (`W1129 21:24:13.795`), ISO-ish (`2024-05-01 12:00:01,123`), vLLM (`INFO 05-19 10:13:11`).
+TS_PATTERN = (r"[ \t]*\[?(?:(?P<glog>[EWIFD])(?P<gm>\d\d)(?P<gd>\d\d) (?P<gh>\d\d):(?P<gi>\d\d):(?P<gs>\d\d(?:\.\d+)?)"
+              r"|(?:(?P<y>\d{4})-)?(?P<m>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<i>\d\d):(?P<s>\d\d(?:[.,]\d+)?)"
+              r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) +(?P<vm>\d\d)-(?P<vd>\d\d) (?P<vh>\d\d):(?P<vi>\d\d):(?P<vs>\d\d(?:\.\d+)?))")
+_TS = re.compile("^" + TS_PATTERN)
+DAYS_BEFORE = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
 
 
 def _secs(month: str, day: str, h: str, mi: str, s: str) -> Optional[float]:
@@ -31,7 +24,7 @@ def _secs(month: str, day: str, h: str, mi: str, s: str) -> Optional[float]:
         mo = int(month)
         if not 1 <= mo <= 12:
             return None
-        return ((_DAYS_BEFORE[mo - 1] + int(day) - 1) * 24 + int(h)) * 3600 + int(mi) * 60 + float(s.replace(",", "."))
+        return ((DAYS_BEFORE[mo - 1] + int(day) - 1) * 24 + int(h)) * 3600 + int(mi) * 60 + float(s.replace(",", "."))
     except ValueError:  # (\d is wider than what int() takes in no known case; never crash on a log)
         return None
 
