@@ -60,7 +60,7 @@ def events(paths: Iterable[str], options: Optional[Options] = None, result: Opti
     scan_opts = dataclasses.replace(_scan_options(options), native=False)
     for ev in scan_all(expand_sources(list(paths)), scan_opts, result):
         for e in streams.process(ev):
-            if e.kind == "steps":
+            if e.kind in ("steps", "metrics_rows"):
                 yield from e.events()  # type: ignore[attr-defined]
             else:
                 yield e

@@ -3,7 +3,7 @@
 Each worker parses whole files (a parser's state never crosses files); a free worker takes the
 largest file not yet taken, so the workers finish together. A worker writes each file's events,
 as it makes them, to a spill file in a private temporary folder (length-prefixed pickled messages
-of about BATCH events or step rows; step lines travel as compact StepBatch columns), and says when
+of about BATCH events or rows; step and vLLM stats lines travel as columns), and says when
 it starts a file. The parent feeds the files to streams and engine strictly in input order, so
 the report is byte-identical to a sequential run; it reads a file's messages as they are written,
 so the last file of a run (often the slowest: an HF/vLLM log) is fed while it is still being
@@ -211,7 +211,9 @@ def _worker(todo, sources: list, options: ScanOptions, spill: str, announced) ->
                     for ev in scan_source(src, parsers, info, result, options.max_line_bytes, progress=tick,
                                           native_lane=options.native):
                         batch.append(ev)
-                        rows += sum(len(b) for b in ev.batches) if ev.kind == "hold" else 1  # type: ignore[attr-defined]
+                        kind = ev.kind
+                        rows += (sum(len(b) for b in ev.batches) if kind == "hold"  # type: ignore[attr-defined]
+                                 else len(ev) if kind == "metrics_rows" else 1)  # type: ignore[arg-type]
                         if rows >= BATCH:
                             _put(out, ("events", batch, read[0], read[1]))
                             batch = []

@@ -16,7 +16,8 @@ import numpy as np
 
 from nanscope.ingest.claimable import Claimable, claimable_alternatives
 from nanscope.ingest.native import NativeLane
-from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Made, Source, open_binary, scan_candidates
+from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Source, open_binary, scan_candidates
+from nanscope.metricsrows import MetricsRows
 from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
@@ -148,15 +149,16 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 held_any = True
                 yield Hold(batches)
                 continue
-            if found.__class__ is Made:  # a metrics reader's event: what the per-line path makes of the line
+            if found.__class__ is MetricsRows:  # a metrics reader's run of lines: their events, in columns
                 key = found.key
                 reach(key, parser_at[found.parser])
-                if found.writes:
+                if found.writes:  # (the same write at each line of the run, with nothing between)
                     states[(found.parser, key)].update(found.writes)
-                info.candidate_lines += 1
-                info.event_lines += 1
-                formats[found.parser] = formats.get(found.parser, 0) + 1
-                yield found.event
+                n = len(found)
+                info.candidate_lines += n
+                info.event_lines += n
+                formats[found.parser] = formats.get(found.parser, 0) + n
+                yield found
                 continue
             text = raw.decode("utf-8", "replace")
             if "\ufffd" in text:
@@ -255,6 +257,14 @@ def in_order(items: Iterator, ahead: frozenset = frozenset()) -> Iterator:
             held.add(it.batches)
             continue
         if held:
+            if it.__class__ is MetricsRows:
+                if held.rows_ahead(it):
+                    yield it
+                    continue
+                for ev in it.events():  # rows one by one, as the per-line path has them
+                    yield from held.flush_before(ev)
+                    yield ev
+                continue
             yield from held.flush_before(it)
         yield it
     yield from held.flush_all()
@@ -283,6 +293,34 @@ class Pending:
             self.by_stream.setdefault(b.stream, []).append(b)
             n += len(b)
         return n
+
+    def rows_ahead(self, rows: MetricsRows) -> bool:
+        """flush_before for every row of a MetricsRows at once, when every row may go ahead of the
+        held rows (each then has the step _step_ahead gives it); False: nothing is changed, and
+        the caller takes the rows one by one."""
+        got = self.by_stream.get(rows.stream)
+        if rows.local():
+            return False
+        if not got:
+            return True  # (rows of other streams are not cut for it)
+        if "metrics" not in self.ahead or rows.step_set.any():
+            return False
+        n = len(rows)
+        has = np.zeros(n, dtype=bool)
+        last_step = np.zeros(n, dtype=np.int64)
+        last_set = np.zeros(n, dtype=bool)
+        for b in got:  # the last held row before each line (batches go in list order)
+            cut = b.order.searchsorted(rows.lines, "right")
+            some = cut > 0
+            at = cut[some] - 1
+            has[some] = True
+            last_step[some] = b.step[at]
+            last_set[some] = b.step_set[at]
+        if (has & ~last_set).any():
+            return False
+        rows.step[has] = last_step[has] + 1
+        rows.step_set[has] = True
+        return True
 
     def flush_before(self, ev: Event):
         keys = [ev.stream]

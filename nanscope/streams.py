@@ -61,6 +61,9 @@ class Streams:
         if ev.kind == "steps":
             yield from self.process_batch(ev)  # type: ignore[arg-type]
             return
+        if ev.kind == "metrics_rows":
+            yield from self.process_rows(ev)
+            return
         st = self._get(ev)
         if isinstance(ev, StepEvent):
             st.steps_seen += 1
@@ -162,6 +165,19 @@ class Streams:
             start = row + 1
         if start < n:
             yield b.slice(start, n) if start else b
+
+    def process_rows(self, rows: Any) -> Iterator[Any]:
+        """process() for a MetricsRows: a step-less row gets the step in progress (its stream's
+        last + 1). Rows that may read a local-rank stream's step go one by one."""
+        st = self._get(rows)
+        if st.step is None and rows.local():
+            for ev in rows.events():
+                yield from self.process(ev)
+            return
+        if st.step is not None:
+            rows.step[~rows.step_set] = st.step + 1
+            rows.step_set[:] = True
+        yield rows
 
     def _ledger(self, st: _Stream, ev: StepEvent, new_step: bool = True) -> Optional[ScaleEvent]:
         change = self._count(st, ev.step, ev.loss, ev.grad_norm, ev.loss_scale, ev.skipped, ev.skipped_total,

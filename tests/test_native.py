@@ -26,7 +26,7 @@ from nanscope import api
 from nanscope.ingest.native import NativeLane
 from nanscope.ingest.native_hf import HFLane
 from nanscope.ingest.reader import Source, expand_sources
-from nanscope.model import Origin, StepEvent
+from nanscope.model import Loc, Origin, StepEvent
 from nanscope.parsers.registry import all_parsers, keyword_regex
 from nanscope.stepbatch import StepBatch
 from nanscope.report import json as json_report
@@ -35,7 +35,8 @@ _ENTRIES = manifest_entries()
 ROOT_PATH = Path(ROOT)
 
 
-def _diagnose(sources: list, native: bool, batch: bool, every_region: bool = True) -> dict:
+def _diagnose(sources: list, native: bool, batch: bool, every_region: bool = True, signatures: tuple = (),
+              jobs: int = 1) -> dict:
     """The JSON report through the per-line path (native=False: no native lane, no rejection;
     batch=False: every step event through Machine.feed alone) or the fast path, forced on every
     region however small (every_region=False: small regions stay in Python, as in real runs)."""
@@ -44,7 +45,7 @@ def _diagnose(sources: list, native: bool, batch: bool, every_region: bool = Tru
     pipeline.NATIVE, reader.SMALL_REGION = native, (0 if native and every_region else saved[1])
     api.Engine = lambda sigs: real(sigs, batch_steps=batch)  # type: ignore[misc]
     try:
-        r = json.loads(json_report.dumps(api.diagnose_sources(sources, api.Options(jobs=1))))
+        r = json.loads(json_report.dumps(api.diagnose_sources(sources, api.Options(jobs=jobs, signatures=signatures))))
     finally:
         pipeline.NATIVE, reader.SMALL_REGION, api.Engine = saved
     r.pop("elapsed_s", None)
@@ -375,9 +376,8 @@ def test_timestamps_of_a_column_are_parse_ts_of_each_line(messages):
     pa, _, _ = reader._arrow()
     regex = r"^(?P<pre>\x28APIServer\x20pid\x3d\d+\x29\x20)INFO"  # a reader's prefix (the rest is not used)
     rows = pa.array([f"(APIServer pid=12) {m}".encode() for m in messages], pa.binary())
-    got = _timestamps(rows, regex)
     want = [parse_ts(m) for m in messages]
-    assert got == want
+    assert _seconds(_timestamps(rows, regex)) == want
 
 
 def test_timestamps_of_a_column_in_every_format_parse_ts_reads():
@@ -393,7 +393,13 @@ def test_timestamps_of_a_column_in_every_format_parse_ts_reads():
     rows = pa.array([f"(APIServer pid=3646) {m}".encode() for m in messages], pa.binary())
     want = [parse_ts(m) for m in messages]
     assert sum(w is not None for w in want) == 8
-    assert _timestamps(rows, r"^(?P<pre>\x28APIServer\x20pid\x3d\d+\x29\x20)x") == want
+    assert _seconds(_timestamps(rows, r"^(?P<pre>\x28APIServer\x20pid\x3d\d+\x29\x20)x")) == want
+
+
+def _seconds(got: tuple) -> list:
+    """_timestamps' (seconds, set) as parse_ts answers each line."""
+    secs, ok = got
+    return [float(v) if k else None for v, k in zip(secs.tolist(), ok.tolist())]
 
 
 _PIECES = [b"step=", b"loss=", b"iteration ", b"/ 100 | lm loss: ", b" | grad norm: ", b"[default1]:", b"[rank3]:", b"3: ",
@@ -489,7 +495,8 @@ def _scan_events(path: str, native: bool) -> list:
         out = list(pipeline.scan_all(expand_sources([path]), pipeline.ScanOptions(jobs=1), pipeline.ScanResult()))
     finally:
         pipeline.NATIVE, reader.SMALL_REGION = saved
-    return [e for e in out if e.kind in ("metrics", "error")]
+    evs = [e for it in out for e in (it.events() if it.kind == "metrics_rows" else [it])]
+    return [e for e in evs if e.kind in ("metrics", "error")]
 
 
 def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, monkeypatch):
@@ -502,14 +509,14 @@ def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, m
     log = tmp_path / "vllm.log"
     log.write_text("\n".join(lines) + "\n")
     made = []
-    real = NativeLane._events
+    real = NativeLane._metrics_rows
 
     def counting(self, *a):
         got = real(self, *a)
         made.append(len(got))
         return got
 
-    monkeypatch.setattr(NativeLane, "_events", counting)
+    monkeypatch.setattr(NativeLane, "_metrics_rows", counting)
     slow = _scan_events(str(log), native=False)
     fast = _scan_events(str(log), native=True)
     assert sum(made) == 200
@@ -518,3 +525,142 @@ def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, m
     m = fast[1]
     assert (m.running, m.kv_cache_usage, m.fields, m.origin.proc, m.origin.ts is not None) == (
         0, 40.5, {"prefix_cache_hit_rate": 0.0, "engine": 0}, "APIServer", True)
+
+
+_ROWS_SIGS = {  # machines and conditions that take vLLM stats rows in every way the engine has
+    "team-kv-spike": ("spike", '["metrics"]', '\nfield = "kv_cache_usage"\nfactor = 1.5\nwindow = 8\nmin_history = 4'),
+    "team-kv-regex": ("line", '["metrics"]', '\nwhen = ["text ~ \'Running: 1[0-9] reqs\'", "kv_cache_usage > 97"]'),
+    "team-kv-with-steps": ("count_within", '["step", "metrics"]',
+                           '\nwhen = { any = ["grad_norm > 2.2", "kv_cache_usage >= 97"] }\nmin_count = 6'),
+    "team-kv-columns": ("line", '["metrics"]', '\nwhen = ["step >= 211", "fields.engine == 0", "rank is none", '
+                        '"framework == \'vllm\'", "waiting in [40, 41]"]'),
+}
+
+
+def _rows_signature(sig_id: str, machine: str, events: str, params: str) -> str:
+    return f"""id = "{sig_id}"
+title = "A team's own vLLM fingerprint"
+category = "custom"
+severity = "low"
+status = "experimental"
+revision = 1
+frameworks = ["vllm"]
+
+[match]
+machine = "{machine}"
+events = {events}{params}
+
+[diagnosis]
+summary = "custom"
+root_cause = "ours"
+benign_when = "never"
+fix = "fix it"
+verify = "rerun"
+references = ["our wiki"]
+
+[[examples]]
+name = "required by the schema; this test diagnoses its own log"
+expect = "match"
+log = "x"
+
+[[examples]]
+name = "a miss"
+expect = "no-match"
+log = "y"
+"""
+
+
+def _trainer_and_vllm_log(path: Path, errors: tuple = (130, 215)) -> None:
+    """HF trainer progress lines (one unprefixed stream) with two vLLM processes' stats lines
+    between them (two readers: runs of one to three rows alternate), a stretch of KV cache
+    pressure, and a sampler error before some stats lines (a per-line candidate that cuts the
+    runs)."""
+    real = [ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
+            if ln.startswith(b"\r ") and b"{'loss'" in ln and ln.count(b"\r") == 3]
+    stats = ("({proc} pid={pid}) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 "
+             "tokens/s, Avg generation throughput: 1055.3 tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache "
+             "usage: {kv}%, Prefix cache hit rate: 0.0%")  # vllm/v1/metrics/loggers.py, as in sample_logs/vllm
+    lines = [b"some header line"]
+    for i in range(1, 300):
+        ln = real[i % len(real)]
+        lines.append(ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1))
+        if i in errors:
+            lines.append(_NAN_PROBS.encode())  # (its stream's rows so far go first: the stats after it take streams' step)
+        for k in range(3 if 120 <= i < 140 else 1):
+            pressure = 200 <= i < 230 or i == 150
+            proc, pid = ("APIServer", 3646) if (i + k) % 4 else ("EngineCore_0", 3701)
+            lines.append(stats.format(proc=proc, pid=pid, s=(i + k) % 60, r=10 + i % 20, w=40 + i % 2 if pressure else 0,
+                                      kv="97.5" if pressure else "41.0").encode())
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+@pytest.mark.parametrize("sig_id", [None] + sorted(_ROWS_SIGS))
+def test_vllm_stats_rows_give_the_per_line_report_whatever_reads_them(tmp_path, sig_id):
+    """vLLM stats lines travel as MetricsRows (columns, nanscope/metricsrows.py): whatever machine
+    and condition read them (one that says which rows matter, one that must see every row, a
+    regex only a row can answer, steps read together with metrics), the report is the per-line
+    one, with the same steps, and the team's signature fires."""
+    log = tmp_path / "mixed.log"
+    _trainer_and_vllm_log(log)
+    sigs: tuple = ()
+    if sig_id is not None:
+        (tmp_path / "sigs").mkdir()
+        (tmp_path / "sigs" / f"{sig_id}.toml").write_text(_rows_signature(sig_id, *_ROWS_SIGS[sig_id]))
+        sigs = (str(tmp_path / "sigs"),)
+    slow = _diagnose(expand_sources([str(log)]), native=False, batch=False, signatures=sigs)
+    fast = _diagnose(expand_sources([str(log)]), native=True, batch=True, signatures=sigs)
+    assert fast == slow
+    ids = {f["id"] for f in fast["findings"]}
+    assert "vllm-preemption-pressure" in ids
+    if sig_id is not None:
+        assert sig_id in ids
+
+
+def test_vllm_stats_rows_cross_processes_as_the_sequential_report(tmp_path):
+    """Worker processes send MetricsRows to the parent (pickled with their own lines only): the
+    report of --jobs 2 is the sequential one."""
+    for name in ("a.log", "b.log"):
+        _trainer_and_vllm_log(tmp_path / name)
+    sources = expand_sources([str(tmp_path / "a.log"), str(tmp_path / "b.log")])
+    one = _diagnose(sources, native=True, batch=True, jobs=1)
+    two = _diagnose(sources, native=True, batch=True, jobs=2)
+    assert two == one
+    assert "vllm-preemption-pressure" in {f["id"] for f in two["findings"]}
+
+
+def test_a_run_of_stats_rows_goes_after_the_held_steps_of_a_machine_that_reads_both(tmp_path):
+    """A machine that reads steps and metrics sees them in line order: the engine feeds its held
+    step events of the stream before a MetricsRows, as before each MetricsEvent."""
+    from nanscope.signatures.loader import load_file
+
+    path = tmp_path / "team-kv-with-steps.toml"
+    path.write_text(_rows_signature("team-kv-with-steps", "count_within", '["step", "metrics"]',
+                                    '\nwhen = { any = ["loss > 5", "kv_cache_usage >= 97"] }\nmin_count = 2'))
+    sig, errors = load_file(path)
+    assert not errors
+    log = tmp_path / "stats.log"
+    log.write_text("\n".join(_STATS.format(s=i, p=i, d=9, r=3).replace("usage: 49.5%", "usage: 97.5%")
+                             for i in range(5)) + "\n")
+    saved = pipeline.NATIVE, reader.SMALL_REGION
+    pipeline.NATIVE, reader.SMALL_REGION = True, 0
+    try:
+        items = list(pipeline.scan_all(expand_sources([str(log)]), pipeline.ScanOptions(jobs=1), pipeline.ScanResult()))
+    finally:
+        pipeline.NATIVE, reader.SMALL_REGION = saved
+    (rows,) = [it for it in items if it.kind == "metrics_rows"]
+    step = StepEvent(loc=Loc(str(log), 0), text="step=1, loss=6.0",
+                     framework="pytorch", origin=Origin(), step=1, loss=6.0, stream=rows.stream)
+
+    def first_match(feed_rows_whole: bool) -> list:
+        eng = engine_mod.Engine([sig])
+        eng.feed(step)
+        if feed_rows_whole:
+            eng.feed(rows)
+        else:
+            for ev in list(rows.events()):
+                eng.feed(ev)
+        (finding,) = eng.finish()
+        return [ev.text for ev in finding.matches[0].events]
+
+    assert first_match(True) == first_match(False)
+    assert first_match(True)[0] == "step=1, loss=6.0"

@@ -9,7 +9,7 @@ digits aside) the lane learns a reader from the parsers themselves, on a sample 
   that records any use: a line whose outcome depends on state (a traceback in progress, an HF
   log dict waiting for its step) is never read natively, nor is one that does not give exactly
   one StepEvent or MetricsEvent (vLLM's stats lines; their parser may write a note into its
-  state, which the pipeline then makes at each line read, see reader.Made);
+  state, which the pipeline then makes where the lines are, see nanscope/metricsrows.py);
 - every number of the message is then replaced, once by zeros and once by other digits, and the
   sample parsed again: a number that shows up unchanged in one event field (or printed pair) is
   read into that column; one that changes nothing is free; one that changes anything else (which
@@ -21,9 +21,10 @@ digits aside) the lane learns a reader from the parsers themselves, on a sample 
   not). So a line it reads has the sample's keywords and text, and only numbers the parsers were
   seen to pass through differ.
 
-Step rows become StepBatch columns. Metrics rows become the sample's event with the row's numbers,
-text, origin and timestamp (what the per-line path would make, without parsing), delivered in line
-order among the per-line candidates.
+Step rows become StepBatch columns. Metrics rows become MetricsRows columns, delivered in line
+order among the per-line candidates (a run of rows between two of them is one item); a row
+becomes the sample's event with the row's numbers, text, origin and timestamp (what the per-line
+path would make, without parsing) only when a machine needs it.
 
 Lines with control bytes or non-ASCII text (ANSI escapes, \\r redraws, invalid UTF-8) are never
 read natively. Every other line goes down the per-line path as before; tests/test_native.py
@@ -32,7 +33,6 @@ checks that both lanes give the same report on every sample log and on the bench
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from typing import Any, Optional, Sequence
@@ -41,11 +41,12 @@ import numpy as np
 
 from nanscope.ingest.native_hf import HFLane, floats, nocap
 from nanscope.ingest.prefixes import peel
-from nanscope.ingest.reader import DIGIT0, Made, _arrow, plain
+from nanscope.ingest.reader import DIGIT0, _arrow, plain
 from nanscope.ingest.timestamps import DAYS_BEFORE, TS_PATTERN
 from nanscope.model import Loc, MetricsEvent, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.numbers import to_float, to_int
+from nanscope.metricsrows import MetricsRows
 from nanscope.stepbatch import INTS, NUMERIC, Lines, StepBatch
 from nanscope.streams import stream_key
 
@@ -143,8 +144,8 @@ class NativeLane:
 
     def columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict, list]:
         """What the readers read: the positions in cand taken, StepBatches (one per stream, in
-        line order), their lines per parser, and the events of metrics readers as (line, Made),
-        by line."""
+        line order), their lines per parser, and the metrics readers' rows (MetricsRows, one per
+        reader and stream)."""
         made: list = []
         taken: list = []
         steps = []
@@ -153,72 +154,57 @@ class NativeLane:
             if item[2].template is None:
                 steps.append(item)
                 continue
-            taken.append(self._events(cand, cand_lines, *item, made))  # (counted as they are delivered)
+            taken.append(self._metrics_rows(cand, cand_lines, *item, made))  # (counted as they are delivered)
         claimed, batches, step_formats = self._step_columns(cand, cand_lines, steps) if steps else (
             np.zeros(0, dtype=np.int64), [], {})
         for k, v in step_formats.items():
             formats[k] = formats.get(k, 0) + v
         if taken:
             claimed = np.sort(np.concatenate([claimed] + taken))
-            made.sort(key=lambda x: x[0])
         return claimed, batches, formats, made
 
-    def _events(self, cand, cand_lines: np.ndarray, idx: np.ndarray, got: Any, layout: "_Layout", made: list) -> np.ndarray:
-        """A metrics reader's rows as the events the per-line path makes of them (the sample's
-        event with this row's numbers, text, origin and timestamp); returns the rows taken.
-        Events are made positionally from the sample's field values (a keyword call per row
-        cost as much as the rest of the row)."""
-        rows = _take(cand, idx)
-        texts = rows.to_pylist()
-        pres = got.field("pre").to_pylist()
-        stamps = _timestamps(rows, layout.regex)
+    def _metrics_rows(self, cand, cand_lines: np.ndarray, idx: np.ndarray, got: Any, layout: "_Layout",
+                      made: list) -> np.ndarray:
+        """A metrics reader's rows as MetricsRows (one per stream: the numbers as columns, each
+        row's origin and timestamp); returns the rows taken (those whose prefix peel reads as the
+        reader's sample)."""
+        pa, pc, pool = _arrow()
         t = layout.template
-        cls = type(t)
-        names = [f.name for f in dataclasses.fields(cls)]
-        at = {name: k for k, name in enumerate(names)}
-        args = [getattr(t, name) for name in names]
-        args[at["stream"]] = None
-        slot_cols = []  # (position in args, values) of the numbers read into event fields
-        field_cols = []  # (key, values) of those read into the fields dict
-        for name, j in layout.slots.items():
-            values = floats(got.field(f"v{j}"))
-            if name.startswith("fields."):
-                key = name[len("fields."):]
-                field_cols.append((key, _as_ints(values) if type(t.fields[key]) is int else values.tolist()))
-            else:
-                slot_cols.append((at[name], _as_ints(values) if type(getattr(t, name)) is int else values.tolist()))
-        extra = dict(t.fields) if t.fields else None
-        i_loc, i_text, i_origin, i_rank, i_fields = at["loc"], at["text"], at["origin"], at["rank"], at["fields"]
-        ok = np.zeros(len(idx), dtype=bool)
-        lines = cand_lines[idx].tolist()
-        source, fixed_rank = self.source, layout.rank
-        for i, raw in enumerate(texts):
-            pre = pres[i]
-            s = self._prefix(pre, raw)
+        pres = pc.dictionary_encode(got.field("pre"), memory_pool=pool)
+        which = pres.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        first = np.full(len(pres.dictionary), -1, dtype=np.int64)
+        first[which[::-1]] = np.arange(len(which) - 1, -1, -1)  # each prefix's first row
+        groups: dict = {}  # (state key, stream) -> [rank, origins, index of each prefix's origin]
+        prefix_group = np.full(len(first), -1, dtype=np.int64)
+        prefix_origin = np.zeros(len(first), dtype=np.int64)
+        for k, pre in enumerate(pres.dictionary.to_pylist()):
+            s = self._prefix(pre, cand[int(idx[first[k]])].as_py())
             if s is None:
                 continue
             origin, key = s
-            text = raw.decode("ascii")
-            row = args.copy()
-            for k, values in slot_cols:
-                row[k] = values[i]
-            if extra is not None:
-                fields = extra.copy()
-                for name, values in field_cols:
-                    fields[name] = values[i]
-                row[i_fields] = fields
-            ts = stamps[i]  # parse_ts(text[len(pre):]), for the whole column at once
-            if ts is not None:
-                origin = Origin(origin.rank, origin.local_rank, origin.node, ts, origin.proc)
-            rank = fixed_rank if fixed_rank is not None else origin.rank
-            row[i_loc] = Loc(source, lines[i])
-            row[i_text] = text
-            row[i_origin] = origin
-            row[i_rank] = rank
-            ev = cls(*row)
-            ev.stream = key if rank == origin.rank else ("rank", origin.node, rank)
-            made.append((lines[i], Made(ev, layout.parser, key, layout.writes)))
-            ok[i] = True
+            rank = layout.rank if layout.rank is not None else origin.rank
+            stream = key if rank == origin.rank else ("rank", origin.node, rank)
+            g = groups.setdefault((key, stream), [len(groups), rank, []])
+            prefix_group[k] = g[0]
+            prefix_origin[k] = len(g[2])
+            g[2].append(origin)
+        group = prefix_group[which]
+        ok = group >= 0
+        if not ok.any():
+            return idx[:0]
+        rows = _take(cand, idx)
+        secs, has_ts = _timestamps(rows, layout.regex)
+        ts = np.where(has_ts, secs, np.nan)
+        cols = {}
+        for name, j in layout.slots.items():
+            value = t.fields[name[len("fields."):]] if name.startswith("fields.") else getattr(t, name)
+            cols[name] = (floats(got.field(f"v{j}")), type(value) is int)
+        lines = cand_lines[idx]
+        for (key, stream), (g, rank, origins) in groups.items():
+            at = np.flatnonzero(group == g)
+            made.append(MetricsRows(
+                self.source, t, layout.parser, key, layout.writes, stream, rank, lines[at], Lines(cand, idx[at]),
+                origins, prefix_origin[which[at]], ts[at], {name: (v[at], is_int) for name, (v, is_int) in cols.items()}))
         return idx[ok]
 
     def _step_columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict]:
@@ -415,7 +401,7 @@ class NativeLane:
         that gave it, what that parser wrote into its state), or None (another outcome, or one
         that depends on state). A StepEvent's parser may not touch its state; a MetricsEvent's
         may only write to it (vLLM notes that the stream printed vLLM lines), which the
-        pipeline repeats for each line read (see Made)."""
+        pipeline repeats for each run of lines read (see MetricsRows)."""
         msg, origin = peel(text, self.base)
         rec = Record(Loc(self.source, 1), msg, origin, text)
         for p in self.parsers:
@@ -563,14 +549,15 @@ def _prefix_group(regex: str) -> int:
         i += 1
 
 
-def _timestamps(rows, regex: str) -> list:
+def _timestamps(rows, regex: str) -> tuple[np.ndarray, np.ndarray]:
     """parse_ts of each row's message (the text after the reader's prefix), in one RE2 pass and
-    array arithmetic: what _secs does per line (None: no timestamp, or a month out of range)."""
+    array arithmetic: (seconds, whether the row has them); what _secs does per line (no
+    timestamp, or a month out of range: not set)."""
     pa, pc, pool = _arrow()
     rx = "^(?:" + regex[len("^(?P<pre>"): _prefix_group(regex)] + ")" + TS_PATTERN
     got = pc.extract_regex(rows, rx, memory_pool=pool)
     if got.null_count == len(rows):
-        return [None] * len(rows)
+        return np.zeros(len(rows)), np.zeros(len(rows), dtype=bool)
 
     fields = dict(zip([f.name for f in got.type], got.flatten(memory_pool=pool)))  # (null where no match)
 
@@ -589,7 +576,7 @@ def _timestamps(rows, regex: str) -> list:
     ok = _np_bool(pc.is_valid(got)) & (mo >= 1) & (mo <= 12)
     days = np.asarray(DAYS_BEFORE, dtype=np.int64)[np.clip(mo - 1, 0, 11)]
     secs = ((days + day - 1) * 24 + h) * 3600 + mi * 60 + sec.to_numpy(zero_copy_only=False)
-    return [float(v) if k else None for v, k in zip(secs.tolist(), ok.tolist())]
+    return secs, ok
 
 
 def _extract(arr, passes: tuple[str, ...]):
@@ -667,10 +654,6 @@ def _shape(tok: str) -> str:
 
 def _literal(s: str) -> str:
     return "".join(c if c.isalnum() else f"\\x{ord(c):02x}" for c in s)
-
-
-def _as_ints(values: np.ndarray) -> list:
-    return [int(v) for v in values.tolist()]
 
 
 def _np_bool(arr) -> np.ndarray:

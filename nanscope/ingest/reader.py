@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
+from nanscope.metricsrows import MetricsRows
 from nanscope.model import InputInfo
 
 CHUNK_BYTES = 2 << 20
@@ -315,11 +316,8 @@ class Prefilter:
             out_lines = [out_lines[i] for i in order]
             out_found = [out_found[i] for i in order]
         out_idx = lns[pos].tolist()
-        if made:  # the metrics readers' events, in line order among the per-line candidates
-            merged = sorted(list(zip(out_idx, out_lines, out_found)) + [(ln, b"", m) for ln, m in made], key=lambda x: x[0])
-            out_idx = [x[0] for x in merged]
-            out_lines = [x[1] for x in merged]
-            out_found = [x[2] for x in merged]
+        if made:
+            return (*_runs(out_idx, out_lines, out_found, made), payload)
         return out_idx, out_lines, out_found, payload
 
     def sort(self, line: bytes) -> tuple[tuple, bool]:
@@ -512,17 +510,33 @@ def scan_candidates(
     info.lines = lineno - 1
 
 
-class Made:
-    """A line a metrics reader read: its event, the parser that claims it, the state key of the
-    line's printer and what that parser writes into its state (the pipeline repeats it)."""
+def _runs(idx: list, lines: list, found: list, made: list) -> tuple[list, list, list]:
+    """The per-line candidates (line numbers, bytes, keywords) with the metrics readers' rows
+    (MetricsRows) in line order among them: each run of one reader's rows with no other
+    candidate between them is one item (b"" for its bytes, the run in the keywords' slot)."""
+    import numpy as np
 
-    __slots__ = ("event", "parser", "key", "writes")
-
-    def __init__(self, event: Any, parser: str, key: tuple, writes: Optional[dict]):
-        self.event = event
-        self.parser = parser
-        self.key = key
-        self.writes = writes
+    label = np.concatenate([np.full(len(idx), -1, dtype=np.int64)] + [np.full(len(m), k, dtype=np.int64) for k, m in enumerate(made)])
+    at = np.concatenate([np.asarray(idx, dtype=np.int64)] + [m.lines for m in made])
+    pos = np.concatenate([np.arange(len(idx))] + [np.arange(len(m)) for m in made])
+    order = np.argsort(at, kind="stable")
+    label, at, pos = label[order], at[order], pos[order]
+    new = np.ones(len(label), dtype=bool)
+    new[1:] = (label[1:] != label[:-1]) | (label[1:] < 0)
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], len(label))
+    out_idx, out_lines, out_found = [], [], []
+    for a, b, k, p, q, ln in zip(starts.tolist(), ends.tolist(), label[starts].tolist(), pos[starts].tolist(),
+                                 pos[ends - 1].tolist(), at[starts].tolist()):
+        out_idx.append(ln)
+        if k < 0:
+            out_lines.append(lines[p])
+            out_found.append(found[p])
+        else:
+            m = made[k]
+            out_lines.append(b"")
+            out_found.append(m if p == 0 and q == len(m) - 1 else m.take(p, q + 1))
+    return out_idx, out_lines, out_found
 
 
 class Claimed:
@@ -615,7 +629,7 @@ def _per_line(idx: list, cands: list, found: list, prefilter: Prefilter, info: I
     \r or NUL in it is split into its pieces (each with its own keywords), an over-long one cut."""
     term = _TERMINATOR.split
     for ln, line, f in zip(idx, cands, found):
-        if f.__class__ is Made:
+        if f.__class__ is MetricsRows:
             yield ln, line, f
             continue
         if b"\r" in line or b"\x00" in line:

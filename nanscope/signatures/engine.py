@@ -12,6 +12,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+import numpy as np
+
 from nanscope.model import Diagnostic, Event, Evidence, Finding
 from nanscope.signatures.machines import Match
 from nanscope.signatures.predicates import RegexTimeout
@@ -110,6 +112,8 @@ class Engine:
                 for stream in list(self._held):
                     self._release(stream)
             return
+        if kind == "metrics_rows":
+            return self.feed_rows(ev)
         if self._held and kind in self._with_steps:
             self._release(ev.stream)  # a machine that reads steps reads this too: keep the order
         if kind == "steps":
@@ -150,6 +154,28 @@ class Engine:
                 machine.feed_batch(b, self._emit)
             except RegexTimeout as e:
                 self._regex_timeout(machine.sig, str(e), b.event(0))
+
+    def feed_rows(self, rows: Any) -> None:
+        """A MetricsRows, as its events one after the other would be fed: a machine that says
+        which rows can change it (Machine.rows_mask) gets only those rows' events."""
+        if not self.batch_steps:
+            for ev in rows.events():
+                self.feed(ev)
+            return
+        if self._held and "metrics" in self._with_steps:
+            self._release(rows.stream)
+        for machine in self.subscribers.get("metrics", ()):
+            if machine.sig in self._disabled:
+                continue
+            mask = machine.rows_mask(rows)
+            for i in (range(len(rows)) if mask is None else np.flatnonzero(mask).tolist()):
+                ev = rows.event(i)
+                try:
+                    machine.feed(ev, self._emit)
+                except RegexTimeout as e:
+                    self._regex_timeout(machine.sig, str(e), ev)
+                    if machine.sig in self._disabled:
+                        break
 
     def _regex_timeout(self, sig_id: str, pattern: str, ev: Event) -> None:
         self._timeouts[sig_id] += 1

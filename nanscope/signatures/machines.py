@@ -15,7 +15,7 @@ import numpy as np
 
 from nanscope.errors import SignatureError
 from nanscope.model import EVENT_KINDS, Event
-from nanscope.signatures.predicates import Pred, compile_condition, compile_vector
+from nanscope.signatures.predicates import Pred, compile_condition, compile_rows, compile_vector
 
 EVIDENCE_PER_MATCH = 4
 
@@ -87,6 +87,11 @@ class Machine:
         for ev in b.events():
             self.feed(ev, emit)
 
+    def rows_mask(self, rows: Any) -> Any:
+        """For a MetricsRows: which rows can change this machine (a bool mask; the others are
+        skipped), or None: every row, one by one (always correct)."""
+        return None
+
     def finish(self, emit: Emit) -> None:
         pass
 
@@ -102,10 +107,14 @@ class Line(Machine):
         super().__init__(sig_id, spec)
         self.when = self.cond("when")
         self.vwhen = self.vcond("when")
+        self.rwhen = compile_rows(self.spec["when"])
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if self.when(ev):
             emit(self.match(ev, [ev]))
+
+    def rows_mask(self, rows: Any) -> Any:
+        return self.rwhen(rows)  # a row that fails `when` is no match
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         m = self.vwhen(b)
@@ -370,6 +379,7 @@ class CountWithin(Machine):
         super().__init__(sig_id, spec)
         self.when = self.cond("when")
         self.vwhen = self.vcond("when")
+        self.rwhen = compile_rows(self.spec["when"])
         self.min_count = int(self.num("min_count", 2))
         # weight: a field that says how many occurrences one line stands for (a cumulative counter)
         self.weight = field_getter(spec["weight"]) if "weight" in spec else None
@@ -403,6 +413,9 @@ class CountWithin(Machine):
             return super().feed_batch(b, emit)
         for i in np.nonzero(m)[0].tolist():
             self.feed(b.event(i), emit)
+
+    def rows_mask(self, rows: Any) -> Any:
+        return self.rwhen(rows)  # only `when` events are counted
 
 
 class FirstAcrossRanks(Machine):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import regex
 
@@ -255,21 +255,29 @@ class _Standin:
         self.origin = batch.origin
 
 
-def compile_vector(cond: Any) -> VPred:
+def compile_vector(cond: Any, leaf: Optional[Callable[[str], VPred]] = None) -> VPred:
     """compile_condition for a whole StepBatch at once: a numpy bool mask per call, the same
     answer row by row as the scalar predicate on that row's StepEvent; None where it cannot say
-    (a regex, a text field): the caller then evaluates the rows one by one."""
+    (a regex, a text field): the caller then evaluates the rows one by one. `leaf` compiles one
+    FIELD OP VALUE (for another kind of batch)."""
+    leaf = leaf or _vexpr
     if cond is None:
         return lambda b: _np().ones(len(b), dtype=bool)
     if isinstance(cond, str):
-        return _vexpr(cond)
+        return leaf(cond)
     if isinstance(cond, list):
-        return _vall([compile_vector(c) for c in cond])
-    alls = [compile_vector(c) for c in cond.get("all", [])]
-    anys = [compile_vector(c) for c in cond.get("any", [])]
+        return _vall([compile_vector(c, leaf) for c in cond])
+    alls = [compile_vector(c, leaf) for c in cond.get("all", [])]
+    anys = [compile_vector(c, leaf) for c in cond.get("any", [])]
     if not anys:
         return _vall(alls)
     return _vall(alls + [_vany(anys)])
+
+
+def compile_rows(cond: Any) -> VPred:
+    """compile_condition for a MetricsRows (nanscope/metricsrows.py) at once: the same answer as
+    the scalar predicate on each row's event, or None (row by row)."""
+    return compile_vector(cond, _rexpr)
 
 
 def _np():
@@ -321,18 +329,44 @@ def _vexpr(expr: str) -> VPred:
             return _np().full(len(b), bool(scalar(_Standin(b))))
 
         return constant
-    if path not in _STEP_COLUMNS:
+    test = _column_test(op, raw) if path in _STEP_COLUMNS else None
+    if test is None:
         return lambda b: None
+    return lambda b: _on_column(b, path, test)
+
+
+def _rexpr(expr: str) -> VPred:
+    """One condition over a MetricsRows: a field every row has the same (answered on row 0's
+    event), a column the reader read, or None (a text, an origin, a regex, another field)."""
+    scalar = compile_expr(expr)
+    m = _EXPR.match(expr)
+    assert m is not None
+    path, op, raw = m.group("field"), m.group("op"), m.group("value").strip()
+    other = raw[1:] if raw.startswith("@") else None
+    test = _column_test(op, raw)
+
+    def f(rows: Any) -> Any:
+        how = rows.vary(path)
+        if how == "same" and op not in ("~", "!~") and (other is None or rows.vary(other) == "same"):
+            return _np().full(len(rows), bool(scalar(rows.event(0))))
+        if how == "column" and test is not None:
+            return _on_column(rows, path, test)
+        return None
+
+    return f
+
+
+def _column_test(op: str, raw: str) -> Optional[Callable]:
+    """test(values, present) -> mask: FIELD OP VALUE on a numeric column, as the scalar predicate
+    answers it on each row's number (or None: not on a column)."""
     if op in ("~", "!~") or raw.startswith("@"):
-        return lambda b: None
+        return None
     if op in ("is", "is not"):
         test = _vis(raw.lower())
-        if op == "is":
-            return lambda b: _on_column(b, path, test)
-        return lambda b: _negate(_on_column(b, path, test))
+        return test if op == "is" else lambda v, p: ~test(v, p)
     value = _literal(raw)
     if isinstance(value, bool) or (isinstance(value, list) and any(isinstance(x, bool) for x in value)):
-        return lambda b: None  # True == 1.0 in Python: leave these to the scalar path
+        return None  # True == 1.0 in Python: leave these to the scalar path
 
     if op in ("==", "!="):
         def eq(v: Any, p: Any) -> Any:
@@ -343,7 +377,7 @@ def _vexpr(expr: str) -> VPred:
                 return np.zeros(len(p), dtype=bool)
             return p & (v == float(value))
 
-        return (lambda b: _on_column(b, path, eq)) if op == "==" else (lambda b: _negate(_on_column(b, path, eq)))
+        return eq if op == "==" else lambda v, p: ~eq(v, p)
     if op in ("in", "not in"):
         nums = [float(x) for x in value if _num(x)]
         has_none = any(x is None for x in value)
@@ -353,7 +387,7 @@ def _vexpr(expr: str) -> VPred:
             out = p & np.isin(v, nums) if nums else np.zeros(len(p), dtype=bool)
             return out | ~p if has_none else out
 
-        return (lambda b: _on_column(b, path, isin)) if op == "in" else (lambda b: _negate(_on_column(b, path, isin)))
+        return isin if op == "in" else lambda v, p: ~isin(v, p)
     limit = float(value)
     import operator
 
@@ -363,7 +397,7 @@ def _vexpr(expr: str) -> VPred:
         with _np().errstate(invalid="ignore"):
             return p & cmp(v, limit)
 
-    return lambda b: _on_column(b, path, compare)
+    return compare
 
 
 def _on_column(b: Any, path: str, test: Callable) -> Any:
@@ -371,10 +405,6 @@ def _on_column(b: Any, path: str, test: Callable) -> Any:
     if got is None:
         return None
     return test(*got)
-
-
-def _negate(mask: Any) -> Any:
-    return None if mask is None else ~mask
 
 
 def _vis(what: str) -> Callable:
