@@ -308,6 +308,21 @@ def test_engine_batches_equal_single_events_on_diverging_curves(hold, monkeypatc
     assert len({f["first_step"] for f in many["findings"] if f["id"] == "loss-divergence"}) >= 1
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3).map(float)), min_size=1,
+                max_size=200), st.integers(1, 70))
+def test_rolling_min_is_each_windows_minimum(values, w):
+    """spike and trend skip the windows whose minimum rules them out; the minima come from a few
+    whole-array passes, and must be each window's own (NaN where the window has one)."""
+    import numpy as np
+    from nanscope.signatures.machines import rolling_min
+
+    x = np.array(values, dtype=np.float64)
+    w = min(w, len(x))
+    want = np.lib.stride_tricks.sliding_window_view(x, w).min(axis=1)
+    assert np.array_equal(rolling_min(x, w), want, equal_nan=True)
+
+
 def test_megatron_padding_is_one_reader_whatever_the_numbers_width(monkeypatch):
     """Megatron right-aligns its numbers (`iteration       50/  242204`), so the run of spaces
     before each one shrinks as it grows. The lane checks that the line reads the same with one

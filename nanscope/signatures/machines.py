@@ -666,13 +666,14 @@ class Spike(_ValueMachine):
         med = np.full(m, np.nan)
         full = np.arange(max(0, w - h0), m)  # rows with a whole window before them
         if len(full):
-            windows = np.lib.stride_tricks.sliding_window_view(allv, w)[h0 + int(full[0]) - w: h0 + m - w]  # (a view)
+            lo, hi = h0 + int(full[0]) - w, h0 + m - w  # the windows before rows `full`
+            windows = np.lib.stride_tricks.sliding_window_view(allv, w)[lo:hi]  # (a view)
             if self.factor > 0:
                 # The median is at least the window's minimum: a value at most `factor` times
                 # that cannot be a spike, and most rows of a healthy curve are not; their
                 # medians (a sort per row) are not needed.
                 with np.errstate(invalid="ignore"):
-                    maybe = xs[full] > self.factor * windows.min(axis=1)
+                    maybe = xs[full] > self.factor * rolling_min(allv[lo: hi + w - 1], w)
                 full, windows = full[maybe], windows[maybe]
             if len(full):
                 med[full] = rolling_median(windows)
@@ -737,7 +738,8 @@ class Trend(_ValueMachine):
             st["med"], st["last"] = float(rolling_median(wins[-1:])[0]), b.ref(int(rows[-1]))
             # Only a window whose minimum is below the best median so far can have a lower
             # median (a median is at least the minimum): the others need no sort.
-            maybe = np.arange(len(wins)) if st["best"] is None else np.flatnonzero(wins.min(axis=1) < st["best"])
+            lo = int(ends[0]) - w + 1
+            maybe = np.arange(len(wins)) if st["best"] is None else np.flatnonzero(rolling_min(allv[lo:], w) < st["best"])
             meds = rolling_median(wins[maybe]) if len(maybe) else np.zeros(0)
             k = int(np.argmin(meds)) if len(meds) else -1
             if k >= 0 and (st["best"] is None or meds[k] < st["best"]):
@@ -889,6 +891,19 @@ def rolling_median(windows: Any) -> Any:
     if n % 2:
         return s[:, n // 2]
     return (s[:, n // 2 - 1] + s[:, n // 2]) / 2
+
+
+def rolling_min(values: Any, w: int) -> Any:
+    """The minimum of each window of w consecutive values (len(values) - w + 1 of them), as
+    sliding_window_view(values, w).min(axis=1) gives it, in about log2(w) whole-array passes
+    (minima of 1, 2, 4, ... values, the last two overlapping) instead of a reduction per window."""
+    m, span = values, 1
+    while span * 2 <= w:
+        m = np.minimum(m[:-span], m[span:])
+        span *= 2
+    if span < w:  # two windows of `span` values cover w: [j, j + span) and [j + w - span, j + w)
+        m = np.minimum(m[: len(m) - (w - span)], m[w - span:])
+    return m
 
 
 def resolve(ref: Any) -> Event:
