@@ -8,6 +8,7 @@ are small, so normally they never reach it); the JSON reports must be identical.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -182,7 +183,6 @@ def test_native_rows_read_like_the_rule(lines):
     lane = NativeLane(parsers, "x.log", Origin(), 1 << 20)
     pa, pc, _ = reader._arrow()
     cand = pa.array([ln.encode() for ln in lines], pa.binary())
-    import numpy as np
 
     claimed, batches, _, _ = _claim(lane, cand)
     rows = {int(line): (b, i) for b in batches for i, line in enumerate(b.lines.tolist())}
@@ -217,7 +217,6 @@ def test_native_lane_reads_what_the_rules_claim_and_leaves_the_rest():
              b"[default0]:loss=2.5, lr=0.1",  # no step number: streams fill it in, per line
              b"{'loss': 2.5, 'grad_norm': 1.0, 'learning_rate': 0.1, 'epoch': 0.5}",  # HF: waits for its step
              b"ValueError: step=1, loss=2.5, lr=0.1"]  # an exception line: depends on a traceback
-    import numpy as np
 
     pa = reader._arrow()[0]
     lane = NativeLane(all_parsers(), "x.log", Origin(), 1 << 20)
@@ -358,7 +357,6 @@ def test_megatron_padding_is_one_reader_whatever_the_numbers_width(monkeypatch):
 def test_a_run_of_spaces_the_parser_reads_stays_as_printed():
     """A rule that wants exactly three spaces before the step: the lane learns no reader that
     would take other runs (it checks one space and three more before generalizing padding)."""
-    import numpy as np
 
     from nanscope.parsers.base import Parser, rule
 
@@ -432,17 +430,32 @@ def test_native_lane_on_arbitrary_lines_gives_the_per_line_report(lines):
     assert _diagnose(src, native=True, batch=True) == _diagnose(src, native=False, batch=False)
 
 
+_VLLM_STATS = ("({proc} pid={pid}) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 "
+               "tokens/s, Avg generation throughput: 1055.3 tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache "
+               "usage: {kv}%, Prefix cache hit rate: 0.0%")  # vllm/v1/metrics/loggers.py, as in sample_logs/vllm
+
+
+@functools.lru_cache(maxsize=1)
+def _hf_bars() -> tuple:
+    return tuple(ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
+                 if ln.startswith(b"\r ") and b"{'loss'" in ln and ln.count(b"\r") == 3)
+
+
+def _hf_bar(i: int) -> bytes:
+    """A real HF progress line (tqdm redraws, then the log dict) with the bar's count set to i."""
+    real = _hf_bars()
+    ln = real[i % len(real)]
+    return ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1)
+
+
 def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, monkeypatch):
     """transformers' `\\r bar \\r \\r {dict}` lines (real format, from sample_logs/hf, tqdm's block
     characters included): read in RE2, each dict takes the next bar's count as its step, as the
     hf parser does line by line (the last one is still held at the end, then flushed)."""
-    real = [ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
-            if ln.startswith(b"\r ") and b"{'loss'" in ln and ln.count(b"\r") == 3]
-    assert real, "the sample has bar + dict lines"
+    assert _hf_bars(), "the sample has bar + dict lines"
     lines = [b"some header line"]
     for i in range(1, 400):
-        ln = real[i % len(real)]
-        ln = ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1)
+        ln = _hf_bar(i)
         if 250 <= i < 260:
             ln = ln.replace(ln.split(b"'loss': ")[1].split(b",")[0], b"'nan'", 1)
         lines.append(ln)
@@ -471,18 +484,13 @@ def test_vllm_stats_between_trainer_steps_take_the_per_line_step_without_cutting
     """vLLM stats lines printed between HF trainer progress lines (one unprefixed stream): each
     takes the step after the trainer's last one, as line by line, and the trainer's rows still
     reach the machines as whole batches (they used to be cut at every stats line)."""
-    real = [ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
-            if ln.startswith(b"\r ") and b"{'loss'" in ln and ln.count(b"\r") == 3]
-    stats = ("(APIServer pid=3646) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 "
-             "tokens/s, Avg generation throughput: 1055.3 tokens/s, Running: 18 reqs, Waiting: {w} reqs, GPU KV cache "
-             "usage: {kv}%, Prefix cache hit rate: 0.0%")  # vllm/v1/metrics/loggers.py, as in sample_logs/vllm
     lines = [b"some header line"]
     for i in range(1, 300):
-        ln = real[i % len(real)]
-        lines.append(ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1))
+        lines.append(_hf_bar(i))
         if i % 3 == 0:
             pressure = 200 <= i < 230
-            lines.append(stats.format(s=i % 60, w=40 if pressure else 0, kv="97.5" if pressure else "41.0").encode())
+            lines.append(_VLLM_STATS.format(proc="APIServer", pid=3646, s=i % 60, r=18, w=40 if pressure else 0,
+                                            kv="97.5" if pressure else "41.0").encode())
     log = tmp_path / "mixed.log"
     log.write_bytes(b"\n".join(lines) + b"\n")
     cuts = []
@@ -590,21 +598,15 @@ def _trainer_and_vllm_log(path: Path, errors: tuple = (130, 215)) -> None:
     between them (two readers: runs of one to three rows alternate), a stretch of KV cache
     pressure, and a sampler error before some stats lines (a per-line candidate that cuts the
     runs)."""
-    real = [ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
-            if ln.startswith(b"\r ") and b"{'loss'" in ln and ln.count(b"\r") == 3]
-    stats = ("({proc} pid={pid}) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 "
-             "tokens/s, Avg generation throughput: 1055.3 tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache "
-             "usage: {kv}%, Prefix cache hit rate: 0.0%")  # vllm/v1/metrics/loggers.py, as in sample_logs/vllm
     lines = [b"some header line"]
     for i in range(1, 300):
-        ln = real[i % len(real)]
-        lines.append(ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1))
+        lines.append(_hf_bar(i))
         if i in errors:
             lines.append(_NAN_PROBS.encode())  # (its stream's rows so far go first: the stats after it take streams' step)
         for k in range(3 if 120 <= i < 140 else 1):
             pressure = 200 <= i < 230 or i == 150
             proc, pid = ("APIServer", 3646) if (i + k) % 4 else ("EngineCore_0", 3701)
-            lines.append(stats.format(proc=proc, pid=pid, s=(i + k) % 60, r=10 + i % 20, w=40 + i % 2 if pressure else 0,
+            lines.append(_VLLM_STATS.format(proc=proc, pid=pid, s=(i + k) % 60, r=10 + i % 20, w=40 + i % 2 if pressure else 0,
                                       kv="97.5" if pressure else "41.0").encode())
     path.write_bytes(b"\n".join(lines) + b"\n")
 

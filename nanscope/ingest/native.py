@@ -174,7 +174,7 @@ class NativeLane:
         which = pres.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         first = np.full(len(pres.dictionary), -1, dtype=np.int64)
         first[which[::-1]] = np.arange(len(which) - 1, -1, -1)  # each prefix's first row
-        groups: dict = {}  # (state key, stream) -> [rank, origins, index of each prefix's origin]
+        groups: dict = {}  # (state key, stream) -> [its number, rank, the origins its prefixes give]
         prefix_group = np.full(len(first), -1, dtype=np.int64)
         prefix_origin = np.zeros(len(first), dtype=np.int64)
         for k, pre in enumerate(pres.dictionary.to_pylist()):
