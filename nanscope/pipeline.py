@@ -292,6 +292,9 @@ class Pending:
         for b in batches:
             self.by_stream.setdefault(b.stream, []).append(b)
             n += len(b)
+        for key, got in self.by_stream.items():
+            if len(got) > 1:
+                self.by_stream[key] = by_order(got)
         return n
 
     def rows_ahead(self, rows: MetricsRows) -> bool:
@@ -374,6 +377,23 @@ class Pending:
         batches = sorted((b for bs in self.by_stream.values() for b in bs), key=lambda b: int(b.order[0]))
         self.by_stream = {}
         yield from batches
+
+
+def by_order(batches: list) -> list:
+    """One stream's batches as slices whose rows come one after the other in `order` (where the
+    per-line path makes each row's event). An HF batch's rows come out at the next bar's line, so
+    a batch of other step prints in the same stream (a script's own `step=N, loss=...` between
+    the trainer's bars) can fall between two of its rows: both are cut there."""
+    if all(int(a.order[-1]) <= int(b.order[0]) for a, b in zip(batches, batches[1:])):
+        return batches
+    which = np.concatenate([np.full(len(b), k, dtype=np.int64) for k, b in enumerate(batches)])
+    pos = np.concatenate([np.arange(len(b)) for b in batches])
+    o = np.argsort(np.concatenate([b.order for b in batches]), kind="stable")
+    which, pos = which[o], pos[o]
+    starts = np.flatnonzero(np.concatenate([[True], which[1:] != which[:-1]]))
+    ends = np.append(starts[1:], len(which))
+    return [batches[k].slice(int(pos[a]), int(pos[e - 1]) + 1) for k, a, e in
+            zip(which[starts].tolist(), starts.tolist(), ends.tolist())]
 
 
 def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputInfo, parser_names: tuple) -> list:

@@ -15,7 +15,7 @@ import os
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import nanscope.ingest.reader as reader
@@ -643,6 +643,42 @@ def test_vllm_stats_rows_cross_processes_as_the_sequential_report(tmp_path):
     two = _diagnose(sources, native=True, batch=True, jobs=2)
     assert two == one
     assert "vllm-preemption-pressure" in {f["id"] for f in two["findings"]}
+
+
+_MIXED_LINE = st.one_of(
+    st.tuples(st.just("stats"), st.sampled_from(["APIServer", "EngineCore_0"]), st.integers(0, 30),
+              st.sampled_from(["41.0", "97.5", "99.1"])),
+    st.tuples(st.just("bar"), st.integers(1, 400)),
+    st.tuples(st.just("step"), st.sampled_from(["", "[default0]:", "[rank1]:"]), st.integers(1, 400),
+              st.sampled_from(["2.5", "nan"])),
+    st.tuples(st.just("error"), st.sampled_from([_NAN_PROBS, "RuntimeError: boom"])),
+)
+
+
+def _mixed_line(item: tuple) -> bytes:
+    kind = item[0]
+    if kind == "stats":
+        _, proc, w, kv = item
+        return _VLLM_STATS.format(proc=proc, pid=7 if proc == "APIServer" else 8, s=w % 60, r=18, w=w, kv=kv).encode()
+    if kind == "bar":
+        return _hf_bar(item[1])
+    if kind == "step":
+        _, pre, n, loss = item
+        return f"{pre}step={n}, loss={loss}, grad_norm=0.5, lr=0.001".encode()
+    return item[1].encode()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_MIXED_LINE, min_size=1, max_size=80))
+@example([("bar", 1), ("bar", 15), ("step", "", 1, "2.5"), ("bar", 1)])
+def test_vllm_stats_rows_in_any_mix_give_the_per_line_report(items):
+    """vLLM stats lines of two processes among HF progress lines, prefixed and unprefixed step
+    prints and errors, in any order: runs of rows cut wherever other candidates fall, steps from
+    held rows or from streams, and still the per-line report. (The example: a script's own step
+    print between two trainer bars falls between two rows of the HF batch, whose dicts come out
+    at the next bar; the two batches were delivered one after the other, see pipeline.by_order.)"""
+    src = [Source("mix.log", None, b"\n".join(_mixed_line(it) for it in items) + b"\n")]
+    assert _diagnose(src, native=True, batch=True) == _diagnose(src, native=False, batch=False)
 
 
 def test_a_run_of_stats_rows_goes_after_the_held_steps_of_a_machine_that_reads_both(tmp_path):
