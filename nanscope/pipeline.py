@@ -14,7 +14,7 @@ from nanscope.errors import InputError
 from nanscope.ingest.prefixes import origin_from_path, peel, strip_ansi
 import numpy as np
 
-from nanscope.ingest.claimable import Claimable, claimable_alternatives
+from nanscope.ingest.claimable import Claimable
 from nanscope.ingest.native import NativeLane
 from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Source, open_binary, scan_candidates
 from nanscope.metricsrows import MetricsRows
@@ -56,9 +56,8 @@ class Dispatch:
         self.parsers = tuple(parsers)
         self.prefilter = keyword_regex(self.parsers)
         self.custom = _custom(self.parsers)
-        alts = claimable_alternatives(self.parsers)
         # (a parser with a parse() of its own may claim lines none of its rules match)
-        self.claimable = Claimable(alts, self.plan) if alts and not any(self.custom) else None
+        self.claimable = Claimable(self.parsers, self.plan) if Claimable.usable(self.parsers) and not any(self.custom) else None
         self.all = tuple((i, p, None) for i, p in enumerate(self.parsers))
         self._plans: dict = {}
 

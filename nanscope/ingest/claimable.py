@@ -24,19 +24,30 @@ from nanscope.parsers.base import Parser
 
 class Claimable:
     """The union per set of keywords found in a line, over the rules Dispatch.plan would try on
-    such a line (the only ones that can claim it): a small union is a small, fast DFA."""
+    such a line (the only ones that can claim it): a small union is a small, fast DFA.
 
-    def __init__(self, alts: dict, plan: Callable[[tuple], tuple]):
-        self.alts = alts  # id(rule) -> its RE2 alternatives (claimable_alternatives)
+    The rules' alternatives are worked out on first use: translating and checking every rule's
+    regex takes ~0.15 s, which an input too small for the native lane never needs."""
+
+    def __init__(self, parsers: Sequence[Parser], plan: Callable[[tuple], tuple]):
+        self.parsers = parsers  # every rule has a keyword (see usable)
         self.plan = plan  # Dispatch.plan: (parser index, parser, its rules or None: all) to try
+        self._alts: Optional[dict] = None  # id(rule) -> its RE2 alternatives (claimable_alternatives)
         self._unions: dict[tuple, Optional[str]] = {}
+
+    @staticmethod
+    def usable(parsers: Sequence[Parser]) -> bool:
+        """Can lines be excluded at all? Not when some rule has no keyword (it may claim any line)."""
+        return not any(k == "" for p in parsers for r in p.rules for k in r.keywords)
 
     def union_for(self, found: tuple) -> Optional[str]:
         """The RE2 union for lines where `found` were found; None: no rule can claim such a line."""
         got = self._unions.get(found, False)
         if got is False:
+            if self._alts is None:
+                self._alts = claimable_alternatives(self.parsers) or {}
             alts = [alt for _, p, rules in self.plan(found) for r in (p.rules if rules is None else rules)
-                    for alt in self.alts[id(r)]]
+                    for alt in self._alts[id(r)]]
             got = self._unions[found] = "|".join(dict.fromkeys(alts)) if alts else None
         return got  # type: ignore[return-value]
 
