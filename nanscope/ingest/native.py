@@ -504,15 +504,31 @@ class _Watch(dict):
 
 
 def _read(cand, at: np.ndarray, layout: _Layout, found: list) -> np.ndarray:
-    """Read cand[at] with one layout; what it reads goes to `found`; returns the rest."""
+    """Read cand[at] with one layout; what it reads goes to `found`; returns the rest.
+
+    A reader captured in two passes (see _passes) runs its numbers' pass first, over every row:
+    that regex is the whole reader without the prefix group, one-pass, so a line of another
+    shape fails at its first differing byte and the captures are the match (a separate match
+    pass cost a DFA walk over every line it then captured again)."""
     pa, pc, pool = _arrow()
     sub = cand if len(at) == len(cand) else _take(cand, at)
-    ok = _np_bool(pc.match_substring_regex(sub, layout.nocap, memory_pool=pool))
+    nums = None
+    if len(layout.passes) == 2:
+        nums = pc.extract_regex(sub, layout.passes[1], memory_pool=pool)
+        ok = _np_bool(pc.is_valid(nums, memory_pool=pool))
+    else:
+        ok = _np_bool(pc.match_substring_regex(sub, layout.nocap, memory_pool=pool))
     hits = int(ok.sum())
     if hits:
         layout.hits += hits
-        mine = sub if hits == len(at) else pc.filter(sub, pa.array(ok), memory_pool=pool)
-        found.append((at[ok], _extract(mine, layout.passes), layout))
+        mask = None if hits == len(at) else pa.array(ok)
+        mine = sub if mask is None else pc.filter(sub, mask, memory_pool=pool)
+        got = pc.extract_regex(mine, layout.passes[0], memory_pool=pool)  # (the prefix, with two passes)
+        if nums is not None:
+            nums = nums if mask is None else pc.filter(nums, mask, memory_pool=pool)
+            got = pa.StructArray.from_arrays([part.field(f.name) for part in (got, nums) for f in part.type],
+                                             names=[f.name for part in (got, nums) for f in part.type], memory_pool=pool)
+        found.append((at[ok], got, layout))
     return at[~ok]
 
 
@@ -577,17 +593,6 @@ def _timestamps(rows, regex: str) -> tuple[np.ndarray, np.ndarray]:
     days = np.asarray(DAYS_BEFORE, dtype=np.int64)[np.clip(mo - 1, 0, 11)]
     secs = ((days + day - 1) * 24 + h) * 3600 + mi * 60 + sec.to_numpy(zero_copy_only=False)
     return secs, ok
-
-
-def _extract(arr, passes: tuple[str, ...]):
-    """The captures of a reader's regex (a struct array), in passes (see _passes)."""
-    pa, pc, pool = _arrow()
-    if len(passes) == 1:
-        return pc.extract_regex(arr, passes[0], memory_pool=pool)
-    parts = [pc.extract_regex(arr, rx, memory_pool=pool) for rx in passes]
-    names = [f.name for part in parts for f in part.type]
-    return pa.StructArray.from_arrays([part.field(f.name) for part in parts for f in part.type], names=names,
-                                      memory_pool=pool)
 
 
 def _take(arr, idx: np.ndarray):
