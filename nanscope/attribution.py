@@ -89,9 +89,15 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
         others = [f for f in top if f is not root and f.sig.role == "collateral"]
         when = _when(root)
         if root.sig.match["machine"] != "cascade":
-            root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
+            if m.rank is not None:
+                root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
+            elif not ranks:
+                root.decided_by = f"one process: the input has no rank prefixes (the first primary error: {root.id}{when})"
+            else:
+                root.decided_by = (f"tier 2: the first primary error ({root.id}){when} was printed by a process that "
+                                   f"names no rank (a launcher, scheduler or server line)")
             if others:
-                root.decided_by += ", before the collateral errors on the other ranks"
+                root.decided_by += ", before the collateral errors" + (" on the other ranks" if ranks else "")
         tiers[id(root)] = 2
         coll = set(root.collateral_ranks)
         for f in others:

@@ -58,3 +58,20 @@ def test_no_rank_is_named_without_evidence():
     f = next(f for f in r["findings"] if f["id"] == "nan-persistent")
     assert f["initiating_rank"] is None
     assert "cannot tell" in f["decided_by"]
+
+
+def test_a_root_without_a_rank_says_so_in_words():
+    """A first primary error from a process that prints no rank (a single vLLM server; a Slurm
+    line in a multi-rank job) is explained in words, never as "rank None"."""
+    one = _report("sample_logs/vllm_excerpts/metrics_kv_pressure_v1.log")
+    (f,) = one["findings"]
+    assert f["initiating_rank"] is None
+    assert f["decided_by"] == "one process: the input has no rank prefixes (the first primary error: vllm-preemption-pressure)"
+    # count_within counted three stats lines with a full cache and a queue: the summary says 3
+    assert f["summary"].startswith("KV cache pressure: 3 preemption(s) or stats line(s)")
+    slurm = _report("sample_logs/system/slurm_oom_cgroup_old.log")["findings"][0]
+    assert slurm["initiating_rank"] is None
+    assert "was printed by a process that names no rank" in slurm["decided_by"]
+    every = [g["decided_by"] for path in ("sample_logs/system/slurm_oom_stepid.log", "sample_logs/faults/checkpoint_corrupt.log")
+             for g in _report(path)["findings"]]
+    assert every and not any("rank None" in d for d in every)

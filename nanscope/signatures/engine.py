@@ -263,11 +263,11 @@ def build_finding(agg: Aggregate) -> Finding:
     ev0 = first.events[0]
     ranks = sorted(agg.ranks)
     values = dict(first.extras)
+    values.setdefault("count", agg.count)  # a machine that counts (count_within) says what it counted
     values.update(
         rank=first.rank if first.rank is not None else "?",
         ranks=fmt_ranks(ranks) if ranks else "?",
         step=first.step if first.step is not None else "?",
-        count=agg.count,
         nranks=len(ranks),
         at_step=f" at step {first.step}" if first.step is not None else "",
         where=(f" on rank {ranks[0]}" if len(ranks) == 1 else f" on ranks {fmt_ranks(ranks)}") if ranks else "",
