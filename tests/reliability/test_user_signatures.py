@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-import time
 
 from conftest import run_cli
 
@@ -94,12 +93,11 @@ def test_catastrophic_regex_is_bounded_and_reported(tmp_path):
     evil = b"RuntimeError: " + b"x" * 5000 + b"\n"
     log = evil * 5 + b"step 1 | loss 2.0 | grad_norm 0.5\n" + b"".join(
         f"step {i} | loss nan | grad_norm nan\n".encode() for i in range(2, 6))
-    t0 = time.monotonic()
+    # Without the time limit this regex runs for hours: run_cli's guard would fail the test. The
+    # diagnostics below show the limit at work (no wall-clock assertion: bench/ measures speed).
     p = run_cli("diagnose", "-", "--signatures", str(tmp_path), "--format", "json", stdin=log)
-    elapsed = time.monotonic() - t0
     r = json.loads(p.stdout)
     assert "nan-persistent" in [f["id"] for f in r["findings"]]  # the rest still diagnosed
     diags = [d for d in r["diagnostics"] if d["code"] == "NS-PATTERN-TIMEOUT"]
     assert diags and "redos.toml" in diags[0]["message"]
-    assert any("disabled" in d["message"] for d in diags)
-    assert elapsed < 60  # seconds, not hours: 3 timeouts of 0.25 s, then the signature is off
+    assert any("disabled" in d["message"] for d in diags)  # 3 timeouts of 0.25 s, then the signature is off
