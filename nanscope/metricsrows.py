@@ -83,10 +83,10 @@ class MetricsRows:
         if path in self.cols or path == "step":
             return "column"
         head = path.partition(".")[0]
-        if head in _NOT_COLUMNS or (head == "fields" and path == "fields" and any(k.startswith("fields.") for k in self.cols)):
-            return None
-        if head == "fields" and path.count(".") > 1:
-            return None
+        if head in _NOT_COLUMNS or path.count(".") > 1:
+            return None  # (a nested value: row by row)
+        if path == "fields" and any(k.startswith("fields.") for k in self.cols):
+            return None  # the whole dict, some of it per row
         return "same"
 
     def col(self, path: str) -> Optional[tuple[np.ndarray, np.ndarray]]:

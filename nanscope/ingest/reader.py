@@ -525,10 +525,8 @@ def _runs(idx: list, lines: list, found: list, made: list) -> tuple[list, list, 
     new[1:] = (label[1:] != label[:-1]) | (label[1:] < 0)
     starts = np.flatnonzero(new)
     ends = np.append(starts[1:], len(label))
-    out_idx, out_lines, out_found = [], [], []
-    for a, b, k, p, q, ln in zip(starts.tolist(), ends.tolist(), label[starts].tolist(), pos[starts].tolist(),
-                                 pos[ends - 1].tolist(), at[starts].tolist()):
-        out_idx.append(ln)
+    out_idx, out_lines, out_found = at[starts].tolist(), [], []
+    for k, p, q in zip(label[starts].tolist(), pos[starts].tolist(), pos[ends - 1].tolist()):
         if k < 0:
             out_lines.append(lines[p])
             out_found.append(found[p])

@@ -312,11 +312,16 @@ def _vany(preds: list) -> VPred:
     return f
 
 
-def _vexpr(expr: str) -> VPred:
-    scalar = compile_expr(expr)  # validates; also the answer for constant fields
+def _parts(expr: str) -> tuple:
+    """(the scalar predicate, field path, operator, raw value) of FIELD OP VALUE (validated)."""
+    scalar = compile_expr(expr)
     m = _EXPR.match(expr)
     assert m is not None
-    path, op, raw = m.group("field"), m.group("op"), m.group("value").strip()
+    return scalar, m.group("field"), m.group("op"), m.group("value").strip()
+
+
+def _vexpr(expr: str) -> VPred:
+    scalar, path, op, raw = _parts(expr)  # (the scalar: the answer for constant fields)
     head = path.partition(".")[0]
     if head in _CONSTANT_FOR_BATCH or head in _NONE_FOR_BATCH:
         if raw.startswith("@"):
@@ -338,10 +343,7 @@ def _vexpr(expr: str) -> VPred:
 def _rexpr(expr: str) -> VPred:
     """One condition over a MetricsRows: a field every row has the same (answered on row 0's
     event), a column the reader read, or None (a text, an origin, a regex, another field)."""
-    scalar = compile_expr(expr)
-    m = _EXPR.match(expr)
-    assert m is not None
-    path, op, raw = m.group("field"), m.group("op"), m.group("value").strip()
+    scalar, path, op, raw = _parts(expr)
     other = raw[1:] if raw.startswith("@") else None
     test = _column_test(op, raw)
 
