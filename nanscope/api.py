@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from nanscope import __version__
 from nanscope.attribution import SEVERITY_ORDER, attribute
 from nanscope.errors import ExitCode, NanscopeError
+from nanscope.evaluate import EvalResult
+from nanscope.evaluate import evaluate as run_eval
 from nanscope.ingest.reader import MAX_LINE_BYTES, Source, expand_sources
 from nanscope.model import Event, Finding, Report
 from nanscope.pipeline import STEP_READERS, ScanOptions, ScanResult, scan_all
@@ -23,7 +26,7 @@ from nanscope.signatures.loader import load_or_raise
 from nanscope.signatures.schema import SEVERITIES, Signature
 from nanscope.streams import Streams
 
-__all__ = ["Options", "diagnose", "diagnose_sources", "events", "exit_code", "load_signatures", "Report", "Finding"]
+__all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "load_signatures", "Report", "Finding"]
 
 
 @dataclass
@@ -110,6 +113,15 @@ def verdict(findings: list[Finding]) -> str:
     if all(f.retryable for f in serious):
         return "retryable"
     return "actionable"
+
+
+def evaluate(root: str, options: Optional[Options] = None) -> EvalResult:
+    """Score the diagnosis (with options' signature packs) against a labelled folder: every case
+    of every MANIFEST.toml under root (format: nanscope.evaluate)."""
+    options = options or Options()
+    sigs = load_signatures(options)
+    opts = dataclasses.replace(options, bundled_signatures=sigs, select=(), ignore=(), progress=None)
+    return run_eval(Path(root), lambda path: diagnose([str(path)], opts), {s.id for s in sigs})
 
 
 def with_baseline(report: Report, baseline_path: str, options: Optional[Options] = None) -> Report:

@@ -166,6 +166,51 @@ def events(
     raise typer.Exit(0)
 
 
+@app.command("eval")
+def eval_(
+    folder: str = typer.Argument(..., metavar="DIR", help="A labelled folder: MANIFEST.toml files with [[log]] cases."),
+    fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the result here instead of stdout."),
+    signatures: Optional[List[str]] = typer.Option(None, "--signatures", help="Extra folder of signature TOML files."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only these signature ids or categories."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these signature ids or categories."),
+    misses: bool = typer.Option(True, "--misses/--no-misses", help="List the cases it got wrong, with what it said."),
+    min_detected: Optional[float] = typer.Option(None, "--min-detected", help="Exit 1 when fewer than this % of failures are named."),
+    min_first: Optional[float] = typer.Option(None, "--min-first", help="Exit 1 when fewer than this % are the first finding."),
+    min_rank: Optional[float] = typer.Option(None, "--min-rank", help="Exit 1 when fewer than this % of labelled ranks are right."),
+    max_false_alarms: Optional[int] = typer.Option(None, "--max-false-alarms", help="Exit 1 on more false alarms on healthy traps."),
+) -> None:
+    """Score nanscope (with your --signatures packs) against a labelled folder of logs: detected,
+    first finding, initiating rank and false alarms, per framework and per failure class.
+
+    The manifest format (MANIFEST.toml, paths relative to its folder) is in docs/eval.md:
+    [[log]] path, framework, healthy, expect = [id, ...], accept, initiating_rank, first_bad_step.
+    Exit status: 0, or 1 when a --min-*/--max-* floor is not met; 2 on a bad manifest.
+    """
+    from nanscope import api
+    from nanscope.output import open_output
+    from nanscope.report.evaluation import render_json, render_text
+
+    if fmt not in ("text", "json"):
+        raise typer.BadParameter("eval writes text or json", param_hint="--format")
+    result = api.evaluate(folder, api.Options(signatures=_split(signatures), select=_split(select), ignore=_split(ignore)))
+    with open_output(output) as out:
+        if fmt == "json":
+            render_json(result, out)
+        else:
+            render_text(result, out, show_misses=misses)
+    rates = result.total.rates()
+    below = [name for name, floor, got in (("detected", min_detected, rates["detected_pct"]),
+                                           ("first", min_first, rates["first_pct"]),
+                                           ("rank", min_rank, rates["rank_pct"]))
+             if floor is not None and got is not None and got < floor]
+    if max_false_alarms is not None and rates["false_alarms"] > max_false_alarms:
+        below.append("false alarms")
+    if below:
+        sys.stderr.write(f"nanscope eval: below the floor: {', '.join(below)}\n")
+    raise typer.Exit(1 if below else 0)
+
+
 @app.command()
 def explain(sig_id: str = typer.Argument(..., metavar="ID", help="A signature id, e.g. nan-skip-recover.")) -> None:
     """The encyclopedia entry of a signature, offline."""

@@ -1,0 +1,158 @@
+"""`nanscope eval DIR`: scoring a diagnosis against labelled logs, as a platform team would use it
+on its own incidents, and the score floors on the bundled corpora (raise them as the score rises)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+
+import pytest
+
+from conftest import SAMPLES, run_cli
+from reliability.test_user_signatures import _sig
+
+NAN_RANK2 = SAMPLES / "torch" / "ddp_nan_rank2.log"
+HEALTHY = SAMPLES / "torch" / "ddp_healthy.log"
+
+# Floors under the score of `nanscope eval sample_logs/public`: real excerpts that users posted.
+# Raise them as the score rises; never lower them to make a change pass.
+PUBLIC_FLOORS = {"detected_pct": 0.0, "first_pct": 0.0, "rank_pct": 0.0, "max_false_alarms": 1000}
+
+
+def _folder(tmp_path, manifest: str, logs: dict):
+    for name, src in logs.items():
+        shutil.copy(src, tmp_path / name)
+    (tmp_path / "MANIFEST.toml").write_text(textwrap.dedent(manifest), encoding="utf-8")
+    return tmp_path
+
+
+def _eval_json(*args: str) -> dict:
+    p = run_cli("eval", *args, "--format", "json")
+    assert p.returncode == 0, p.stderr.decode()
+    return json.loads(p.stdout)
+
+
+def test_right_labels_score_full_marks_and_wrong_ones_are_listed_with_what_was_said(tmp_path):
+    _folder(tmp_path, """
+        [[log]]
+        path = "1.log"
+        framework = "pytorch"
+        expect = ["nan-rank-local"]
+        initiating_rank = 2
+        first_bad_step = 40
+
+        [[log]]
+        path = "2.log"
+        framework = "pytorch"
+        expect = ["cuda-oom"]
+        initiating_rank = 1
+
+        [[log]]
+        path = "3.log"
+        framework = "deepspeed"
+        healthy = true
+    """, {"1.log": NAN_RANK2, "2.log": NAN_RANK2, "3.log": HEALTHY})
+    r = _eval_json(str(tmp_path))
+    assert r["total"]["failures"] == 2 and r["total"]["healthy"] == 1
+    assert r["total"]["detected"] == 1 and r["total"]["first"] == 1
+    assert r["total"]["rank_right"] == 1 and r["total"]["ranked"] == 2
+    assert r["total"]["false_alarms"] == 0
+    assert r["by_framework"]["deepspeed"]["healthy"] == 1
+    cases = {c["path"]: c for c in r["cases"]}
+    assert cases["1.log"]["detected"] and cases["1.log"]["rank"] == 2 and cases["1.log"]["step_right"]
+    assert not cases["2.log"]["detected"] and cases["2.log"]["findings"][0] == "nan-rank-local"
+
+    text = run_cli("eval", str(tmp_path)).stdout.decode()
+    assert "misses (1):" in text
+    assert "2.log [pytorch] expected cuda-oom; said nan-rank-local" in text
+    assert "initiating rank 1 expected, said none" in text
+    assert text.rstrip().splitlines()[-4:] == [
+        "detected         1/2  50%", "first finding    1/2  50%", "initiating rank  1/2  50%", "false alarms     0/1 healthy"]
+
+
+def test_an_alternative_id_counts_and_a_healthy_trap_that_warns_is_a_false_alarm(tmp_path):
+    _folder(tmp_path, """
+        [[log]]
+        path = "a.log"
+        framework = "pytorch"
+        expect = ["nan-persistent"]
+        accept = ["nan-rank-local"]
+
+        [[log]]
+        path = "b.log"
+        framework = "pytorch"
+        healthy = true
+    """, {"a.log": NAN_RANK2, "b.log": NAN_RANK2})
+    r = _eval_json(str(tmp_path))
+    assert r["total"]["detected"] == 1 and r["total"]["first"] == 1
+    assert r["total"]["false_alarms"] == 1
+    p = run_cli("eval", str(tmp_path), "--max-false-alarms", "0")
+    assert p.returncode == 1 and b"below the floor: false alarms" in p.stderr
+
+
+def test_floors_set_the_exit_status(tmp_path):
+    _folder(tmp_path, """
+        [[log]]
+        path = "1.log"
+        expect = ["cuda-oom"]
+    """, {"1.log": NAN_RANK2})
+    assert run_cli("eval", str(tmp_path), "--min-detected", "50").returncode == 1
+    assert run_cli("eval", str(tmp_path), "--min-first", "0").returncode == 0
+
+
+def test_a_user_pack_is_scored_with_the_bundled_signatures(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "x.log").write_text("RuntimeError: boom\n")
+    (logs / "MANIFEST.toml").write_text('[[log]]\npath = "x.log"\nframework = "ours"\nexpect = ["team-boom"]\n')
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "boom.toml").write_text(_sig("team-boom", "\"message ~ 'boom'\""))
+    without = run_cli("eval", str(logs)).stdout.decode()
+    assert "team-boom: 1 case(s)" in without  # an id no loaded signature has is named
+    r = _eval_json(str(logs), "--signatures", str(pack))
+    assert r["total"]["detected"] == 1 and r["unknown_ids"] == {}
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ('[[log]]\npath = "1.log"\nexpect = ["cuda-oom"]\nrank = 3\n', "unknown key(s) rank"),
+    ('[[log]]\npath = "nope.log"\nexpect = ["cuda-oom"]\n', "nope.log does not exist"),
+    ('[[log]]\npath = "1.log"\n', "a failure needs expect"),
+    ('[[log]]\npath = "1.log"\nexpect = ["cuda-oom"]\ninitiating_rank = "3"\n', "initiating_rank must be an integer"),
+    ('[[log]\npath = "1.log"\n', "not a valid TOML manifest"),
+])
+def test_a_bad_manifest_is_a_clear_error_naming_the_file(tmp_path, manifest, message):
+    shutil.copy(NAN_RANK2, tmp_path / "1.log")
+    (tmp_path / "MANIFEST.toml").write_text(manifest)
+    p = run_cli("eval", str(tmp_path))
+    assert p.returncode == 2
+    err = p.stderr.decode()
+    assert message in err and "MANIFEST.toml" in err and "Traceback" not in err
+
+
+def test_a_folder_without_manifest_is_an_error(tmp_path):
+    p = run_cli("eval", str(tmp_path))
+    assert p.returncode == 2 and b"no MANIFEST.toml" in p.stderr
+
+
+def test_the_framework_run_samples_stay_at_full_marks():
+    """sample_logs/ outside public/: logs produced here by running the frameworks, with exact truth."""
+    r = _eval_json(str(SAMPLES))
+    own = [c for c in r["cases"] if not c["path"].startswith("public/")]
+    assert own and all(c["detected"] is not False and c["first"] is not False for c in own), \
+        [c["path"] for c in own if c["detected"] is False or c["first"] is False]
+    assert not [c["path"] for c in own if c["false_alarm"]]
+    assert not [c["path"] for c in own if c["rank_right"] is False]
+
+
+def test_the_public_corpus_stays_above_its_floors():
+    if not (SAMPLES / "public" / "MANIFEST.toml").exists():
+        pytest.fail("sample_logs/public/MANIFEST.toml is missing")
+    r = _eval_json(str(SAMPLES / "public"))
+    t = r["total"]
+    assert t["failures"] >= 100 and t["healthy"] >= 35
+    assert t["detected_pct"] >= PUBLIC_FLOORS["detected_pct"], t
+    assert t["first_pct"] >= PUBLIC_FLOORS["first_pct"], t
+    assert t["rank_pct"] >= PUBLIC_FLOORS["rank_pct"], t
+    assert t["false_alarms"] <= PUBLIC_FLOORS["max_false_alarms"], t
