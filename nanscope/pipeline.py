@@ -107,7 +107,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     dispatch = dispatch_for(parsers)
     stream, size = open_binary(source)
     info.size = size
-    base = origin_from_path(None if source.is_stdin else source.name)
+    base = origin_from_path(None if source.is_stdin else source.name, source.layout_rank)
     states: dict = {}
     made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)
     name = source.name

@@ -4,7 +4,7 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
   [rank3]:                  torch's global-rank prefix (exception hook, c10 logging)
   [default3]: [trainer3]:   torchrun --tee / log_line_prefix_template: a *local* rank
   [3]:                      torchrun with log_line_prefix_template="[${rank}]:"
-  3: / 3:                   Slurm srun --label
+  3: / 3:                   Slurm srun --label (a rank; before [defaultM]: the node of one torchrun agent)
   [1,3]<stdout>:            Open MPI --tag-output (job, rank)
   (VllmWorker rank=3 pid=P) (EngineCore_0 pid=P) (RayWorkerWrapper pid=P, ip=...)
   svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers
@@ -40,18 +40,48 @@ _PREFIX = re.compile(
 )
 
 _ATTEMPT_RANK = re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
-_NAME_RANK = re.compile(r"(?:^|[_.\-])rank[_\-]?(\d+)(?:[_.\-]|$)", re.I)
-_NAME_NODE = re.compile(r"(?:^|[_.\-])node[_\-]?(\d+)(?:[_.\-]|$)", re.I)
+# A per-rank layout names a file or folder for its rank and nothing else: rank_3.log, rank3.out,
+# worker-3.log, node1/rank_3/stdout.log. A rank inside a descriptive name (`ddp_nan_rank2.log`,
+# `run_rank9/`) is a person's label, not a layout, and is never read.
+_LAYOUT_RANK = re.compile(r"(?:rank|worker|proc|process|local_rank)[_\-.]?(\d+)(?:\.(?:stdout|stderr|out|err))?", re.I)
+_LAYOUT_NODE = re.compile(r"node[_\-]?(\d+)", re.I)
+# Sibling files that differ only in a trailing number (Slurm `--output=job-%j-%t.out`,
+# `train_%t.log`): that number is the rank when two or more such siblings share the stem.
+_SIBLING = re.compile(r"(?P<stem>.*?[A-Za-z][^/]*?[_\-.])(?P<n>\d+)(?P<ext>(?:\.[A-Za-z]+)*)$")
 
 
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
-def origin_from_path(path: Optional[str]) -> Origin:
-    """Rank / node hints from per-rank file names: rank_3.log, node1/rank3.out, torchrun's
-    --log-dir attempt_0/3/stdout.log. The file name is looked at first, then the folders from the
-    nearest up. Prefixes inside the file win over these hints (see peel)."""
+def _stem(name: str) -> str:
+    return os.path.splitext(name)[0]
+
+
+def layout_ranks(paths: list[str]) -> dict[str, int]:
+    """Ranks of files that form a per-rank family with their siblings: two or more files in one
+    folder whose names are the same but for a trailing number, one of them 0 (a rank set starts at
+    0; a Slurm job id or a date is not a rank)."""
+    groups: dict[tuple[str, str, str], dict[str, int]] = {}
+    for p in paths:
+        folder, _, name = p.replace(os.sep, "/").rpartition("/")
+        m = _SIBLING.fullmatch(name)
+        if m is None or len(m.group("n")) > 5:
+            continue
+        groups.setdefault((folder, m.group("stem"), m.group("ext")), {})[p] = int(m.group("n"))
+    out: dict[str, int] = {}
+    for members in groups.values():
+        ranks = set(members.values())
+        if len(members) >= 2 and len(ranks) == len(members) and 0 in ranks:
+            out.update(members)
+    return out
+
+
+def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> Origin:
+    """Rank / node hints from a documented per-rank layout: rank_3.log, node1/rank_3.out,
+    torchrun's --log-dir attempt_0/3/stdout.log, a family of siblings (`layout_rank`, from
+    layout_ranks). The file name is looked at first, then the folders from the nearest up.
+    Prefixes inside the file win over these hints (see peel)."""
     if not path:
         return Origin()
     norm = path.replace(os.sep, "/")
@@ -60,14 +90,16 @@ def origin_from_path(path: Optional[str]) -> Origin:
     if m:
         rank = int(m.group(1))
     parts = [p for p in norm.split("/") if p and p not in (".", "..")]
-    parts[-1:] = [os.path.splitext(parts[-1])[0]] if parts else []
-    for part in reversed(parts):
+    parts[-1:] = [_stem(parts[-1])] if parts else []
+    for i, part in enumerate(reversed(parts)):
         if rank is None:
-            m = _NAME_RANK.search(part)
+            m = _LAYOUT_RANK.fullmatch(part)
             if m:
                 rank = int(m.group(1))
+            elif i == 0:
+                rank = layout_rank
         if node is None:
-            m = _NAME_NODE.search(part)
+            m = _LAYOUT_NODE.fullmatch(part)
             if m:
                 node = f"node{int(m.group(1))}"
     return Origin(rank=rank, node=node)
@@ -76,7 +108,7 @@ def origin_from_path(path: Optional[str]) -> Origin:
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
-    rank = local = proc = ts = None
+    rank = local = proc = ts = srun = None
     pos = 0
     match = _PREFIX.match
     found = False
@@ -94,7 +126,7 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
         elif m.group("bare") is not None:
             rank = int(m.group("bare"))
         elif m.group("srun") is not None:
-            rank = int(m.group("srun"))
+            srun = int(m.group("srun"))
         elif m.group("mpirank") is not None:
             rank = int(m.group("mpirank"))
         if m.group("rfc") is not None:
@@ -108,6 +140,12 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
                 rank = int(r)
     if not found:
         return text, base
-    if rank is None and local is not None and base.node is None:
+    node = base.node
+    if srun is not None:
+        if local is not None and node is None:
+            node = f"node{srun}"  # `1: [default3]:`: srun's task is one torchrun agent per node
+        elif rank is None and local is None:
+            rank = srun  # srun --label over the ranks themselves
+    if rank is None and local is not None and node is None:
         rank = local  # one node: torchrun's local rank is the global rank
-    return text[pos:], Origin(rank=rank, local_rank=local, node=base.node, proc=proc, ts=ts)
+    return text[pos:], Origin(rank=rank, local_rank=local, node=node, proc=proc, ts=ts)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
+from nanscope.ingest.prefixes import layout_ranks
 from nanscope.metricsrows import MetricsRows
 from nanscope.model import InputInfo
 
@@ -47,6 +48,7 @@ class Source:
     name: str
     path: Optional[str]  # None for stdin and in-memory data
     data: Optional[bytes] = None
+    layout_rank: Optional[int] = None  # the rank its name gives among per-rank siblings (prefixes.layout_ranks)
 
     @property
     def is_stdin(self) -> bool:
@@ -75,6 +77,9 @@ def expand_sources(paths: list[str]) -> list[Source]:
             out.append(Source(p, p))
         else:
             raise InputError("no such file or folder", p)
+    ranks = layout_ranks([s.name for s in out if s.path is not None])
+    for s in out:
+        s.layout_rank = ranks.get(s.name)
     return out
 
 

@@ -32,9 +32,13 @@ from nanscope.parsers.numbers import to_int
 )
 def _agent_failed(m, rec, state):
     code = int(m.group("code"))
+    # The agent names a local rank. An agent line with no prefix and no per-node file is one
+    # node's agent talking about its own workers: there the local rank is the global rank.
+    o = rec.origin
+    single_node = o.node is None and o.rank is None and o.local_rank is None
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", error="worker_failed", message=rec.text,
-        exitcode=code, signal=signal_of(code), rank=None,
+        exitcode=code, signal=signal_of(code), rank=int(m.group("lr")) if single_node else None,
         fields={"local_rank": int(m.group("lr")), "pid": int(m.group("pid"))},
     )
 

@@ -119,8 +119,15 @@ PATHS = [
     ("logs/node2/worker.log", None, "node2"),
     ("/tmp/torchelastic_x/abc_def/attempt_0/3/stdout.log", 3, None),
     ("attempt_1/12/stderr.log", 12, None),
-    ("run_rank9/ddp_nan_rank2.log", 2, None),  # the file's own name wins over its folder
-    ("run_rank9/console.log", 9, None),
+    ("rank_9/rank_2.log", 2, None),  # the file's own name wins over its folder
+    ("rank_9/console.log", 9, None),
+    ("worker-4.log", 4, None),
+    ("job/rank_5/stdout.stderr", 5, None),
+    # a rank inside a descriptive name is a person's label, not a per-rank layout
+    ("run_rank9/ddp_nan_rank2.log", None, None),
+    ("nan_on_rank3/console.log", None, None),
+    ("job_node3_failed/console.log", None, None),
+    ("017.log", None, None),  # a number alone is a neutral name, not a rank
     ("slurm-4242.out", None, None),  # a Slurm job id is not a rank
     ("train.log", None, None),
     ("frank3.log", None, None),  # `rank` inside a word is not a rank
@@ -132,3 +139,28 @@ PATHS = [
 def test_origin_from_path(path, rank, node):
     o = origin_from_path(path)
     assert (o.rank, o.node) == (rank, node)
+
+
+def test_sibling_files_that_differ_in_a_trailing_number_are_a_per_rank_family():
+    from nanscope.ingest.prefixes import layout_ranks
+
+    family = [f"out/job-4242-{r}.out" for r in range(4)]
+    assert layout_ranks(family + ["out/other.log"]) == {p: r for r, p in enumerate(family)}
+    assert layout_ranks(["slurm-4242.out", "slurm-4243.out"]) == {}  # job ids: no rank 0
+    assert layout_ranks(["a/train_0.log"]) == {}  # a lone file is no family
+    assert layout_ranks(["logs/2024-05-01.log", "logs/2024-05-02.log"]) == {}
+    assert origin_from_path("out/job-4242-3.out", layout_rank=3).rank == 3
+
+
+@pytest.mark.parametrize("line,rank,local,node", [
+    # srun --label in front of torchrun --tee: the srun task is the node's agent, [defaultM] its local rank
+    ("0: [default3]:step 5 | loss nan", None, 3, "node0"),
+    ("1: [default3]:step 5 | loss nan", None, 3, "node1"),
+    # torch's own [rankK]: behind them names the global rank
+    ("1: [default3]:[rank11]: Traceback (most recent call last):", 11, 3, "node1"),
+    # srun --label alone: the task is the rank
+    ("5: step 5 | loss nan", 5, None, None),
+])
+def test_srun_label_over_torchrun_tee_is_node_and_local_rank(line, rank, local, node):
+    _, origin = peel(line, Origin())
+    assert (origin.rank, origin.local_rank, origin.node) == (rank, local, node)
