@@ -28,6 +28,7 @@ from nanscope.errors import NanscopeError
 from nanscope.model import Collective, Event
 from nanscope.redact import redact
 from nanscope.report.base import number
+from nanscope.report.sanitize import json_text
 
 EVENT_SCHEMA_VERSION = 1
 BATCH_ROWS = 8_192
@@ -57,7 +58,7 @@ def event_record(ev: Event, redact_text: bool = True) -> dict:
 def write_jsonl(events: Iterable[Event], out: IO[str], redact_text: bool = True) -> int:
     n = 0
     for ev in events:
-        out.write(json.dumps(event_record(ev, redact_text), allow_nan=False, ensure_ascii=False) + "\n")
+        out.write(json_text(json.dumps(event_record(ev, redact_text), allow_nan=False, ensure_ascii=False)) + "\n")
         n += 1
     return n
 

@@ -32,16 +32,22 @@ def to_float(s: Optional[str]) -> Optional[float]:
         return _SPECIAL.get(s.lower())
 
 
+INT64_MAX = 2**63 - 1
+
+
 def to_int(s: Optional[str]) -> Optional[int]:
+    """An integer, or None when it is not one or does not fit in 64 bits (no step, epoch or
+    counter is that large: such a number is noise, and it would not fit in a column)."""
     if s is None:
         return None
     try:
-        return int(s.strip().replace(",", ""))
+        v = int(s.strip().replace(",", ""))
     except ValueError:
         f = to_float(s)
         if f is None or not math.isfinite(f) or f != int(f):
             return None
-        return int(f)
+        v = int(f)
+    return v if -INT64_MAX <= v <= INT64_MAX else None
 
 
 def is_nonfinite(x: Optional[float]) -> bool:

@@ -7,7 +7,7 @@ import json
 from typing import IO
 
 from nanscope.evaluate import EvalResult, Outcome, Tally
-from nanscope.report.sanitize import terminal
+from nanscope.report.sanitize import json_text, terminal
 
 _COLS = ("cases", "detected", "first", "rank", "step", "healthy", "false alarms")
 
@@ -71,5 +71,5 @@ def render_text(result: EvalResult, out: IO[str], show_misses: bool = True) -> N
 
 
 def render_json(result: EvalResult, out: IO[str]) -> None:
-    json.dump(result.to_dict(), out, indent=2, ensure_ascii=False, allow_nan=False)
+    out.write(json_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)))
     out.write("\n")

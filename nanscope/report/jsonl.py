@@ -16,6 +16,7 @@ from typing import IO, Iterator
 
 from nanscope.model import Report
 from nanscope.report.base import report_record
+from nanscope.report.sanitize import json_text
 
 VERSION = 1
 
@@ -34,7 +35,7 @@ def messages(report: Report, redact: bool = True) -> Iterator[dict]:
 
 def render(report: Report, out: IO[str], options: object = None) -> None:
     for msg in messages(report, getattr(options, "redact", True)):
-        line = json.dumps(msg, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        line = json_text(json.dumps(msg, allow_nan=False, ensure_ascii=False, separators=(",", ":")))
         # Characters that str.splitlines() and some JSONL readers take for line breaks stay escaped.
         line = line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("\x85", "\\u0085")
         out.write(line + "\n")

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0 (but tab and newline), DEL, C1, line/paragraph separators, bidi embeddings / overrides /
+# isolates, and the invisible marks that reorder or hide text: zero-width space / joiners (U+200B-D),
+# LRM / RLM (U+200E-F), the Arabic letter mark (U+061C), word joiner and invisible operators
+# (U+2060-4) and the BOM / zero-width no-break space (U+FEFF).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# Inside a JSON document the same characters are written as \\uXXXX escapes: the same string to a
+# parser, inert on a terminal that shows the file (they can only occur inside JSON strings).
+_JSON_RAW = re.compile(r"[\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
 def _visible(m: "re.Match[str]") -> str:
@@ -23,8 +30,14 @@ def terminal(text: str, max_len: int = 400) -> str:
     return text
 
 
+def json_text(dumped: str) -> str:
+    """A json.dumps(ensure_ascii=False) result with the invisible and C1 characters escaped."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumped)
+
+
 def xml(text: str) -> str:
-    return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100 else "\ufffd", text)
+    text = _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100 else "\ufffd", text)
+    return _JSON_RAW.sub(_visible, text)
 
 
 # --- GitHub Actions runner (actions/toolkit packages/core/src/command.ts; actions/runner ActionCommand.cs)

@@ -21,7 +21,7 @@ from typing import IO
 
 from nanscope.model import Report
 from nanscope.report.base import report_record
-from nanscope.report.sanitize import terminal
+from nanscope.report.sanitize import json_text, terminal
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/nanscope/nanscope"
@@ -126,4 +126,4 @@ def document(report: Report, redact: bool = True) -> dict:
 
 def render(report: Report, out: IO[str], options: object = None) -> None:
     doc = document(report, getattr(options, "redact", True))
-    out.write(json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n")
+    out.write(json_text(json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False)) + "\n")

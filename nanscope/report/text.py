@@ -17,7 +17,7 @@ from rich.text import Text
 from nanscope.model import Finding, Report
 from nanscope.redact import redact
 from nanscope.report.base import number
-from nanscope.report.sanitize import terminal
+from nanscope.report.sanitize import gh_defuse, terminal
 from nanscope.signatures.engine import fmt_ranks
 
 _SEV_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "bold yellow", "low": "cyan", "info": "dim"}
@@ -29,9 +29,18 @@ _VERDICT = {
 }
 
 
+def _safe(text: str, max_len: int = 2000) -> str:
+    """Untrusted text for the terminal and for a CI runner reading it: no control or invisible
+    characters, no `##[command]` that an Actions runner would execute."""
+    return gh_defuse(terminal(text, max_len))
+
+
 def _wrap(label: str, body: str, width: int) -> Text:
-    body = " ".join(body.split())
+    """A labelled paragraph. The body may hold log text (summaries, decided_by), so it is made safe,
+    and a wrapped line never begins with `::` (a GitHub Actions workflow command)."""
+    body = " ".join(_safe(body, len(body) + 1).split())
     lines = textwrap.wrap(body, width=max(40, width - 12)) or [""]
+    lines = ["\\" + ln if ln.startswith("::") else ln for ln in lines]
     t = Text()
     t.append(f"  {label:<8}", style="bold")
     t.append(lines[0])
@@ -47,9 +56,9 @@ def _finding(console: Console, f: Finding, do_redact: bool, width: int, index: i
     head.append(f" {f.id}", style="bold")
     if f.baseline_status:
         head.append(f" [{f.baseline_status}]", style="bold green" if f.baseline_status == "known" else "bold red")
-    head.append(f"  {f.title}")
+    head.append(f"  {_safe(f.title, 300)}")
     console.print(head)
-    console.print(_wrap("what", terminal(redact(f.summary) if do_redact else f.summary, 1000), width))
+    console.print(_wrap("what", redact(f.summary) if do_redact else f.summary, width))
     rank = Text()
     rank.append("  rank    ", style="bold")
     if f.initiating_rank is not None:
@@ -59,7 +68,7 @@ def _finding(console: Console, f: Finding, do_redact: bool, width: int, index: i
         rank.append("initiating rank unknown", style="magenta")
     console.print(rank)
     if f.decided_by:
-        console.print(_wrap("", f.decided_by, width))
+        console.print(_wrap("", redact(f.decided_by) if do_redact else f.decided_by, width))
     if f.collateral_ranks:
         console.print(_wrap("", f"collateral: ranks {fmt_ranks(f.collateral_ranks)}", width))
     for c in f.collateral:
@@ -68,7 +77,7 @@ def _finding(console: Console, f: Finding, do_redact: bool, width: int, index: i
             at = f" at step {f.first_step}" if f.first_step is not None else ""
             t.append(f"rank {f.initiating_rank}: {f.id}{at} -> ")
         t.append(f"ranks {fmt_ranks(c.ranks)}: " if c.ranks else "")
-        t.append(c.title)
+        t.append(_safe(c.title, 300))
         t.append(f" ({c.id}, collateral)", style="dim")
         console.print(t)
     if f.evidence:
@@ -77,7 +86,7 @@ def _finding(console: Console, f: Finding, do_redact: bool, width: int, index: i
             t = Text("    ")
             t.append(f"{terminal(e.source, 200)}:{e.line}", style="cyan")
             t.append("  ")
-            t.append(terminal(redact(e.text) if do_redact else e.text, 300))
+            t.append(_safe(redact(e.text) if do_redact else e.text, 300))
             console.print(t, soft_wrap=True)
     console.print(_wrap("cause", f.root_cause, width))
     console.print(_wrap("fix", f.fix, width))
