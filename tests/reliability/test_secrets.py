@@ -29,6 +29,11 @@ WANDB_V2 = "wandb_v1_" + _rand(string.ascii_letters + string.digits, 27) + "_" +
 AWS = "AKIA" + _rand(string.ascii_uppercase + string.digits, 16)
 GH = "ghp_" + _rand(string.ascii_letters + string.digits, 36)
 BEARER = _rand(string.ascii_letters + string.digits, 32)
+AWS_SECRET = _rand(string.ascii_letters, 12) + "/" + _rand(string.ascii_letters + string.digits, 14) + "+" + _rand(string.digits, 12)
+PLAIN_KEY = _rand(string.ascii_letters, 10) + _rand(string.digits, 10)
+SK = "sk-proj-" + _rand(string.ascii_letters + string.digits, 40)
+PEM_BODY = "MIIE" + _rand(string.ascii_letters + string.digits + "+/", 60)
+URL_PW = _rand(string.ascii_letters, 6) + _rand(string.digits, 4)
 
 SECRET_LINES = [
     (f"HF_TOKEN={HF} python train.py", HF),
@@ -40,6 +45,16 @@ SECRET_LINES = [
     (f"aws_access_key_id = {AWS}", AWS),
     (f"git clone https://x:{GH}@github.com/org/repo", GH),
     (f"{{'hub_token': '{HF_ORG}', 'push_to_hub': True}}", HF_ORG),
+    (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET} aws s3 cp ckpt s3://bucket/", AWS_SECRET),
+    (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+    (f'{{"aws_secret_access_key": "{AWS_SECRET}"}}', AWS_SECRET),
+    (f"SECRET_KEY={PLAIN_KEY}", PLAIN_KEY),
+    (f"ENCRYPTION_KEY={PLAIN_KEY}", PLAIN_KEY),
+    (f"ACCESS_KEY={PLAIN_KEY}", PLAIN_KEY),
+    (f"PRIVATE_KEY={PLAIN_KEY}", PLAIN_KEY),
+    (f"openai.AuthenticationError: Incorrect API key provided: {SK}", SK),
+    (f"ValueError: could not load -----BEGIN RSA PRIVATE KEY-----\\n{PEM_BODY}\\n-----END RSA PRIVATE KEY-----", PEM_BODY),
+    (f"fatal: unable to access 'https://trainer:{URL_PW}@git.internal.example/repo.git/'", URL_PW),
 ]
 
 KEEP_LINES = [
@@ -51,6 +66,10 @@ KEEP_LINES = [
     "[2024-05-01 10:00:05,001] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=2, lr=[0.0001]",
     "max_tokens: 4096, tokenizer: /models/llama/tokenizer.json",
     "sha256: 3f2a9c0d1e8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d",
+    "tokenizer: meta-llama/Llama-2-7b-hf",
+    "INFO: Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+    "task-sk-1 finished",
+    "secret_file: /etc/secrets/aws_credentials_2024",
 ]
 
 
