@@ -74,8 +74,11 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
 
     # Tier 2: the first primary error; collateral findings are grouped under it. A cascade
     # finding (the whole story) leads only when no specific primary finding exists.
+    # A primary error no rank printed (a bare C++ print) still leads when another line names the
+    # process that failed (a vLLM worker that died): that rank is where it happened.
+    died_somewhere = any(f.sig.role == "collateral" and _own_failure(f) is not None for f in findings)
     primaries = [f for f in findings if f.sig.role == "primary" and f.category != "numerics"
-                 and (f.ranks or len(ranks) <= 1)]
+                 and (f.ranks or len(ranks) <= 1 or died_somewhere)]
     specific = [f for f in primaries if f.sig.match["machine"] != "cascade"] or primaries
     root: Optional[Finding] = None
     for f in specific:
@@ -88,7 +91,29 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
         root.confidence = "high" if _earliest(root)[0] is not None or len(ranks) <= 1 else "medium"
         others = [f for f in top if f is not root and f.sig.role == "collateral"]
         when = _when(root)
-        if root.sig.match["machine"] != "cascade":
+        tied = _same_time_ranks(root) if root.sig.match["machine"] != "cascade" else set()
+        # only for a primary line that carries no time of its own: a worker that died after a timed
+        # engine error may just have been shut down by it
+        died = (next((r for r in (_own_failure(f) for f in others) if r is not None), None)
+                if m.rank is None and _earliest(root)[0] is None else None)
+        mismatch = _mismatch_culprit(root)
+        if mismatch is not None:
+            odd, why = mismatch
+            root.initiating_rank = odd
+            root.confidence = "medium" if odd is not None else "low"
+            root.decided_by = why
+            tied, died = set(), None
+        elif len(tied) > 1:
+            root.initiating_rank = None
+            root.confidence = "low"
+            root.decided_by = (f"tier 4: ranks {fmt_ranks(sorted(tied))} all reported {root.id} in the same second; "
+                               f"the log cannot tell which was first")
+        elif died is not None:
+            root.initiating_rank = died
+            root.confidence = "medium"
+            root.decided_by = (f"tier 2: the first primary error ({root.id}){when} names no rank; rank {died} is the "
+                               f"process that failed first (its own line says so)")
+        if root.sig.match["machine"] != "cascade" and len(tied) <= 1 and died is None and mismatch is None:
             if m.rank is not None:
                 root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
             elif not ranks:
@@ -174,6 +199,26 @@ def _bookkeeping(f: Finding, ranks: set) -> bool:
         return False
     reporting = set(f.ranks)
     silent = sorted(ranks - reporting)
+    # The rank that waits in a different collective than all the others took another code path
+    # (PyTorch 1.9 prints no SeqNum, so the op is all there is to compare).
+    ops: dict = {}
+    for m in f.matches:
+        for ev in m.events[:1]:
+            c = getattr(ev, "collective", None)
+            if ev.rank is not None and c is not None and c.op is not None:
+                ops.setdefault(ev.rank, c.op)
+    counts: dict = {}
+    for op in ops.values():
+        counts[op] = counts.get(op, 0) + 1
+    if len(ops) >= 3 and len(counts) == 2 and min(counts.values()) == 1:
+        odd_op = min(counts, key=lambda k: counts[k])
+        odd = next(r for r, op in ops.items() if op == odd_op)
+        f.initiating_rank = odd
+        f.confidence = "medium"
+        f.decided_by = (f"tier 3: rank {odd} timed out in {odd_op} while ranks {fmt_ranks(sorted(set(ops) - {odd}))} "
+                        f"timed out in {max(counts, key=lambda k: counts[k])}: rank {odd} took a different code path")
+        f.collateral_ranks = sorted(set(ops) - {odd})
+        return True
     if len(ranks) >= 2 and len(silent) == 1:
         f.initiating_rank = silent[0]
         f.confidence = "medium"
@@ -198,6 +243,63 @@ def _bookkeeping(f: Finding, ranks: set) -> bool:
             f.collateral_ranks = sorted(set(enq) - {laggards[0]})
             return True
     return False
+
+
+def _own_failure(f: Finding) -> Optional[int]:
+    """The rank a collateral finding's lines say failed itself (a vLLM worker process that died, a
+    watchdog that found a CUDA error on its own stream), or None."""
+    for m in f.matches:
+        for ev in m.events:
+            fields = getattr(ev, "fields", None) or {}
+            if fields.get("own_failure") and ev.rank is not None:
+                return ev.rank
+    return None
+
+
+def _mismatch_culprit(f: Finding) -> Optional[tuple]:
+    """ProcessGroupWrapper's `Rank A is running collective X, but Rank B is running collective Y` is
+    printed by A about a pair: the reporter is not the culprit. The rank whose op is the odd one out
+    across the reports is; with one pair nobody can tell. None when f is not a mismatch report."""
+    ops: dict = {}
+    seen = False
+    for m in f.matches:
+        for ev in m.events:
+            fields = getattr(ev, "fields", None) or {}
+            if fields.get("state") != "mismatch":
+                continue
+            seen = True
+            pair = fields.get("mismatch_ranks") or []
+            c = getattr(ev, "collective", None)
+            if pair:
+                ops.setdefault(pair[0], c.op if c is not None else None)
+            if len(pair) > 1 and fields.get("other_op") is not None:
+                ops.setdefault(pair[1], fields["other_op"])
+    if not seen:
+        return None
+    counts: dict = {}
+    for op in ops.values():
+        counts[op] = counts.get(op, 0) + 1
+    if len(ops) >= 3 and len(counts) == 2:
+        odd_op = min(counts, key=lambda k: counts[k])
+        odd = [r for r, op in ops.items() if op == odd_op]
+        if len(odd) == 1 and counts[odd_op] < max(counts.values()):
+            return odd[0], (f"tier 2: rank {odd[0]} runs {odd_op} while ranks "
+                            f"{fmt_ranks(sorted(r for r in ops if r != odd[0]))} run another collective")
+    return None, (f"tier 4: the mismatch report names ranks {fmt_ranks(sorted(ops))}; the reporter is not the culprit "
+                  f"and the log cannot tell which side of the pair took the other code path")
+
+
+def _same_time_ranks(f: Finding) -> set:
+    """Ranks whose first match of f carries the same timestamp as f's first match."""
+    ts = _earliest(f)[0]
+    if ts is None:
+        return set()
+    out = set()
+    for m in f.matches:
+        ev = m.events[0] if m.events else None
+        if ev is not None and ev.origin is not None and ev.origin.ts == ts and m.rank is not None:
+            out.add(m.rank)
+    return out
 
 
 def _own_evidence(f: Finding, ranks: set) -> int:
@@ -241,6 +343,9 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         return 4
     if len(ranks) <= 1:
         only = next(iter(ranks)) if ranks else None
+        if sig.role == "collateral" and not _own_failure(f):
+            # a timeout, a lost peer, an abort: the one rank shown waited on (or lost) another one
+            return 9
         f.initiating_rank = only
         f.confidence = "high"
         f.decided_by = "one process: the input shows a single rank" if only is not None else "one process: the input has no rank prefixes"

@@ -29,7 +29,12 @@ _PREFIX = re.compile(
       | \[(?P<bare>\d+)\]:(?=[ \t]*\S)[ \t]?
       | (?P<srun>\d{1,5}):[ \t]+(?=\S)
       | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
-      | (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
+      | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
+        (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
+      | \[\d{1,9}\][ \t]+(?=\[(?:rank|default)\d+\]:)
+      | (?P<tsr>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)[ \t]+(?=\[rank\d+\]:)
+      | \[(?P<sgts>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d)(?P<sgtags>(?:[ ](?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)+)\][ \t]
+      | \[(?P<sgtp>TP\d+(?:[ ]EP\d+)?)\][ \t]
       | \((?P<proc>[A-Za-z][\w\-]*?)(?:(?:_?TP|-)(?P<ptag>\d+))?(?:[ \t]+(?:rank=(?P<prank>\d+)|TP(?P<ptp>\d+)))?[ \t]+pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \(pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \[(?:pod/)?[\w.\-]+/[\w.\-]+\][ \t]
@@ -39,6 +44,7 @@ _PREFIX = re.compile(
     re.X,
 )
 
+_SGLANG_TAG = re.compile(r"([A-Z_]+?)(\d+)")
 _ATTEMPT_RANK = re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
 # A per-rank layout names a file or folder for its rank and nothing else: rank_3.log, rank3.out,
 # worker-3.log, node1/rank_3/stdout.log. A rank inside a descriptive name (`ddp_nan_rank2.log`,
@@ -131,6 +137,15 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             rank = int(m.group("mpirank"))
         if m.group("rfc") is not None:
             ts = parse_ts(m.group("rfc"))
+        elif m.group("tsr") is not None:
+            ts = parse_ts(m.group("tsr"))
+        elif m.group("sgtags") is not None or m.group("sgtp") is not None:
+            if m.group("sgts") is not None:
+                ts = parse_ts(m.group("sgts"))
+            tags = dict(_SGLANG_TAG.findall(m.group("sgtags") or m.group("sgtp")))
+            proc = "sglang-scheduler"
+            if "TP" in tags and "DP" not in tags and "PP" not in tags:
+                rank = int(tags["TP"])
         if m.group("proc") is not None:
             proc = m.group("proc")
             # (VllmWorker rank=2 pid=P), (VllmWorker TP2 pid=P), (Worker_TP2 pid=P), (VllmWorker-2 pid=P);

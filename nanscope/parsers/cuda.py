@@ -17,6 +17,18 @@ Device-side assert, printed by the kernel once per failing thread (kept once per
   ../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [109,0,0], thread: [124,0,0] Assertion `...` failed.
 NVIDIA driver (dmesg / journalctl): `NVRM: Xid (PCI:0000:3b:00): 79, pid=1582259, name=nvc:[driver], GPU has
   fallen off the bus.` (older drivers: no pid/name; oldest: `NVRM: Xid (0000:03:00): 14, Channel 00000001`).
+NVIDIA/open-gpu-kernel-modules src/nvidia/arch/nvalloc/unix/src/osapi.c (rm_is_supported_device), no Xid:
+  nv_printf(NV_DBG_ERRORS, "NVRM: The NVIDIA GPU %04x:%02x:%02x.%x\n" "NVRM: (PCI ID: %04x:%04x) installed in
+  this system has\n" "NVRM: fallen off the bus and is not responding to commands.\n", ...): three dmesg lines
+  (the continuations indented); older drivers print it as one line. The GPU's address comes from the first.
+
+The c10d watchdog surfaces a CUDA error it found on its own rank's stream (torch/csrc/distributed/c10d/
+ProcessGroupNCCL.cpp, ncclCommWatchdog / Watchdog::run):
+  <= 2.2   c10::str("[Rank ", rank_, "] NCCL watchdog thread terminated with exception: ", e.what())
+  2.3+     c10::str(logPrefix(), "Process group watchdog thread terminated with exception: ", e.what())
+           with logPrefix `[PG 1 Rank 1] ` (2.3/2.4) or `[PG ID 0 PG GUID 0(default_pg) Rank 2] ` (2.5+)
+  The rank it names is that process group's rank; it is the event's rank when no launcher prefix gives
+  one (fields['watchdog'] marks the line). Such a line is the rank's own fault, not a wait on a peer.
 
 A CUDA error is usually printed several times on one rank (the exception, `what():`, the watchdog that
 surfaced it): a repeat of the same error on the same stream within a few hundred lines gives no second event.
@@ -71,10 +83,34 @@ def _exc_split(text: str) -> tuple[Optional[str], str]:
     return None, text.strip()
 
 
+_WATCHDOG = re.compile(
+    r"(?:\[Rank (?P<r>\d+)\] NCCL|\[PG [^\]]*?Rank (?P<pr>\d+)\] Process group) watchdog thread terminated with exception: "
+)
+
+
+def _watchdog_rank(rec) -> tuple[bool, Optional[int]]:
+    """(a c10d watchdog line, the rank it names when the line has no launcher rank)."""
+    if "watchdog thread terminated" not in rec.text:
+        return False, None
+    m = _WATCHDOG.search(rec.text)
+    if m is None:
+        return True, None
+    r = int(m.group("r") or m.group("pr"))
+    return True, (r if rec.origin.rank is None else None)
+
+
 def _error(rec, error: str, fields: dict) -> ErrorEvent:
     exc_type, message = _exc_split(rec.text)
+    watchdog, rank = _watchdog_rank(rec)
+    if watchdog:
+        fields = dict(fields, watchdog=True, own_failure=True)
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error=error, message=message, exc_type=exc_type,
-                      fields=fields)
+                      fields=fields, rank=rank)
+
+
+def _key(rec, *key) -> tuple:
+    """A repeat key that keeps apart the ranks an unprefixed paste's watchdog lines name."""
+    return key + (_watchdog_rank(rec)[1],)
 
 
 @rule(
@@ -144,14 +180,14 @@ def _ecc(m, rec, state):
 
 @rule("illegal-address", ("an illegal memory access was encountered",), r"an illegal memory access was encountered")
 def _illegal(m, rec, state):
-    if not first_time(state, ("illegal",), rec.loc.line):
+    if not first_time(state, _key(rec, "illegal"), rec.loc.line):
         return []
     return _error(rec, "cuda_illegal_address", {"cuda_error": "an illegal memory access was encountered"})
 
 
 @rule("device-assert-triggered", ("device-side assert triggered",), r"device-side assert triggered")
 def _assert_triggered(m, rec, state):
-    if not first_time(state, ("assert_triggered",), rec.loc.line):
+    if not first_time(state, _key(rec, "assert_triggered"), rec.loc.line):
         return []
     return _error(rec, "cuda_device_assert", {"cuda_error": "device-side assert triggered"})
 
@@ -189,6 +225,26 @@ def _xid(m, rec, state):
     )
 
 
+@rule("nvrm-gpu-head", ("NVRM: The NVIDIA GPU ",), r"NVRM: The NVIDIA GPU (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+def _nvrm_head(m, rec, state):
+    state["nvrm_gpu"] = (m.group("pci"), rec.loc.line)
+    return []
+
+
+@rule(
+    "fallen-off-bus",
+    ("fallen off the bus and is not responding",),
+    r"(?:NVRM: The NVIDIA GPU (?P<pci>[0-9A-Fa-f:.]+) .*?)?fallen off the bus and is not responding to commands",
+)
+def _fallen_off_bus(m, rec, state):
+    pci = m.group("pci")
+    head = state.pop("nvrm_gpu", None)
+    if pci is None and head is not None and 0 < rec.loc.line - head[1] <= 3:
+        pci = head[0]
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="gpu_fallen_off_bus", message=rec.text.strip(),
+                      fields={"pci": pci})
+
+
 @rule(
     "cuda-error",
     ("CUDA error: ", "cuda runtime error ("),
@@ -198,7 +254,7 @@ def _cuda_error(m, rec, state):
     err = m.group("err").strip()
     # 2.6+ appends the search hint on the same line when the message is flattened
     err = re.split(r"\s+(?:Search for `|CUDA kernel errors might|Compile with `)", err)[0].strip()
-    if not first_time(state, ("cuda_error", err), rec.loc.line):
+    if not first_time(state, _key(rec, "cuda_error", err), rec.loc.line):
         return []
     return _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
 
@@ -208,5 +264,6 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
-    rules=[_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _cuda_error],
+    rules=[_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
+           _cuda_error],
 )

@@ -33,7 +33,10 @@ NVIDIA/nccl src/transport/net_ib*.cc, every tag from 2.10 to 2.30:
   NET/IB : Got completion from peer ... with status=12 opcode=0 len=0 vendor err 129 (Recv) ...
   NET/IB: Got completion from peer ... with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129 ...
   (plugins: NET/IBP:, NET/IB/GIN:)
-NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>
+NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>   (2.19+)
+  <= 2.18: `WARN("Net : Connection closed by remote peer %s", ...)` and
+  `WARN("Net : Call to recv from %s failed : %s", ...)` (socketProgressOpt; 2.19+ `socketProgressOpt: Call to
+  recv from %s failed : %s`), printed as `host:pid:tid [dev] misc/socket.cc:538 NCCL WARN Net : ...`.
 NVIDIA/nccl src/proxy.cc (INFO): [Service thread] Connection closed by localRank 1
   NOTE: NCCL prints this INFO line on every ordinary teardown too (NCCL_DEBUG=INFO); the event is marked
   fields['nccl_info']=True so a signature never takes it alone as a crash.
@@ -141,7 +144,7 @@ def _watchdog_timeout(m, rec, state):
     msg_rank = to_int(m.group("rank"))
     if pg_rank is None:
         pg_rank = msg_rank
-    if not first_time(state, ("timeout", seq, op), rec.loc.line):
+    if not first_time(state, ("timeout", seq, op, pg_rank), rec.loc.line):
         return []
     known = _remember(state, seq, op=op, timeout_ms=timeout_ms, pg=pg) if seq is not None else {}
     blocking = "timed out in blocking wait" in rec.text
@@ -167,7 +170,7 @@ def _pg_status(m, rec, state):
     pg, pg_rank, default = _pg(rec.text)
     what = m.group("what")
     kind = "nccl_error" if what.startswith("NCCL error") else "collective_timeout"
-    if not first_time(state, ("status", pg, seq, enq, comp), rec.loc.line):
+    if not first_time(state, ("status", pg, seq, enq, comp, pg_rank), rec.loc.line):
         return []
     known = _remember(state, seq, enqueued=enq, completed=comp, pg=pg)
     return _error(
@@ -333,12 +336,12 @@ def _net_ib(m, rec, state):
     r"Some NCCL operations have failed or timed out|To avoid data inconsistency, we are taking the entire process down",
 )
 def _abort(m, rec, state):
-    if not first_time(state, ("watchdog_abort",), rec.loc.line):
-        return []
     pg, pg_rank, default = _pg(rec.text)
     r = re.search(r"\[Rank (\d+)\]", rec.text)
     if pg_rank is None and r:
         pg_rank = int(r.group(1))
+    if not first_time(state, ("watchdog_abort", pg_rank), rec.loc.line):
+        return []
     return _error(rec, "watchdog_abort", rank=_rank(rec, pg_rank, default), fields={"pg_rank": pg_rank})
 
 
@@ -370,14 +373,22 @@ def _gloo_peer(m, rec, state):
 
 @rule(
     "nccl-peer-lost",
-    ("Connection closed by localRank", "Connection closed by remote peer"),
-    r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)|socketProgress: Connection closed by remote peer (?P<peer>\S+)",
+    ("Connection closed by localRank", "Connection closed by remote peer", "Call to recv from"),
+    r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)"
+    r"|(?:socketProgress|Net) ?: Connection closed by remote peer (?P<peer>\S+)"
+    r"|(?:socketProgressOpt|Net) ?: Call to recv from (?P<rpeer>\S+) failed ?: (?P<why>.+?)\s*$",
 )
 def _nccl_peer(m, rec, state):
     if m.group("lr") is not None:
         return _error(rec, "peer_connection_lost",
                       fields={"backend": "nccl", "peer_local_rank": int(m.group("lr")), "nccl_info": True})
-    return _error(rec, "peer_connection_lost", fields={"backend": "nccl", "peer": m.group("peer"), "nccl_info": False})
+    peer = m.group("peer") or m.group("rpeer")
+    if not first_time(state, ("nccl_peer", peer), rec.loc.line):
+        return []
+    fields = {"backend": "nccl", "peer": peer, "nccl_info": False}
+    if m.group("why") is not None:
+        fields["reason"] = m.group("why")
+    return _error(rec, "peer_connection_lost", fields=fields)
 
 
 PARSER = Parser(

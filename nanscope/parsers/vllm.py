@@ -24,13 +24,31 @@ Templates (vllm-project/vllm; quoted from source via the search index and from i
       utilization (0.9, 3.6 GiB). ...   (CPU backend: `Available memory on node 0 (13.04/14.71 GiB) on
       startup is less than desired CPU memory utilization (0.98, 14.42 GiB). ...`, vLLM 0.32 run here)
   EngineCore failed to start. / RuntimeError: Engine core initialization failed. See root cause above.
+  vllm/v1/executor/multiproc_executor.py (monitor thread), V1:
+      Worker proc %s died unexpectedly, shutting down executor.        (newer: `died unexpectedly (exit
+      code: %s), shutting down executor.`); the process name is `VllmWorker-{rank}`, so the rank is in
+      the text. vllm/v1/executor/ray_executor_v2.py: `RayWorkerProc rank=%s died unexpectedly, ...`
+      (a list: `rank=[3]`). WorkerProc.worker_busy_loop: `WorkerProc hit an exception.` (0.8: `... %s`)
+  vllm/v1/engine/core.py run_engine_core: `EngineCore encountered a fatal error.` (logger.exception)
+  vllm/entrypoints/launcher.py (V0 MQ server, 0.6-0.8): `MQLLMEngine is already dead, terminating server
+      process`; vllm/engine/multiprocessing/client.py: `Engine process (pid %d) died.`,
+      `MQEngineDeadError: Engine loop is not running`; vllm/engine/async_llm_engine.py: `Engine loop has died`
+  vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run (V1 0.8+, PR #14728):
+      CUDA out of memory occurred when warming up sampler with %d dummy requests. Please try lowering
+      `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.
+  vllm/worker/worker.py _check_if_gpu_supports_dtype (later vllm/platforms/cuda.py / interface.py
+      check_if_supports_dtype): Bfloat16 is only supported on GPUs with compute capability of at least
+      8.0. Your %s GPU has compute capability %d.%d.[ You can use float16 instead by explicitly setting the
+      `dtype` flag in CLI, for example: --dtype=half.]   (<= 0.2 ended after the capability; PR #2374 added
+      ` You can explicitly specify the data type by using the --dtype option, ...`)
   vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. ...
   Engine background task failed / AsyncEngineDeadError: Background loop has errored already. (V0)
   vllm/core/scheduler.py (V0): Sequence group 221 is preempted by PreemptionMode.RECOMPUTE mode
       because there is not enough KV cache space. ... total_num_cumulative_preemption=101
 
 `Available KV cache memory` is a fact of the engine's start, not a periodic stat: it becomes a
-LifecycleEvent(action="start", fields={"kv_cache_gib": X}) (V0's `# GPU blocks: N` and V1's
+LifecycleEvent(action="start", fields={"kv_cache_gib": X}) (a value <= 0 is also a vllm_startup_oom
+error: the KV-cache budget is spent before the engine can start) (V0's `# GPU blocks: N` and V1's
 `GPU KV cache size: N tokens` likewise, as `gpu_blocks` / `kv_cache_tokens`).
 
 CUDA OOM inside the model runner is left to the cuda parser. The sampler's `probability tensor
@@ -44,6 +62,7 @@ import re
 from typing import Optional
 
 from nanscope.model import ErrorEvent, LifecycleEvent, MetricsEvent, WarningEvent
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 from nanscope.parsers.python import EXC_LINE
@@ -140,10 +159,14 @@ def _metrics(m, rec, state):
 @rule("kv-cache-memory", ("Available KV cache memory",), r"Available KV cache memory: (?P<gib>" + _F + r") GiB")
 def _kv_memory(m, rec, state):
     _seen(state)
-    return LifecycleEvent(
+    gib = to_float(m.group("gib"))
+    start = LifecycleEvent(
         loc=rec.loc, text=rec.text, framework="vllm", action="start",
-        fields={"kv_cache_gib": to_float(m.group("gib"))},
+        fields={"kv_cache_gib": gib},
     )
+    if gib is None or gib > 0:
+        return start
+    return [start, _error(rec, state, "vllm_startup_oom", {"reason": "no_kv_cache_memory", "kv_cache_gib": gib})]
 
 
 @rule("kv-cache-tokens", ("GPU KV cache size:",), r"GPU KV cache size: (?P<tok>[\d,]+) tokens")
@@ -235,6 +258,82 @@ def _engine_dead(m, rec, state):
 
 
 @rule(
+    "worker-died",
+    ("died unexpectedly",),
+    r"(?:Worker proc (?P<proc>\S+)|RayWorkerProc rank=\[?(?P<ray>[\d, ]+)\]?) died unexpectedly"
+    r"(?: \(exit code: (?P<code>-?\d+|None)\))?, shutting down executor",
+)
+def _worker_died(m, rec, state):
+    # VllmWorker-{rank} (vllm/v1/executor/multiproc_executor.py names the process f"VllmWorker-{rank}").
+    rank = None
+    name = m.group("proc")
+    if name is not None:
+        w = re.fullmatch(r"VllmWorker-(\d+)", name)
+        rank = int(w.group(1)) if w else None
+    else:
+        ranks = [int(x) for x in re.findall(r"\d+", m.group("ray"))]
+        rank = ranks[0] if len(ranks) == 1 else None
+    code = m.group("code")
+    fields = {"phase": "runtime", "worker_died": name or m.group("ray"), "own_failure": rank is not None,
+              "exitcode": to_int(code) if code not in (None, "None") else None}
+    ev = _error(rec, state, "vllm_engine_dead", fields)
+    ev.rank = rank
+    return ev
+
+
+@rule(
+    "worker-exception",
+    ("WorkerProc hit an exception", "EngineCore encountered a fatal error"),
+    r"(?P<worker>WorkerProc hit an exception)|EngineCore encountered a fatal error",
+)
+def _worker_exception(m, rec, state):
+    if m.group("worker") is not None:
+        # the worker's own exception follows; the worker (its process tag) is where it happened
+        fields = {"phase": "runtime", "worker_exception": True, "own_failure": rec.origin.rank is not None}
+    else:
+        fields = {"phase": "runtime"}
+    if state.get("shutdown_requested"):
+        fields["during_shutdown"] = True
+    return _error(rec, state, "vllm_engine_dead", fields)
+
+
+@rule(
+    "v0-engine-dead",
+    ("MQLLMEngine is already dead", "Engine loop is not running", "Engine loop has died", "Engine process (pid"),
+    r"MQLLMEngine is already dead|MQEngineDeadError: Engine loop is not running|Engine loop has died"
+    r"|Engine process \(pid \d+\) died",
+)
+def _v0_engine_dead(m, rec, state):
+    if not first_time(state, ("v0_engine_dead",), rec.loc.line):
+        return []  # printed once per request in flight
+    return _error(rec, state, "vllm_engine_dead", {"phase": "runtime"})
+
+
+@rule(
+    "sampler-warmup-oom",
+    ("when warming up sampler with",),
+    r"CUDA out of memory occurred when warming up sampler with (?P<n>\d+) dummy requests",
+)
+def _sampler_oom(m, rec, state):
+    if not first_time(state, ("sampler_oom",), rec.loc.line):
+        return []
+    return _error(rec, state, "vllm_startup_oom", {"reason": "sampler_warmup", "dummy_requests": int(m.group("n"))})
+
+
+@rule(
+    "dtype-compute-capability",
+    ("is only supported on GPUs with compute capability",),
+    r"(?P<dtype>Bfloat16|bfloat16|\w+) is only supported on GPUs with compute capability of at least "
+    r"(?P<need>\d+\.\d+)\. Your (?P<gpu>.+?) GPU has compute capability (?P<have>\d+\.\d+)",
+)
+def _dtype(m, rec, state):
+    return _error(rec, state, "dtype_unsupported", {
+        "dtype": m.group("dtype").lower(), "gpu": m.group("gpu"),
+        "required_capability": m.group("need"), "compute_capability": m.group("have"),
+    })
+
+
+@rule(
     "shutdown-requested",
     ("shutdown triggered", "trigger received signal"),
     r"\[shutdown\] (?:API server: shutdown triggered|EngineCore: trigger received signal=SIG(?:INT|TERM))",
@@ -276,5 +375,6 @@ PARSER = Parser(
     priority=40,
     description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, sampler NaN, preemption",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _shutdown, _engine_dead, _nan_probs, _preemption],
+           _shutdown, _worker_died, _worker_exception, _v0_engine_dead, _sampler_oom, _dtype, _engine_dead,
+           _nan_probs, _preemption],
 )

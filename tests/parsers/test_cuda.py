@@ -160,3 +160,27 @@ def test_oom_detail_says_the_numbers_in_one_line(k, detail):
 def test_oom_from_a_cuda_call_says_so():
     (ev,) = _mine("RuntimeError: CUDA error: out of memory\n")
     assert ev.fields["detail"].startswith("CUDA error: out of memory (a CUDA call failed")
+
+
+def test_watchdog_cuda_error_takes_the_rank_it_names(tmp_path):
+    # vllm-project/vllm#4108 (<= 2.2 wording), sgl-project/sglang#271 (2.3/2.4), InternLM/lmdeploy#3258 (2.5+)
+    from nanscope import api
+    p = tmp_path / "x.log"
+    p.write_text(
+        "[E ProcessGroupNCCL.cpp:916] [Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n"
+        "  what():  [PG 1 Rank 1] Process group watchdog thread terminated with exception: CUDA error: device-side assert triggered\n"
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n",
+        encoding="utf-8")
+    evs = [e for e in api.events([str(p)]) if e.kind == "error"]
+    assert [(e.error, e.rank) for e in evs] == [("cuda_illegal_address", 0), ("cuda_device_assert", 1), ("cuda_illegal_address", 2)]
+
+
+def test_nvrm_fallen_off_the_bus_without_xid(tmp_path):
+    # NVIDIA/NVSentinel#155
+    from nanscope import api
+    p = tmp_path / "dmesg.log"
+    p.write_text("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+                 "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+                 "               NVRM: fallen off the bus and is not responding to commands.\n", encoding="utf-8")
+    rep = api.diagnose([str(p)])
+    assert [f.id for f in rep.findings] == ["gpu-fallen-off-bus"]

@@ -189,3 +189,27 @@ LOOKALIKES = [
 @pytest.mark.parametrize("line", LOOKALIKES)
 def test_lookalikes_give_no_event(line):
     assert _mine(line + "\n") == []
+
+
+def _errors(tmp_path, text):
+    from nanscope import api
+    p = tmp_path / "x.log"
+    p.write_text(text + "\n", encoding="utf-8")
+    return [e for e in api.events([str(p)]) if e.kind == "error"]
+
+
+def test_unprefixed_timeouts_of_several_ranks_are_one_event_each(tmp_path):
+    # OFA-Sys/OFA#271: one paste, no launcher prefix, the rank only in c10d's message
+    lines = [f"[E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, "
+             f"OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out." for r in (1, 3, 2)]
+    assert [e.rank for e in _errors(tmp_path, "\n".join(lines))] == [1, 3, 2]
+
+
+def test_old_nccl_socket_wording(tmp_path):
+    # NVIDIA/nccl#795 (NCCL 2.14)
+    evs = _errors(tmp_path, "a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from "
+                            "10.200.84.247<58355> failed : Broken pipe\n"
+                            "a100-st-p4d24xlarge-22:183006:183181 [1] misc/socket.cc:538 NCCL WARN Net : Connection closed by "
+                            "remote peer a100-st-p4d24xlarge-22.pcluster<47861>")
+    assert [e.error for e in evs] == ["peer_connection_lost", "peer_connection_lost"]
+    assert evs[0].fields["reason"] == "Broken pipe"

@@ -164,3 +164,32 @@ def test_sibling_files_that_differ_in_a_trailing_number_are_a_per_rank_family():
 def test_srun_label_over_torchrun_tee_is_node_and_local_rank(line, rank, local, node):
     _, origin = peel(line, Origin())
     assert (origin.rank, origin.local_rank, origin.node) == (rank, local, node)
+
+
+# Prefixes in front of torch's rank prefix, and SGLang's per-rank logger prefix
+# (hiyouga/LlamaFactory#7396, huggingface/transformers paste in sample_logs/public/315.log,
+# sgl-project/sglang#36081, #28702, #30532).
+MORE_PEEL = [
+    ("[80746] [rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout",
+     "[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout", 0),
+    ("2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of memory.", "torch.OutOfMemoryError: CUDA out of memory.", 3),
+    ("[2026-08-23 09:11:04 TP6 EP6] Scheduler hit an exception: Traceback (most recent call last):",
+     "Scheduler hit an exception: Traceback (most recent call last):", 6),
+    ("ERROR 2026-06-15T14:10:59.392128409Z [2026-06-15 14:10:59 TP7] Scheduler hit an exception: Traceback (most recent call last):",
+     "Scheduler hit an exception: Traceback (most recent call last):", 7),
+    ("  [TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
+     "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", 0),
+    # with data parallelism TPn is a rank within one DP replica, not the global rank
+    ("[2025-03-08 12:29:21 DP1 TP0] Load weight end.", "Load weight end.", None),
+]
+
+
+@pytest.mark.parametrize("line,msg,rank", MORE_PEEL)
+def test_peel_more(line, msg, rank):
+    got, origin = peel(line, Origin())
+    assert (got, origin.rank) == (msg, rank)
+
+
+def test_a_time_stamp_alone_is_not_a_prefix():
+    line = "2024-11-20 14:37:16 DEBUG:filelock:Lock 140341412642880 acquired on /root/.triton/autotune/x.lock"
+    assert peel(line, Origin()) == (line, Origin())

@@ -142,9 +142,11 @@ def test_available_kv_cache_memory_is_a_start_fact(tmp_path):
     ev = only(tmp_path, "(EngineCore_DP0 pid=494) INFO 05-20 00:55:13 [gpu_worker.py:424] Available KV cache memory: 6.94 GiB")
     assert isinstance(ev, LifecycleEvent) and ev.action == "start"
     assert ev.fields == {"kv_cache_gib": 6.94}
-    # a negative budget is printed as is (vllm-project/vllm-omni#469)
-    neg = only(tmp_path, "Available KV cache memory: -2.77 GiB")
+    # a negative budget is printed as is (vllm-project/vllm-omni#469), and is a start-up failure
+    neg, err = events_of(tmp_path, "Available KV cache memory: -2.77 GiB")
     assert neg.fields == {"kv_cache_gib": -2.77}
+    assert isinstance(err, ErrorEvent) and err.error == "vllm_startup_oom"
+    assert err.fields == {"reason": "no_kv_cache_memory", "kv_cache_gib": -2.77}
     v0 = only(tmp_path, "INFO 01-11 15:51:18 llm_engine.py:275] # GPU blocks: 229, # CPU blocks: 512")
     assert v0.fields == {"gpu_blocks": 229, "cpu_blocks": 512}
 
@@ -230,3 +232,52 @@ def test_real_vllm_startup_oom_log():
     kinds = [e.error for e in evs if e.framework == "vllm"]
     assert "vllm_startup_oom" in kinds and "vllm_engine_dead" in kinds
     assert kinds.index("vllm_startup_oom") < kinds.index("vllm_engine_dead")  # the cause is printed first
+
+
+# V1 worker death, V0 engine death, start-up budget failures (sample_logs/public: intel/llm-scaler#154,
+# vllm-project/vllm#50557, #13939, #14452, vllm-project/vllm-omni#262, NVIDIA-AI-Blueprints/bring-llms-to-nim#7)
+def test_worker_proc_died_names_the_rank(tmp_path):
+    ev = only(tmp_path, "eap-llm-server-on-arc  | ERROR 11-08 11:01:29 [multiproc_executor.py:135] Worker proc VllmWorker-3 "
+                        "died unexpectedly, shutting down executor.")
+    assert ev.error == "vllm_engine_dead" and ev.rank == 3 and ev.fields["own_failure"] is True
+    new = only(tmp_path, "(EngineCore pid=58154) ERROR 07-31 09:09:51 [multiproc_executor.py:284] Worker proc VllmWorker-2 "
+                         "died unexpectedly (exit code: None), shutting down executor.")
+    assert new.rank == 2 and new.fields["exitcode"] is None
+    ray = only(tmp_path, "ERROR ... [ray_executor_v2.py:464] RayWorkerProc rank=[3] died unexpectedly, shutting down executor.")
+    assert ray.rank == 3
+
+
+def test_engine_core_fatal_error_and_v0_engine_dead(tmp_path):
+    ev = only(tmp_path, "eap-llm-server-on-arc  | ERROR 11-08 11:01:30 [core.py:502] EngineCore encountered a fatal error.")
+    assert ev.error == "vllm_engine_dead"
+    evs = events_of(tmp_path, "\n".join(["CRITICAL 02-25 11:11:34 launcher.py:101] MQLLMEngine is already dead, "
+                                         "terminating server process"] * 3))
+    assert [e.error for e in evs] == ["vllm_engine_dead"]  # once per request in flight: one event
+
+
+def test_sampler_warmup_oom_is_a_startup_oom(tmp_path):
+    ev = only(tmp_path, "(VllmWorker rank=7 pid=10948) ERROR 03-16 06:12:38 [multiproc_executor.py:375] RuntimeError: CUDA out "
+                        "of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering "
+                        "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")
+    assert ev.error == "vllm_startup_oom" and ev.fields == {"reason": "sampler_warmup", "dummy_requests": 1024}
+    assert ev.rank == 7
+
+
+def test_negative_kv_budget_outranks_engine_dead(tmp_path):
+    p = tmp_path / "serve.log"
+    p.write_text("(Worker_TP1 pid=104299) INFO 12-10 03:24:48 [gpu_worker.py:298] Available KV cache memory: -3.86 GiB\n"
+                 "(Worker_TP0 pid=104298) INFO 12-10 03:24:48 [gpu_worker.py:298] Available KV cache memory: 9.90 GiB\n"
+                 "(EngineCore_DP0 pid=85433) ERROR 12-10 03:24:48 [core.py:708] EngineCore failed to start.\n")
+    rep = api.diagnose([str(p)])
+    assert rep.findings[0].id == "vllm-startup-oom" and rep.findings[0].initiating_rank == 1
+
+
+def test_bf16_compute_capability_check(tmp_path):
+    ev = only(tmp_path, "ERROR 2025-07-21 14:34:24.934 async_trtllm_engine_factory.py:62] Bfloat16 is only supported on GPUs "
+                        "with compute capability of at least 8.0. Your Quadro RTX 6000 GPU has compute capability 7.5. You can "
+                        "use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.")
+    assert ev.error == "dtype_unsupported" and ev.fields["compute_capability"] == "7.5"
+    # <= 0.2 wording ended after the capability
+    old = only(tmp_path, "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. "
+                         "Your Tesla T4 GPU has compute capability 7.5.")
+    assert old.error == "dtype_unsupported"

@@ -1,0 +1,63 @@
+"""SGLang (sgl-project/sglang) server failures: a scheduler process that raised, and its watchdog.
+
+The per-process prefix `[2025-12-04 07:44:24 TP2 EP2] ` (configure_logger in sglang/srt/utils.py,
+prefix built in sglang/srt/managers/scheduler.py run_scheduler_process) is peeled by
+ingest/prefixes.py, which reads TPn as the rank when no DP / PP tag is printed.
+
+Templates (sglang/srt/managers/scheduler.py, sglang/srt/entrypoints/engine.py, watchdog):
+  run_scheduler_process:  logger.error(f"Scheduler hit an exception: {traceback}")
+                          then parent_process.send_signal(signal.SIGQUIT)
+  engine.py sigquit_handler: Received sigquit from a child process. It usually means the child failed.
+  Scheduler watchdog (<= 0.4):  logger.error(f"Watchdog timeout ({self.watchdog_timeout=})")
+                                -> `Watchdog timeout (self.watchdog_timeout=300)`
+  0.5.x watchdog refactor: `Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)`
+                           (soft=True only dumps stacks and keeps serving: not a failure)
+"""
+
+from __future__ import annotations
+
+import re
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.base import Parser, rule
+
+FW = "sglang"
+
+
+def _error(rec, kind: str, fields: dict) -> ErrorEvent:
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error=kind, message=rec.text.strip(), fields=fields)
+
+
+@rule(
+    "scheduler-exception",
+    ("Scheduler hit an exception", "Received sigquit from a child process"),
+    r"(?P<sched>Scheduler hit an exception)|Received sigquit from a child process",
+)
+def _scheduler(m, rec, state):
+    child = m.group("sched") is not None
+    if not first_time(state, ("sglang_crash", child), rec.loc.line):
+        return []
+    return _error(rec, "sglang_scheduler_crash", {"reporter": "scheduler" if child else "parent"})
+
+
+@rule(
+    "watchdog-timeout",
+    ("Watchdog timeout (", "watchdog timeout ("),
+    r"(?:Scheduler watchdog|Watchdog) timeout \((?:self\.)?watchdog_timeout=(?P<t>\d+(?:\.\d+)?)"
+    r"(?:, (?:self\.)?soft=(?P<soft>True|False))?\)",
+)
+def _watchdog(m, rec, state):
+    if not first_time(state, ("sglang_watchdog",), rec.loc.line):
+        return []
+    return _error(rec, "sglang_watchdog_timeout",
+                  {"timeout_s": float(m.group("t")), "soft": m.group("soft") == "True"})
+
+
+PARSER = Parser(
+    name="sglang",
+    framework=FW,
+    priority=40,
+    description="SGLang scheduler exceptions and scheduler watchdog timeouts",
+    rules=[_scheduler, _watchdog],
+)
