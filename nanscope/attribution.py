@@ -311,8 +311,9 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         f.initiating_rank = m.rank
         f.confidence = "high" if m.events[0].origin is not None and m.events[0].origin.ts is not None else "medium"
         f.collateral_ranks = list(m.extras.get("collateral_ranks", []))
-        f.decided_by = (f"tier 2: rank {m.rank} failed first ({m.extras.get('culprit', '')}); ranks "
-                        f"{fmt_ranks(f.collateral_ranks)} failed or were torn down after it")
+        others = m.extras.get("others") or f"ranks {fmt_ranks(f.collateral_ranks)}"
+        f.decided_by = (f"tier 2: rank {m.rank} failed first ({m.extras.get('culprit', '')}); "
+                        f"{others} failed or were torn down after it")
         return 2
     if machine == "launcher_blame":
         return 9

@@ -87,7 +87,8 @@ def rule(name: str, keywords: Sequence[str], pattern: str, flags: int = 0, match
     return wrap
 
 
-SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
+           15: "SIGTERM"}
 
 
 def signal_of(exitcode: Optional[int]) -> Optional[str]:

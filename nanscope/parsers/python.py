@@ -29,26 +29,51 @@ _CLASSIFY = [
     # gloo's and NCCL's own wordings are the nccl parser's; these are Python's socket errors.
     (re.compile(r"ConnectionResetError|Connection reset by peer|Broken pipe|ECONNRESET"), "peer_connection_lost"),
     (re.compile(r"Function '(?P<op>\w+)' returned nan values in its (?P<i>\d+)\w* output"), "nan_op"),
+    # transformers training_args.py TrainingArguments.__post_init__, every release since 4.2x:
+    #   "Your setup doesn't support bf16/gpu." [+ " You need torch>=1.10, using Ampere GPU with cuda>=11.0"
+    #   | " You need Ampere+ GPU with cuda>=11.0" | " You need to assign use_cpu ..."], and the
+    #   sibling "Your setup doesn't support bf16/(cpu, tpu, neuroncore). You need torch>=1.10".
+    # accelerate accelerator.py Accelerator.__init__: err.format(mode="fp16", requirement="a GPU")
+    #   -> "fp16 mixed precision requires a GPU"; newer: "... requires a GPU (not 'mps')."
+    (re.compile(r"Your setup doesn't support bf16/|\b(?:fp16|bf16) mixed precision requires a GPU"), "dtype_unsupported"),
+    # torch/csrc/distributed/c10d/reducer.cpp: _verify_params_across_processes (torch >= 1.12)
+    #   "DDP expects same model across all ranks, but Rank R has N params, while rank i has inconsistent M params."
+    (re.compile(r"DDP expects same model across all ranks"), "ddp_param_mismatch"),
+    # reducer.cpp ensure_prior_reduction_finished (torch 1.x and 2.x wordings share the first sentence)
+    (re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"),
+     "ddp_unused_parameters"),
+    # torch/_dynamo/exc.py BackendCompilerFailed (`backend='inductor' raised:`), torch/_inductor/exc.py
+    # InductorError (torch >= 2.6 raises it in place of BackendCompilerFailed for inductor).
+    (re.compile(r"\bBackendCompilerFailed$|\bInductorError$"), "compile_failed"),
 ]
 
 
 # An exception raised inside torch's checkpoint loader is a corrupt (empty, truncated) file, whatever
-# its type: torch.load of an empty file ends in a bare `EOFError` from pickle.
+# its type: torch.load of an empty file ends in a bare `EOFError` from pickle. One raised under
+# torch.save (torch/serialization.py `save` / `_save`, safetensors' `save_file`) is a failed write:
+# the file on disk is incomplete, but nothing was wrong with what was being read.
 _CHECKPOINT_FRAMES = re.compile(r"torch/serialization\.py|torch/_weights_only_unpickler\.py|safetensors/torch\.py")
+_SAVE_FUNCS = frozenset(("save", "_save", "save_file", "_flatten", "_remove_duplicate_names"))
 
 
-def classify(exc_type: str, message: str, frame: str = "") -> str:
+def classify(exc_type: str, message: str, frame: str = "", saving: bool = False) -> str:
     for rx, kind in _CLASSIFY:
         if rx.search(message) or rx.search(exc_type):
             return kind
     if frame and _CHECKPOINT_FRAMES.search(frame) and exc_type.rsplit(".", 1)[-1] in (
             "EOFError", "UnpicklingError", "RuntimeError", "OSError", "ValueError"):
-        return "checkpoint_corrupt"
+        return "checkpoint_save_failed" if saving else "checkpoint_corrupt"
     if exc_type.endswith("KeyboardInterrupt"):
         return "interrupted"
     if exc_type.endswith("ChildFailedError"):
         return "launcher_failed"  # torchrun's summary exception: the block after it says more
     return "exception"
+
+
+def _release(state: dict) -> list:
+    """The event an earlier line parked, released before whatever this line reports."""
+    held = state.pop("pending", None)
+    return [held] if held is not None else []
 
 
 @rule("traceback", ("Traceback",), LOGGER_PREFIX + r"Traceback \(most recent call last\):", match_start=True)
@@ -62,14 +87,74 @@ def _traceback(m, rec, state):
 _TRACEBACK_SPAN = 400
 
 
-@rule("frame", ('File "',), r'^\s*File "(?P<path>[^"]+)", line \d+', match_start=True)
+@rule("frame", ('File "',), r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>\w+))?', match_start=True)
 def _frame(m, rec, state):
-    # Only inside a traceback: remember whether the exception passed through a checkpoint loader.
+    # Only inside a traceback: remember whether the exception passed through a checkpoint loader
+    # or writer (the innermost such frame decides).
     if "traceback_line" not in state:
         return None
     if _CHECKPOINT_FRAMES.search(m.group("path")):
         state["frame"] = m.group("path")
+        state["saving"] = m.group("fn") in _SAVE_FUNCS or (state.get("saving", False) and m.group("fn") == "__exit__")
     return []
+
+
+# torch/csrc/autograd/anomaly_mode.cpp (older: python_anomaly_mode.cpp) AnomalyMetadata::print_stack:
+#   TORCH_WARN("Error detected in ", name, ". ", "Traceback of forward call that caused the error:\n", ...)
+# printed as `.../torch/autograd/__init__.py:200: UserWarning: Error detected in SoftmaxBackward0. Traceback of
+# forward call that caused the error:` (torch 1.x: `[W python_anomaly_mode.cpp:60] Warning: Error detected in
+# SoftmaxBackward. ...`; newer torch attributes it to torch/autograd/graph.py). The warning names the backward
+# op that raised under anomaly mode. The exception that follows says what went wrong: NaN (`returned nan
+# values`) or another error (an in-place modification ...); only with no exception in view is the warning
+# itself the evidence, and anomaly mode is what people turn on to hunt NaN gradients.
+@rule("anomaly-warning", ("Error detected in",),
+      r"(?:UserWarning|Warning): Error detected in (?P<op>\w+)\. (?:Traceback of forward call|No forward pass)")
+def _anomaly(m, rec, state):
+    out = _release(state)
+    state["pending"] = ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="pytorch", error="nan_op",
+        message=f"anomaly mode: error detected in {m.group('op')} (no exception in view)",
+        fields={"op": m.group("op"), "from_warning": True},
+    )
+    return out
+
+
+# reducer.cpp, with TORCH_DISTRIBUTED_DEBUG=INFO/DETAIL, appends to the unused-parameters error:
+#   `Parameters which did not receive grad for rank 3: a.bias, a.weight`
+#   `Parameter indices which did not receive grad for rank 3: 282 283`
+# The rank is the one whose reducer raised: the exception's own rank.
+@rule("ddp-unused-rank", ("did not receive grad for rank",),
+      r"^Parameter(?:s| indices) which did not receive grad for rank (?P<rank>\d+):", match_start=True)
+def _ddp_rank(m, rec, state):
+    held = state.get("pending")
+    if held is None or held.error != "ddp_unused_parameters":
+        return None
+    held.rank = int(m.group("rank"))
+    return _release(state)
+
+
+# torch/_dynamo/convert_frame.py: without suppress_errors the compile error is raised (the exception
+# rule takes it); with it (or for a soft failure) dynamo logs it at WARNING level with exc_info and runs
+# the frame in eager mode: `W1024 01:17:10.936000 1404 torch/_dynamo/convert_frame.py:1009] torch._dynamo.exc.
+# BackendCompilerFailed: backend='inductor' raised:`, then `...convert_frame.py:1009] NameError: ...`.
+@rule("dynamo-fallback", ("convert_frame.py:",),
+      r"\bW\d{4} [\d:.]+ +\d+ \S*convert_frame\.py:\d+\] (?:(?P<type>torch\._dynamo\.exc\.BackendCompilerFailed"
+      r"|torch\._inductor\.exc\.InductorError): ?(?P<msg>.*)|(?P<inner>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<imsg>.*))")
+def _dynamo_fallback(m, rec, state):
+    held = state.get("pending")
+    if m.group("inner"):
+        if held is None or held.error != "compile_failed" or (held.fields or {}).get("inner"):
+            return None
+        held.message = f"{held.message} {m.group('inner')}: {m.group('imsg').strip()}"
+        held.fields = {**held.fields, "inner": m.group("inner")}
+        return _release(state)
+    out = _release(state)
+    state["pending"] = ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
+        message=f"(logged as a warning: dynamo ran this frame in eager mode) {m.group('msg').strip()}",
+        exc_type=m.group("type"), fields={"fallback": True},
+    )
+    return out
 
 
 @rule("exception", ("Error", "Exception", "Interrupt", "Exit", "Failure"), EXC_LINE.pattern, match_start=True)
@@ -78,14 +163,43 @@ def _exception(m, rec, state):
     msg = (m.group("msg") or "").strip()
     tb = state.pop("traceback_line", None)
     frame = state.pop("frame", "")
+    saving = state.pop("saving", False)
     if tb is not None and rec.loc.line - tb > _TRACEBACK_SPAN:
-        tb, frame = None, ""
+        tb, frame, saving = None, "", False
+    held = state.get("pending")
+    if held is not None and held.error == "compile_failed" and rec.loc.line - held.loc.line <= 2 \
+            and not (held.fields or {}).get("inner"):
+        # BackendCompilerFailed's message is `backend='inductor' raised:` + the inner exception on the next line.
+        held.message = f"{held.message} {exc_type}: {msg}".strip()
+        held.fields = {**(held.fields or {}), "inner": exc_type}
+        return _release(state)
     if tb is None and not msg:
         return None  # a bare word like "ValueError" on its own line is not an exception report
-    return ErrorEvent(
-        loc=rec.loc, text=rec.text, framework="python", error=classify(exc_type, msg, frame), message=msg,
-        exc_type=exc_type, fields={"traceback_line": tb, "raised_in": frame or None} if tb else None,
+    kind = classify(exc_type, msg, frame, saving)
+    fields = {"traceback_line": tb, "raised_in": frame or None} if tb else None
+    out = _release(state)
+    if held is not None and held.error == "nan_op" and (held.fields or {}).get("from_warning"):
+        # The anomaly warning named the op; the exception says what went wrong with it.
+        out = [e for e in out if e is not held]
+        if kind == "nan_op" or kind == "exception":
+            fields = {**(fields or {}), "op": held.fields["op"], "anomaly_warning_line": held.loc.line}
+    ev = ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
+        exc_type=exc_type, fields=fields,
     )
+    if kind == "nan_op":
+        op = re.search(r"Function '(\w+)'", msg)
+        ev.fields = {**(ev.fields or {}), "op": op.group(1) if op else (ev.fields or {}).get("op")}
+    if kind in ("ddp_unused_parameters", "compile_failed"):
+        state["pending"] = ev  # the rank (DDP) or the inner exception (dynamo) is on the next lines
+        return out
+    return out + [ev]
+
+
+# BackendCompilerFailed does not end in Error: its line is read by the exception builder all the same.
+_compile_raised = rule("compile-raised", ("BackendCompilerFailed",),
+                       LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*BackendCompilerFailed)(?::[ \t]*(?P<msg>.*))?$",
+                       match_start=True)(_exception.build)
 
 
 PARSER = Parser(
@@ -93,5 +207,5 @@ PARSER = Parser(
     framework="python",
     priority=80,
     description="Python tracebacks and exception lines",
-    rules=[_traceback, _frame, _exception],
+    rules=[_traceback, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _exception],
 )

@@ -18,6 +18,13 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
   torch/serialization    RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory
   safetensors            safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge
   pickle                 _pickle.UnpicklingError: invalid load key, 'v'.
+  caffe2/serialize/inline_container.cc (PyTorchStreamWriter, torch.save's zip writer; the line number
+                         moves every release: 337, 445, 471, 593, 778, 857):
+                         RuntimeError: [enforce fail at inline_container.cc:778] . PytorchStreamWriter failed writing file data/0: file write failed
+                         RuntimeError: [enforce fail at inline_container.cc:337] . unexpected pos 11347827264 vs 11347827160
+  safetensors            bindings/python/py_src/safetensors/torch.py (_flatten, _remove_duplicate_names), a refused save:
+                         Some tensors share memory, this will lead to duplicate memory on disk and potential differences when loading them again: [...]
+  errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save)
 
 Several of these arrive as Python exception lines, which python.py (priority 80) would take as a
 generic `exception`: this parser runs before it and still fills `exc_type`.
@@ -189,10 +196,42 @@ def _checkpoint(m, rec, state):
     return _err(rec, "checkpoint_corrupt", fields)
 
 
+# A frame of torch.save, anywhere in the line (a logger's prefix may precede it): the ENOSPC that
+# follows was raised while writing a checkpoint. Never claims the line (python.py reads frames too).
+_SAVE_SPAN = 400
+
+
+@rule("checkpoint-save-frame", ('serialization.py"',), r'File "[^"]*torch/serialization\.py", line \d+, in _?save\b')
+def _save_frame(m, rec, state):
+    state["saving_line"] = rec.loc.line
+    return None
+
+
+@rule(
+    "checkpoint-write",
+    ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "Some tensors share memory"),
+    r"PytorchStreamWriter failed writing file (?P<name>\S+?): file write failed"
+    r"|unexpected pos (?P<pos>\d+) vs (?P<want>\d+)"
+    r"|(?P<enospc>\[Errno 28\] No space left on device)"
+    r"|(?P<shared>Some tensors share memory, this will lead to duplicate memory on disk)",
+)
+def _checkpoint_write(m, rec, state):
+    saving = state.pop("saving_line", None)
+    if m.group("enospc"):
+        if saving is None or rec.loc.line - saving > _SAVE_SPAN:
+            return _err(rec, "disk_full", {"cause": "disk_full", "saving": False})
+        return _err(rec, "checkpoint_save_failed", {"cause": "disk_full", "saving": True})
+    if m.group("shared"):
+        return _err(rec, "checkpoint_save_failed", {"cause": "shared_tensors", "format": "safetensors", "saving": True})
+    cause = "write_failed" if m.group("name") else "short_write"
+    return _err(rec, "checkpoint_save_failed", {"cause": cause, "format": "torch_zip", "saving": True,
+                                                "file": m.group("name")})
+
+
 PARSER = Parser(
     name="system",
     framework="system",
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell kills, DataLoader workers, corrupt checkpoints",
-    rules=[_kernel, _kernel_constraint, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _dataloader, _checkpoint],
+    rules=[_kernel, _kernel_constraint, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
 )

@@ -14,6 +14,15 @@ torch/distributed/elastic/multiprocessing/errors/__init__.py (ChildFailedError.f
     error_file: <N/A>
     traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
 
+torch/distributed/elastic/agent/server/api.py (SimpleElasticAgent.run), the agent itself got a signal
+(torch 1.9-2.1: log.warning(f"Received {e.sigval} death signal, ..."); >= 2.2: logger.warning("Received %s
+death signal, shutting down workers", e.sigval); newest torch prints the Signals enum):
+  WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, shutting down workers
+  W0920 09:10:41.194000 84933 torch/distributed/elastic/agent/server/api.py:719] Received 1 death signal, shutting down workers
+  W0616 00:37:22.830000 4015698 torch/distributed/elastic/agent/server/api.py:719] Received Signals.SIGTERM death signal, shutting down workers
+torch 2.1-2.2 print the logger's name in their own format; the rules search, so they read it too:
+  [2024-05-28 14:04:28,584] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 2 (pid: 60554) of binary: ...
+
 The block's rank is the rank the failure is about (the agent prints it). Without an error file
 (`error_file: <N/A>`) the "Root Cause" is only the first exit the agent noticed, not evidence.
 """
@@ -43,6 +52,22 @@ def _agent_failed(m, rec, state):
     )
 
 
+_SIGNUM = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 10: "SIGUSR1", 12: "SIGUSR2",
+           15: "SIGTERM"}
+
+
+@rule("death-signal", ("death signal",), r"Received (?:(?P<num>\d+)|Signals\.(?P<name>SIG\w+)) death signal, shutting down workers")
+def _death_signal(m, rec, state):
+    # Not a worker's failure: the agent process was sent a signal from outside (a closed terminal,
+    # the scheduler, an orchestrator, a person) and forwards it to its workers.
+    num = to_int(m.group("num"))
+    sig = m.group("name") or _SIGNUM.get(num, f"SIG{num}")
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="torchrun", error="signal_received", message=m.group(0),
+        signal=sig, fields={"source": "agent", "signum": num},
+    )
+
+
 @rule("closing-signal", ("closing signal",), r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
 def _closing(m, rec, state):
     return LifecycleEvent(
@@ -60,8 +85,8 @@ def _section(m, rec, state):
 
 @rule("block-rank", ("local_rank:",), r"^\s*rank\s*:\s*(?P<rank>-?\d+) \(local_rank: (?P<lr>-?\d+)\)", match_start=True)
 def _block_rank(m, rec, state):
-    if "cf_section" not in state:
-        return None
+    # `rank : N (local_rank: M)` is the block's own shape; an excerpt may start below the section header.
+    state.setdefault("cf_section", "unknown")
     state["cf_entry"] = {"rank": int(m.group("rank")), "local_rank": int(m.group("lr")), "line": rec.loc.line}
     return []
 
@@ -96,7 +121,7 @@ def _block_traceback(m, rec, state):
         loc=rec.loc, text=rec.text, framework="torchrun", error="child_failed",
         message=m.group("tb").strip(), exitcode=code, signal=signal_of(code), rank=entry["rank"],
         fields={
-            "root_cause": state.get("cf_section") == "root",
+            "root_cause": state.get("cf_section") == "root" if state.get("cf_section") != "unknown" else None,
             "error_file": entry.get("error_file"),
             "local_rank": entry["local_rank"],
             "block_line": entry["line"],
@@ -109,5 +134,5 @@ PARSER = Parser(
     framework="torchrun",
     priority=10,
     description="torchrun / torch.distributed.elastic agent lines and ChildFailedError blocks",
-    rules=[_agent_failed, _closing, _section, _block_rank, _block_exitcode, _block_error_file, _block_traceback],
+    rules=[_agent_failed, _death_signal, _closing, _section, _block_rank, _block_exitcode, _block_error_file, _block_traceback],
 )

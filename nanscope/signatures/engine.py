@@ -280,6 +280,8 @@ def build_finding(agg: Aggregate) -> Finding:
         v = getattr(ev0, attr, None)
         if v is not None and attr not in values:
             values[attr] = _short(v) if isinstance(v, str) else v
+    if "exc_type" not in values and getattr(ev0, "exitcode", None) is not None:
+        values["exc_type"] = f"exit status {ev0.exitcode}"  # a launcher's record of the exit, no traceback
     for k, v in (getattr(ev0, "fields", None) or {}).items():
         values[f"fields.{k}"] = _short(v) if isinstance(v, str) else v
     evidence: list[Evidence] = []

@@ -495,27 +495,42 @@ def happened_before(a: Event, b: Event) -> bool:
     return (ta is not None) and tb is None  # a timed line beats an untimed one
 
 
+_LAUNCHER_EXITS = ("child_failed", "worker_failed")
+
+
 class Cascade(Machine):
     """One rank failed first (a `primary` error) and the other ranks then failed or were torn
     down (`collateral` errors). The first primary error is the earliest by timestamp, else by
-    step, else by position in the same file."""
+    step, else by position in the same file. `teardown` (optional): launcher lines that stop the
+    other workers without naming their ranks (torchrun's `Sending process N closing signal
+    SIGTERM` names a pid); they count as the others being torn down, never as ranks."""
 
     name = "cascade"
-    PARAMS = {"primary": (True, "condition"), "collateral": (True, "condition")}
+    PARAMS = {"primary": (True, "condition"), "collateral": (True, "condition"), "teardown": (False, "condition")}
     DEFAULT_EVENTS = ("error", "lifecycle")
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.primary, self.collateral = self.cond("primary"), self.cond("collateral")
+        self.teardown = self.cond("teardown") if "teardown" in spec else None
         self.first: Optional[Event] = None
         self.coll_ranks: set = set()
         self.coll_events: list = []
+        self.torn_down: list = []
+        self.exits: list = []
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.rank is None:
+            if self.teardown is not None and self.teardown(ev):
+                self.torn_down.append(ev)
             return
         if self.primary(ev):
-            if self.first is None or happened_before(ev, self.first):
+            if getattr(ev, "error", None) in _LAUNCHER_EXITS:
+                # A launcher's record of an exit says that the worker ended, not why: it is a first
+                # failure only if that rank shows no collateral error of its own (decided at finish).
+                if len(self.exits) < 64:
+                    self.exits.append(ev)
+            elif self.first is None or happened_before(ev, self.first):
                 self.first = ev
         elif self.collateral(ev):
             if ev.rank not in self.coll_ranks and len(self.coll_events) < EVIDENCE_PER_MATCH - 1:
@@ -525,12 +540,28 @@ class Cascade(Machine):
     def finish(self, emit: Emit) -> None:
         first = self.first
         if first is None:
+            for ev in self.exits:
+                if ev.rank not in self.coll_ranks and (first is None or happened_before(ev, first)):
+                    first = ev
+        if first is None:
             return
         others = sorted(self.coll_ranks - {first.rank})
-        if not others:
+        # Teardown lines count only where the launcher's lines are all the evidence (the first
+        # failure is its exit record), and only those of the same launcher (same source).
+        torn = ([e for e in self.torn_down if e.loc.source == first.loc.source]
+                if getattr(first, "error", None) in _LAUNCHER_EXITS and not others else [])
+        if not others and not torn:
             return
         evidence = [first] + [e for e in self.coll_events if e.rank != first.rank]
-        emit(self.match(first, evidence, collateral_ranks=others, culprit=_describe(first)))
+        evidence += torn[:max(0, EVIDENCE_PER_MATCH - len(evidence))]
+        parts = []
+        if others:
+            from nanscope.signatures.engine import fmt_ranks  # engine imports this module
+            parts.append(f"ranks {fmt_ranks(others)}")
+        if torn:
+            parts.append(f"{len(torn)} other worker(s) (stopped by the launcher)")
+        emit(self.match(first, evidence, collateral_ranks=others, culprit=_describe(first),
+                        others=" and ".join(parts)))
 
 
 class LauncherBlame(Machine):

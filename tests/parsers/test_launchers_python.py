@@ -1,0 +1,119 @@
+"""torchrun agent lines, checkpoint writes, DDP / dynamo / anomaly-mode / precision exceptions -> events.
+
+Lines copied from the public threads in sample_logs/public/MANIFEST.toml (the source named per case)
+and from the templates in torch / transformers / accelerate / safetensors source.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nanscope import api
+from nanscope.model import ErrorEvent
+
+
+def errors(tmp_path, text: str) -> list[ErrorEvent]:
+    p = tmp_path / "job.log"
+    p.write_text(text + "\n", encoding="utf-8")
+    return [e for e in api.events([str(p)]) if isinstance(e, ErrorEvent)]
+
+
+@pytest.mark.parametrize("line, signal", [
+    # torch >= 2.2, glog header (modelscope/ms-swift#5884)
+    ("W0920 09:10:41.194000 84933 site-packages/torch/distributed/elastic/agent/server/api.py:719] "
+     "Received 1 death signal, shutting down workers", "SIGHUP"),
+    # torch 1.x logging format behind a Determined prefix
+    ("[2024-02-27T21:35:32.106313Z] fa88a9df || WARNING: torch.distributed.elastic.agent.server.api:"
+     "Received 15 death signal, shutting down workers", "SIGTERM"),
+    # newest torch prints the Signals enum
+    ("W0616 00:37:22.830000 4015698 torch/distributed/elastic/agent/server/api.py:719] "
+     "Received Signals.SIGTERM death signal, shutting down workers", "SIGTERM"),
+])
+def test_agent_death_signal(tmp_path, line, signal):
+    [e] = errors(tmp_path, line)
+    assert (e.error, e.signal, e.rank) == ("signal_received", signal, None)
+
+
+def test_child_failed_entry_without_section_header(tmp_path):
+    # pytorch/pytorch thread in sample_logs/public/304.log: the excerpt starts at the entry's rank row
+    [e] = errors(tmp_path, "  rank      : 0 (local_rank: 0)\n  exitcode  : -11 (pid: 6421)\n  error_file: <N/A>\n"
+                           "  traceback : Signal 11 (SIGSEGV) received by PID 6421")
+    assert (e.error, e.rank, e.signal, e.exitcode) == ("child_failed", 0, "SIGSEGV", -11)
+
+
+def test_agent_failed_torch_2_1_format(tmp_path):
+    [e] = errors(tmp_path, "[2024-05-28 14:04:28,584] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+                           "(exitcode: 1) local_rank: 2 (pid: 60554) of binary: /opt/conda/bin/python")
+    assert (e.error, e.exitcode, e.rank) == ("worker_failed", 1, 2)
+
+
+@pytest.mark.parametrize("text, cause", [
+    ("RuntimeError: [enforce fail at inline_container.cc:778] . PytorchStreamWriter failed writing file data/0: "
+     "file write failed", "write_failed"),
+    ("RuntimeError: [enforce fail at inline_container.cc:337] . unexpected pos 11347827264 vs 11347827160", "short_write"),
+    ('Traceback (most recent call last):\n  File "/opt/conda/lib/python3.7/site-packages/torch/serialization.py", '
+     'line 379, in save\n    _save(obj, opened_zipfile, pickle_module, pickle_protocol)\n'
+     'OSError: [Errno 28] No space left on device', "disk_full"),
+])
+def test_checkpoint_save_failures(tmp_path, text, cause):
+    [e] = errors(tmp_path, text)
+    assert (e.error, e.fields["cause"]) == ("checkpoint_save_failed", cause)
+
+
+def test_enospc_outside_a_save_is_only_a_full_disk(tmp_path):
+    [e] = errors(tmp_path, "OSError: [Errno 28] No space left on device")
+    assert e.error == "disk_full"
+
+
+def test_loading_a_truncated_checkpoint_is_still_corrupt(tmp_path):
+    [e] = errors(tmp_path, "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory")
+    assert e.error == "checkpoint_corrupt"
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("ValueError: Your setup doesn't support bf16/gpu.", "dtype_unsupported"),
+    ("ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0",
+     "dtype_unsupported"),
+    ("ValueError: fp16 mixed precision requires a GPU", "dtype_unsupported"),
+    ("ValueError: fp16 mixed precision requires a GPU (not 'mps').", "dtype_unsupported"),
+    ("RuntimeError: DDP expects same model across all ranks, but Rank 3 has 2247 params, while rank 0 has "
+     "inconsistent 0 params.", "ddp_param_mismatch"),
+])
+def test_exception_kinds(tmp_path, line, kind):
+    [e] = errors(tmp_path, line)
+    assert e.error == kind
+
+
+def test_ddp_unused_parameters_takes_the_rank_from_the_debug_lines(tmp_path):
+    [e] = errors(tmp_path, "RuntimeError: Expected to have finished reduction in the prior iteration before starting "
+                           "a new one. This error indicates that your module has parameters that were not used in "
+                           "producing loss.\nParameter indices which did not receive grad for rank 3: 282 283")
+    assert (e.error, e.rank) == ("ddp_unused_parameters", 3)
+
+
+def test_backend_compiler_failed_carries_the_inner_exception(tmp_path):
+    [e] = errors(tmp_path, "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+                           "ImportError: cannot import name 'triton_key' from 'triton.compiler.compiler'")
+    assert e.error == "compile_failed" and "ImportError" in e.message
+
+
+def test_dynamo_warning_fallback(tmp_path):
+    [e] = errors(tmp_path, "[01:17:10.938]: W1024 01:17:10.936000 140404233111360 torch/_dynamo/convert_frame.py:1009] "
+                           "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+                           "[01:17:10.938]: W1024 01:17:10.936000 140404233111360 torch/_dynamo/convert_frame.py:1009] "
+                           "NameError: name 's4' is not defined")
+    assert e.error == "compile_failed" and e.fields["fallback"] and "NameError" in e.message
+
+
+def test_anomaly_warning_alone_names_the_op(tmp_path):
+    [e] = errors(tmp_path, "/opt/conda/lib/python3.10/site-packages/torch/autograd/__init__.py:200: UserWarning: Error "
+                           "detected in SoftmaxBackward0. Traceback of forward call that caused the error:")
+    assert (e.error, e.fields["op"]) == ("nan_op", "SoftmaxBackward0")
+
+
+def test_anomaly_warning_before_another_error_is_not_nan(tmp_path):
+    evs = errors(tmp_path, "/venv/lib/python3.11/site-packages/torch/autograd/graph.py:768: UserWarning: Error detected "
+                           "in CudnnRnnBackward0. Traceback of forward call that caused the error:\n"
+                           "RuntimeError: one of the variables needed for gradient computation has been modified by an "
+                           "inplace operation")
+    assert [e.error for e in evs] == ["exception"]
