@@ -23,13 +23,36 @@ from nanscope.parsers.numbers import to_float
 _KV = re.compile(r"'(?P<k>[\w/\-.]+)':\s*(?P<v>'[^']*'|tensor\([^)]*\)|[^,}\s]+)")
 
 
+# tqdm's postfix (`set_postfix(loss=...)`, accelerate/diffusers scripts): `[00:03<00:10, 4.9it/s, loss=nan]`
+_POSTFIX = re.compile(r"(?:it/s|s/it),(?P<post>[^\]]*)\]")
+_POSTFIX_PAIR = re.compile(r"(?:^|[\s,])(?P<k>[A-Za-z_][\w/.]*)=(?P<v>[^,\s\]]+)")
+_POSTFIX_LOSS = ("loss", "train_loss", "step_loss", "loss_step", "total_loss", "train/loss")
+
+
 @rule("tqdm", ("it/s]", "s/it]", "it/s,", "s/it,"), r"\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[")
 def _tqdm(m, rec, state):
     pending = state.pop("pending", None)
     if pending is None:
-        return []
+        return _postfix_step(m, rec, state)
     pending.step = int(m.group("n"))
     return [pending]
+
+
+def _postfix_step(m, rec, state):
+    """A bar whose postfix names a loss is a step line (the count is the step); tqdm redraws one
+    count several times, and only a new count is a new step."""
+    pm = _POSTFIX.search(rec.text, m.end())
+    if pm is None:
+        return []
+    pairs = {p.group("k"): p.group("v") for p in _POSTFIX_PAIR.finditer(pm.group("post"))}
+    key = next((k for k in _POSTFIX_LOSS if k in pairs), None)
+    loss = to_float(pairs[key]) if key else None
+    n = int(m.group("n"))
+    if loss is None or state.get("tqdm_last") == n:
+        return []
+    state["tqdm_last"] = n
+    return [StepEvent(loc=rec.loc, text=rec.text, framework="hf", step=n, loss=loss,
+                      lr=to_float(pairs.get("lr")), raw_fields=pairs)]
 
 
 @rule("log-dict", ("{'loss'", "{'grad_norm'", "{'train_runtime'", "{'eval_", "'learning_rate'"), r"^\{'[\w/\-.]+':", match_start=True)

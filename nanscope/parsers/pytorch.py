@@ -9,6 +9,7 @@ is not one. Examples, all seen in real scripts:
   Step 12: loss: nan
   iter 120: loss 4.2345, time 12.34ms, mfu 1.20%          (nanoGPT)
   Epoch 1 Step 12 Loss 2.3
+  Train Epoch: 1 [640/60000 (1%)]\tLoss: 2.300024             (pytorch/examples mnist: its own rule)
 """
 
 from __future__ import annotations
@@ -76,6 +77,24 @@ def _step(m: "re.Match[str]", rec, state):
 
 
 @rule(
+    "examples-train-epoch",
+    ("Train Epoch: ",),
+    r"Train Epoch: (?P<ep>\d+) \[(?P<n>\d+)/(?P<tot>\d+) \(\s*\d+%\)\]\s+Loss: (?P<loss>" + NUM + r")(?![\w.])",
+)
+def _train_epoch(m, rec, state):
+    # pytorch/examples mnist/main.py (and the many scripts copied from it):
+    #   print('Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}'.format(epoch, batch_idx * len(data),
+    #         len(train_loader.dataset), 100. * batch_idx / len(train_loader), loss.item()))
+    # It prints samples seen, not the batch index (the batch size is not printed): the step counts
+    # samples over the epochs, (epoch - 1) * dataset size + samples.
+    ep, n, tot = int(m.group("ep")), int(m.group("n")), int(m.group("tot"))
+    return StepEvent(
+        loc=rec.loc, text=rec.text, framework="pytorch", step=max(ep - 1, 0) * tot + n,
+        loss=to_float(m.group("loss")), epoch=float(ep),
+    )
+
+
+@rule(
     "lr-scheduler-before-optimizer",
     ("lr_scheduler.step()",),
     r"Detected call of `?lr_scheduler\.step\(\)`? before `?optimizer\.step\(\)`?",
@@ -106,5 +125,5 @@ PARSER = Parser(
     framework="pytorch",
     priority=90,
     description="plain PyTorch step prints and PyTorch warnings",
-    rules=[_lr_warning, _clip, _step],
+    rules=[_lr_warning, _clip, _train_epoch, _step],
 )

@@ -31,6 +31,7 @@ loss key, a number cut at a thousands separator) or takes a summary line for a s
       Epoch: [115]  [1298/1299]  eta: 0:00:00  lr: 0.001435  ...  loss: 6.5993 (6.5971)  loss_scale: 8192.0000 (8646.0600)  ...  grad_norm: 0.3922 (nan)  ...
       Train: 0 [   0/2502 (  0%)]  Loss:  7.023479 (7.0235)  Time: 3.680s,  139.14/s  (3.680s,  139.14/s)  LR: 1.000e-06  Data: 1.776 (1.776)
       generic: no step; epoch averages (`Averaged stats:`) taken for steps
+      Loss is nan, stopping training        (the loop's own check on every iteration, then sys.exit(1))
   nanoGPT  `iter 100: loss 4.2345, time 12.34ms, mfu 1.20%` is read right by the generic parser; only its
       eval line `step 2000: train loss 1.7533, val loss 1.8947` is claimed here (it repeats a step number).
 """
@@ -38,6 +39,7 @@ loss key, a number cut at a thousands separator) or takes a summary line for a s
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Optional
 
@@ -180,6 +182,8 @@ def _lightning(m, rec, state):
     loss = _first(pairs, _LIGHTNING_LOSS)
     if loss is None:
         return None  # a bar without a loss: leave it to the other tqdm readers
+    if state.get("lt_no_loss") and not math.isfinite(loss):
+        return []  # training_step returned None: the bar's running mean of no losses is nan
     ep, n = int(m.group("ep")), int(m.group("n"))
     if state.get("lt_epoch") != ep:
         state["lt_base"] = state.get("lt_base", 0) + state.get("lt_last_n", 0) if "lt_epoch" in state else 0
@@ -194,6 +198,16 @@ def _lightning(m, rec, state):
     state["pending"] = ev
     if held is not None and held.step != step:
         return [held]
+    return []
+
+
+@rule("lightning-no-loss", ("`training_step` returned `None`",), r"`training_step` returned `None`\. If this was on purpose")
+def _lightning_no_loss(m, rec, state):
+    # lightning/pytorch/loops/optimization/automatic.py (pytorch_lightning/loops/optimization/
+    # optimizer_loop.py in 1.x): warning_cache.warn("`training_step` returned `None`. If this was on
+    # purpose, ignore this warning..."). No loss was returned, so the bar's `loss=nan` is the mean
+    # of an empty running window, not a NaN loss.
+    state["lt_no_loss"] = True
     return []
 
 
@@ -256,6 +270,19 @@ def _deit(m, rec, state):
     )
 
 
+@rule("loss-is-stopping", ("stopping training",), r"\bLoss is (?P<loss>[-+]?" + _F + r"), stopping training")
+def _loss_stopping(m, rec, state):
+    # The non-finite-loss check of the MetricLogger loops: pytorch/vision references/detection/
+    # engine.py train_one_epoch `print(f"Loss is {loss_value}, stopping training")` (older:
+    # `print("Loss is {}, stopping training".format(loss_value))`, as in facebookresearch/detr
+    # engine.py and DeiT / BEiT / MAE engine*.py), then the loss dict and sys.exit(1). The check runs
+    # on every iteration, the step line only every print_freq: this is the step in progress.
+    loss = to_float(m.group("loss"))
+    if loss is None or math.isfinite(loss):
+        return None
+    return _step_event(rec, "deit", step=None, loss=loss)
+
+
 @rule("deit-averaged", ("Averaged stats:",), r"^Averaged stats:", match_start=True)
 def _deit_averaged(m, rec, state):
     return []  # epoch averages, not a step
@@ -285,5 +312,5 @@ PARSER = Parser(
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT and timm step lines",
     rules=[_torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _lightning, _nemo2, _mmcv, _deit, _deit_averaged, _timm, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _loss_stopping, _deit_averaged, _timm, _nanogpt_eval],
 )

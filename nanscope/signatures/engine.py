@@ -10,7 +10,7 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
@@ -247,11 +247,16 @@ def fmt_ranks(ranks: Iterable[Any]) -> str:
     return ",".join(out)
 
 
-def render(template: str, values: dict) -> str:
-    """Fill {name} placeholders that we know; leave any other brace (JSON in a fix text) alone."""
+def render(template: str, values: dict, missing: Optional[str] = None) -> str:
+    """Fill {name} placeholders that we know; leave any other brace (JSON in a fix text) alone.
+    With `missing` (the summary), a placeholder the match has no value for (or None) becomes that
+    text instead: no `{grad_norm}` or `None` ever reaches a report's one-line summary."""
     def sub(m: "re.Match[str]") -> str:
         k = m.group(1)
-        return str(_fmt_num(values[k])) if k in values else m.group(0)
+        v = values.get(k)
+        if v is None:
+            return m.group(0) if missing is None else missing
+        return str(_fmt_num(v))
 
     return _PLACEHOLDER.sub(sub, template)
 
@@ -284,6 +289,8 @@ def build_finding(agg: Aggregate) -> Finding:
         values["exc_type"] = f"exit status {ev0.exitcode}"  # a launcher's record of the exit, no traceback
     for k, v in (getattr(ev0, "fields", None) or {}).items():
         values[f"fields.{k}"] = _short(v) if isinstance(v, str) else v
+        if k in ("loss", "grad_norm", "loss_scale") and values.get(k) is None:
+            values[k] = v  # a warning that names the value (ESPnet's `The grad norm is nan`)
     evidence: list[Evidence] = []
     seen = set()
     for m in matches:
@@ -298,7 +305,7 @@ def build_finding(agg: Aggregate) -> Finding:
     evidence = evidence[:EVIDENCE_PER_FINDING]
     f = Finding(
         id=sig.id, revision=sig.revision, severity=sig.severity, title=sig.title,
-        summary=render(sig.summary, values), category=sig.category, retryable=sig.retryable,
+        summary=render(sig.summary, values, missing="?"), category=sig.category, retryable=sig.retryable,
         benign=sig.benign, ranks=ranks, first_step=first.step, first_ts=ev0.origin.ts if ev0.origin else None,
         evidence=evidence, root_cause=sig.root_cause.strip(), fix=render(sig.fix.strip(), values),
         verify=render(sig.verify.strip(), values),

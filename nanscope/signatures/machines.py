@@ -291,11 +291,18 @@ class Transient(Machine):
 
 class Persistent(Machine):
     """`bad` events over at least min_run distinct steps with no `reset` event in between
-    (and, with `require`, at least one bad event of the run satisfying it)."""
+    (and, with `require`, at least one bad event of the run satisfying it).
+
+    A run that is still open at the end of the input (nothing reset it: the last logged steps are
+    bad) fires from `min_run_at_end` steps on, when one of its bad events satisfies `require_at_end`
+    (if given): a log whose last one or two steps are NaN did not recover in view, and an excerpt
+    or a run that stopped itself on the first NaN (TerminateOnNaN, `Loss is nan, stopping
+    training`) never prints a third."""
 
     name = "persistent"
     PARAMS = {"bad": (True, "condition"), "reset": (True, "condition"), "min_run": (False, "int"),
-              "require": (False, "condition")}
+              "require": (False, "condition"), "min_run_at_end": (False, "int"),
+              "require_at_end": (False, "condition")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
@@ -304,18 +311,32 @@ class Persistent(Machine):
         self.min_run = int(self.num("min_run", 3))
         self.require = self.cond("require") if "require" in spec else None
         self.vrequire = self.vcond("require") if "require" in spec else None
+        self.min_run_at_end = int(self.num("min_run_at_end", self.min_run))
+        self.require_at_end = self.cond("require_at_end") if "require_at_end" in spec else None
+        self.vrequire_at_end = self.vcond("require_at_end") if "require_at_end" in spec else None
+
+    def _new_state(self) -> dict:
+        return {"run": None, "last": None, "required": False, "required_end": False, "reset_step": None}
 
     def _close(self, stream: Any, st: dict, emit: Emit, until_end: bool) -> None:
         run: Optional[_Run] = st.get("run")
-        if run is not None and run.steps >= self.min_run and (self.require is None or st.get("required")):
+        # (a short run at the end whose first step also had a reset printed before its step line,
+        # e.g. DeepSpeed's OVERFLOW for that very step, was reset: that update was skipped)
+        long_enough = run is not None and (
+            run.steps >= self.min_run
+            or (until_end and run.steps >= self.min_run_at_end
+                and (self.require_at_end is None or st.get("required_end"))
+                and (run.first_step is None or run.first_step != st.get("reset_step"))))
+        if long_enough and (self.require is None or st.get("required")):
             first = run.events[0]
             emit(self.match(first, run.events + ([st["last"]] if st["last"] not in run.events else []),
                             step=first.step, run=run.steps, last_step=st["last"].step, until_end=until_end))
         st["run"] = None
         st["required"] = False
+        st["required_end"] = False
 
     def feed(self, ev: Event, emit: Emit) -> None:
-        st = self.state.setdefault(ev.stream, {"run": None, "last": None, "required": False})
+        st = self.state.setdefault(ev.stream, self._new_state())
         if self.bad(ev):
             if st["run"] is None:
                 st["run"] = _Run()
@@ -323,15 +344,21 @@ class Persistent(Machine):
             st["last"] = ev
             if self.require is not None and not st["required"] and self.require(ev):
                 st["required"] = True
-        elif self.reset(ev) and st["run"] is not None:
-            self._close(ev.stream, st, emit, until_end=False)
+            if self.require_at_end is not None and not st["required_end"] and self.require_at_end(ev):
+                st["required_end"] = True
+        elif self.reset(ev):
+            st["reset_step"] = ev.step
+            if st["run"] is not None:
+                self._close(ev.stream, st, emit, until_end=False)
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         bad, reset = self.vbad(b), self.vreset(b)
         req = self.vrequire(b) if self.vrequire is not None else None
-        if bad is None or reset is None or (self.vrequire is not None and req is None):
+        req_end = self.vrequire_at_end(b) if self.vrequire_at_end is not None else None
+        if bad is None or reset is None or (self.vrequire is not None and req is None) or (
+                self.vrequire_at_end is not None and req_end is None):
             return super().feed_batch(b, emit)
-        st = self.state.setdefault(b.stream, {"run": None, "last": None, "required": False})
+        st = self.state.setdefault(b.stream, self._new_state())
         resets = np.nonzero(reset & ~bad)[0]
         bads = np.nonzero(bad)[0]
         # the bad rows with a reset row before them (after the bad row before, or the batch start)
@@ -356,7 +383,11 @@ class Persistent(Machine):
             st["run"].add_rows(b, rows)
             if req is not None and not st["required"] and req[rows].any():
                 st["required"] = True
+            if req_end is not None and not st["required_end"] and req_end[rows].any():
+                st["required_end"] = True
         prev = int(bads[-1]) if len(bads) else -1
+        if len(resets):
+            st["reset_step"] = int(b.step[int(resets[-1])])
         if prev >= 0:
             st["last"] = b.event(prev)
         if st["run"] is not None and len(resets) and int(resets[-1]) > prev:

@@ -1,0 +1,83 @@
+"""Keras / tf.keras progress bars and the TerminateOnNaN callback.
+
+  Keras 2 / tf.keras (keras/utils/generic_utils.py, Progbar.update: `'%{numdigits}d/%d ['`, a bar of
+  `=`, `>` and `.`, ` - ETA: ...` or the elapsed time, then ` - {name}: {avg:.4f}` per metric):
+        3/234 [..............................] - ETA: 33:37:24 - loss: 44.4110
+      512/512 [==============================] - 127s 247ms/step - loss: nan - acc: nan - val_loss: nan
+  Keras 3 (keras/src/utils/progbar.py: a bar of `━`, then ` - {name}: {avg:.4f}`):
+        4/234 ━━━━━━━━━━━━━━━━━━━━ 5:01 1s/step - accuracy: 0.1250 - loss: nan
+  TerminateOnNaN (keras/callbacks.py, on_batch_end; `batch` is 0-based, so `Batch 3` is bar count 4):
+      Keras 2: print('Batch %d: Invalid loss, terminating training' % (batch))
+      later:   io_utils.print_msg(f"Batch {batch}: Invalid loss, terminating training")
+    The bar ends in `\\r`, so the message is often glued to the bar line before it:
+        3/234 [....] - ETA: 33:37:24 - loss: 44.4110Batch 3: Invalid loss, terminating training
+
+The bar's count restarts every epoch; the step is the count plus the targets of the epochs before
+(a count that goes back down starts a new epoch). Non-finite averages print as `nan` / `inf`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nanscope.model import StepEvent, WarningEvent
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.numbers import to_float
+
+_F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|inf)"
+# The number ends at a separator, or where TerminateOnNaN's message is glued on (`44.4110Batch 3:`),
+# never inside a longer name (`loss: nan_count`).
+_LOSS = re.compile(r"(?:^|\s)- loss: (?P<v>" + _F + r")(?=[^\w.]|Batch |$)")
+_TERMINATE = re.compile(r"Batch (?P<b>\d+): Invalid loss, terminating training")
+
+
+def _global(state: dict, n: int, total: int) -> int:
+    last = state.get("keras_last")
+    if last is not None and n < last:
+        state["keras_base"] = state.get("keras_base", 0) + state.get("keras_total", total)
+    state["keras_last"], state["keras_total"] = n, total
+    return state.get("keras_base", 0) + n
+
+
+def _terminated(m, rec, state, step):
+    return WarningEvent(
+        loc=rec.loc, text=rec.text, framework="keras", step=step, warning="nonfinite_stop", message=m.group(0),
+        fields={"batch": int(m.group("b"))},
+    )
+
+
+@rule(
+    "keras-progbar",
+    ("- loss: ",),
+    r"^\s*(?P<n>\d+)/(?P<tot>\d+) (?:\[[=>.]*\]|━+)(?P<rest>.*)$",
+    match_start=True,
+)
+def _progbar(m, rec, state):
+    rest = m.group("rest")
+    lm = _LOSS.search(rest)
+    if lm is None:
+        return None
+    n, tot = int(m.group("n")), int(m.group("tot"))
+    step = _global(state, n, tot)
+    loss = to_float(lm.group("v"))
+    out = [StepEvent(loc=rec.loc, text=rec.text, framework="keras", step=step, loss=loss, raw_fields={"total": tot})]
+    t = _TERMINATE.search(rest)
+    if t is not None:
+        # Printed by the callback for batch index b (count b + 1) before the bar shows that count.
+        out.append(_terminated(t, rec, state, step - n + int(t.group("b")) + 1))
+    return out
+
+
+@rule("keras-terminate-on-nan", ("Invalid loss, terminating training",), _TERMINATE.pattern)
+def _terminate(m, rec, state):
+    base = state.get("keras_base", 0)
+    return _terminated(m, rec, state, base + int(m.group("b")) + 1 if "keras_last" in state else None)
+
+
+PARSER = Parser(
+    name="keras",
+    framework="keras",
+    priority=27,
+    description="Keras / tf.keras progress bars and TerminateOnNaN",
+    rules=[_progbar, _terminate],
+)
