@@ -10,15 +10,30 @@ deepspeed/runtime/engine.py: `[Rank 0] step=10, skipped=2, lr=[0.0001], mom=[(0.
 
 The overflow message is printed only by rank 0, whichever rank overflowed: its "Rank 0" is the
 printer, never evidence of where the overflow came from.
+
+Under the Hugging Face Trainer the message is often glued to the tqdm redraw before it
+(` 14%|█▍  | 378/2724 [13:58:09<86:18:35, 132.44s/it][2023-06-07 22:16:00,018] [INFO] ...
+OVERFLOW! ...`): the bar counts the optimizer steps done, so the overflow is in step 378 + 1.
 """
 
 from __future__ import annotations
+
+import re
 
 from nanscope.model import ErrorEvent, ScaleEvent, StepEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)"
+# a tqdm redraw right before the message: "| 378/2724 [13:58:09<86:18:35, 132.44s/it]" (or with a
+# postfix: "| 16/6000 [00:55<4:54:46,  2.96s/it, lr=0, noise_step_loss=nan]")
+_TQDM = re.compile(r"\|\s*(?P<n>\d+)/(?P<total>\d+) \[[^\]]*(?:it/s|s/it)[^\]]*\]\s*(?:\[[^\]]*\]\s*)*$")
+
+
+def _glued_step(m, rec):
+    """The step in progress from a tqdm bar glued in front of the message (None without one)."""
+    t = _TQDM.search(rec.text, 0, m.start())
+    return int(t.group("n")) + 1 if t is not None else None
 
 
 @rule(
@@ -30,7 +45,7 @@ def _hysteresis(m, rec, state):
     s = to_float(m.group("old"))
     return ScaleEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", action="overflow", old_scale=s, new_scale=s,
-        rank_is_printer_only=True,
+        step=_glued_step(m, rec), rank_is_printer_only=True,
     )
 
 
@@ -42,7 +57,8 @@ def _hysteresis(m, rec, state):
 def _overflow(m, rec, state):
     return ScaleEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", action="overflow",
-        old_scale=to_float(m.group("old")), new_scale=to_float(m.group("new")), rank_is_printer_only=True,
+        old_scale=to_float(m.group("old")), new_scale=to_float(m.group("new")), step=_glued_step(m, rec),
+        rank_is_printer_only=True,
     )
 
 

@@ -29,7 +29,9 @@ Checks before the data-parallel collective (tier-1 evidence for the initiating r
   core <= 0.8 (assert): Rank 11: found NaN in local grad norm in backward pass before data-parallel
       communication collective. Device: 3, node: host   /   Rank 0: found NaN in local forward loss calculation. ...
   core/rerun_state_machine.py (validate_result):
-      Rank 3, node n, device 3, iteration 5: Unexpected result nan (message='found NaN in local ...')   (mode disabled)
+      Rank 3, node n, device 3, iteration 5: Unexpected result nan (message='found NaN in local ...')   (mode disabled;
+          `iteration -1` under NeMo 2 / ms-swift, whose loops never advance the state machine)
+      Unexpected result inf (message='found Inf in local grad norm for bucket #6 ...')   (a paste without the head)
       Unexpected result nan on rank 3 at iteration #3 invocation #2 (message='found NaN in local grad norm for
           bucket #0 in backward pass before data-parallel communication collective')               (rerun enabled)
       message 'Spiky loss' -> WarningEvent loss_spike; 'found unexpected large grads in bucket #b ...' -> large_grads
@@ -45,7 +47,7 @@ import math
 import re
 from typing import Optional
 
-from nanscope.model import ErrorEvent, StepEvent, WarningEvent
+from nanscope.model import ErrorEvent, ScaleEvent, StepEvent, WarningEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 from nanscope.parsers.python import EXC_LINE
@@ -53,6 +55,9 @@ from nanscope.parsers.python import EXC_LINE
 FW = "megatron"
 _LOSS_KEYS = ("lm loss", "lm_loss")
 _FIELD = re.compile(r"^\s*(?P<k>[A-Za-z][^:|]*?)\s*:\s*(?P<v>[^|]*?)\s*$")
+# Megatron-LM v1 (pretrain_gpt2.py, GLM) printed `' {} {:.6E} |'.format(key, avg)` and
+# `' loss scale {:.1f} |'`: `lm loss 6.758929E+00 | loss scale 64.0 |`, no colon.
+_FIELD_V1 = re.compile(r"^\s*(?P<k>[A-Za-z][A-Za-z _-]*?)\s+(?P<v>[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf|NAN|INF|NaN))\s*$")
 
 
 def _exc_split(text: str) -> tuple[Optional[str], str]:
@@ -75,7 +80,7 @@ def _value(v: str):
 def _iteration(m, rec, state):
     raw: dict = {"train_iters": int(m.group("total"))}
     for part in rec.text[m.end():].split("|"):
-        f = _FIELD.match(part)
+        f = _FIELD.match(part) or _FIELD_V1.match(part)
         if f is not None:
             raw.setdefault(f.group("k"), _value(f.group("v")))
     for part in rec.text[: m.start()].split("|"):  # gpt-neox puts samples/sec before the iteration
@@ -141,7 +146,7 @@ def _where(message: str) -> Optional[str]:
     return None
 
 
-def _check_event(rec, message: str, rank: int, step: Optional[int], node: Optional[str], device: Optional[int],
+def _check_event(rec, message: str, rank: Optional[int], step: Optional[int], node: Optional[str], device: Optional[int],
                  result: Optional[str]):
     cls, kind = _check_kind(message)
     bucket = re.search(r"bucket #(\d+)", message)
@@ -159,12 +164,20 @@ def _check_event(rec, message: str, rank: int, step: Optional[int], node: Option
 @rule(
     "rerun-disabled",
     ("Unexpected result",),
-    r"Rank (?P<rank>\d+), node (?P<node>\S+), device (?P<dev>\d+), iteration #?(?P<it>\d+): "
+    r"Rank (?P<rank>\d+), node (?P<node>\S+), device (?P<dev>\d+), iteration #?(?P<it>-?\d+): "
     r"Unexpected result (?P<result>.+?) \(message='(?P<msg>.*)'\)",
 )
 def _rerun_disabled(m, rec, state):
-    return _check_event(rec, m.group("msg"), int(m.group("rank")), int(m.group("it")), m.group("node"),
+    return _check_event(rec, m.group("msg"), int(m.group("rank")), _iteration_of(m.group("it")), m.group("node"),
                         int(m.group("dev")), m.group("result"))
+
+
+def _iteration_of(it: str) -> Optional[int]:
+    """The rerun state machine's current_iteration starts at -1 and only its own training loop
+    (should_run_forward_backward) advances it: NeMo 2 / Lightning, ms-swift, slime print
+    `iteration -1`, which says nothing about the step."""
+    n = int(it)
+    return n if n >= 0 else None
 
 
 @rule(
@@ -177,6 +190,29 @@ def _rerun_detected(m, rec, state):
     ev = _check_event(rec, m.group("msg"), int(m.group("rank")), int(m.group("it")), None, None, m.group("result"))
     ev.fields["invocation"] = int(m.group("inv"))
     return ev
+
+
+@rule(
+    "rerun-headless",
+    ("Unexpected result",),
+    r"Unexpected result (?P<result>[^\s(]+) \(message='(?P<msg>.*)'\)",
+)
+def _rerun_headless(m, rec, state):
+    """The validate_result message whose `Rank r, node n, device d, iteration i: ` head a paste cut
+    off (or a wrapper dropped): the check and the value, with no rank of its own."""
+    return _check_event(rec, m.group("msg"), None, None, None, None, m.group("result"))
+
+
+@rule(
+    "neox-overflow-monitor",
+    ("iterations in a row due to Overflow",),
+    r"Skipped (?P<n>\d+) iterations in a row due to Overflow",
+)
+def _neox_overflow(m, rec, state):
+    """EleutherAI/gpt-neox megatron/utils.py OverflowMonitor.check: `raise Exception(f"Skipped
+    {self.n} iterations in a row due to Overflow - Exiting training.")`: the fp16 scaler gave up,
+    as DeepSpeed's `Current loss scale already at minimum` (action "minimum")."""
+    return ScaleEvent(loc=rec.loc, text=rec.text, framework=FW, action="minimum")
 
 
 @rule(
@@ -235,5 +271,6 @@ PARSER = Parser(
     framework=FW,
     priority=40,
     description="Megatron-LM / Megatron-DeepSpeed / gpt-neox iteration lines, NaN checks, rerun verdicts, straggler reports",
-    rules=[_iteration, _rerun_disabled, _rerun_detected, _nan_assert, _verdict, _straggler],
+    rules=[_iteration, _rerun_disabled, _rerun_detected, _rerun_headless, _neox_overflow, _nan_assert, _verdict,
+           _straggler],
 )

@@ -158,3 +158,33 @@ LOOKALIKES = [
 @pytest.mark.parametrize("line", LOOKALIKES)
 def test_lookalikes_give_no_event(line):
     assert _mine(line + "\n") == []
+
+
+def test_rerun_check_with_iteration_minus_one_has_no_step():
+    # NeMo-Run DAPT (NeMo 2 never advances the rerun state machine's iteration)
+    evs = _mine("i.pretrain/0 [default2]:[rank2]: RuntimeError: Rank 2, node dcfai-xe9680-01, device 2, iteration -1: "
+                "Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward pass before "
+                "data-parallel communication collective')\n")
+    assert [(e.error, e.rank, e.step, e.fields["where"], e.fields["iteration"]) for e in evs] == [
+        ("nan_check", 2, None, "grad_norm", None)]
+
+
+def test_rerun_check_without_its_rank_head():
+    # NVIDIA-NeMo continued pretraining paste: the message without `Rank r, node n, device d, iteration i: `
+    evs = _mine("Unexpected result inf (message='found Inf in local grad norm for bucket #6 in backward pass before "
+                "data-parallel communication collective')\n")
+    assert [(e.error, e.rank, e.fields["nonfinite"], e.fields["bucket"]) for e in evs] == [("nan_check", None, "Inf", 6)]
+
+
+def test_megatron_v1_fields_without_colons():
+    # old Megatron-LM pretrain_gpt2.py / GLM training_log: `' {} {:.6E} |'.format(key, avg)`
+    evs = _mine(" iteration      700/    3000 | elapsed time per iteration (ms): 12932.3 | learning rate 9.773E-06 | "
+                "lm loss NAN | loss scale 4.0 |\n")
+    (ev,) = evs
+    assert ev.step == 700 and math.isnan(ev.loss) and ev.loss_scale == 4.0 and ev.lr == 9.773e-06
+
+
+def test_gpt_neox_overflow_monitor_is_the_scaler_giving_up():
+    # EleutherAI/gpt-neox#482 (megatron/utils.py OverflowMonitor.check)
+    evs = _mine("Exception: Skipped 50 iterations in a row due to Overflow - Exiting training.\n")
+    assert [(e.kind, e.action) for e in evs] == [("scale", "minimum")]
