@@ -26,7 +26,7 @@ from nanscope.signatures.loader import load_or_raise
 from nanscope.signatures.schema import SEVERITIES, Signature
 from nanscope.streams import Streams
 
-__all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "load_signatures", "Report", "Finding"]
+__all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "fleet", "load_signatures", "Report", "Finding"]
 
 
 @dataclass
@@ -38,6 +38,7 @@ class Options:
     max_line_bytes: int = MAX_LINE_BYTES
     bundled_signatures: Optional[Sequence[Signature]] = field(default=None, repr=False)  # preloaded
     jobs: Optional[int] = None  # worker processes for several input files (None: one per core when it pays)
+    engine: Optional[str] = None  # "local" (default), "dask" (a LocalCluster) or "dask:ADDRESS"
     progress: Optional[Callable[[int, int], None]] = field(default=None, repr=False, compare=False)  # (bytes, lines) read
 
 
@@ -70,8 +71,12 @@ def events(paths: Iterable[str], options: Optional[Options] = None, result: Opti
 
 
 def _scan_options(options: Options) -> ScanOptions:
+    if options.engine is not None:
+        from nanscope.dask_scan import parse_engine
+
+        parse_engine(options.engine)  # an unknown engine fails before anything is read
     return ScanOptions(parsers=options.parsers, max_line_bytes=options.max_line_bytes, jobs=options.jobs,
-                       progress=options.progress)
+                       engine=options.engine, progress=options.progress)
 
 
 def diagnose(paths: Iterable[str], options: Optional[Options] = None) -> Report:
@@ -130,6 +135,18 @@ def with_baseline(report: Report, baseline_path: str, options: Optional[Options]
 
     report.baseline = baseline.compare(report, baseline.load(baseline_path, options), baseline_path)
     return report
+
+
+def fleet(root: str, pattern: Optional[str] = None, options: Optional[Options] = None, engine: Optional[str] = None,
+          jobs: Optional[int] = None, table: Optional[str] = None, min_recurrence: int = 2) -> tuple[list, dict]:
+    """Diagnose every job under root (nanscope.fleet): the per-job results (sorted by time) and the
+    summary across jobs; with `table`, the findings across jobs are written there as Parquet."""
+    from nanscope import fleet as fleet_mod
+
+    results = fleet_mod.run(root, pattern, options or Options(), engine, jobs)
+    if table:
+        fleet_mod.write_table(results, table)
+    return results, fleet_mod.summarize(results, min_recurrence=min_recurrence)
 
 
 def exit_code(report: Report, fail_on: str = "medium") -> ExitCode:

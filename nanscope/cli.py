@@ -97,6 +97,7 @@ def diagnose(
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in evidence lines."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for several input files (default: one per core when the input is large)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A known-good run (JSON report or log): report what is new or worse; only new findings affect the exit status."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="Where files are scanned: local (default), dask (a local Dask cluster) or dask:ADDRESS (needs nanscope[dask])."),
 ) -> None:
     """Diagnose a job's logs: the root cause, the initiating rank, the fix. """
     from nanscope import api
@@ -113,6 +114,7 @@ def diagnose(
 
     sources = expand_sources(paths or ["-"])
     options.jobs = jobs
+    options.engine = engine
     options.progress = progress_for(sources, quiet=quiet)
     try:
         report = api.diagnose_sources(sources, options)
@@ -209,6 +211,39 @@ def eval_(
     if below:
         sys.stderr.write(f"nanscope eval: below the floor: {', '.join(below)}\n")
     raise typer.Exit(1 if below else 0)
+
+
+@app.command()
+def fleet(
+    root: str = typer.Argument(..., help="A folder of jobs: each sub-folder (or each file) is one job."),
+    pattern: Optional[str] = typer.Option(None, "--pattern", help="Each file matching this glob (relative to ROOT, ** allowed) is a job."),
+    table: Optional[str] = typer.Option(None, "--table", help="Write the findings across jobs here as Parquet."),
+    fmt: str = typer.Option("text", "--format", "-f", help="Summary format: text or json."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the summary here instead of stdout."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="local (default: --jobs processes), dask (a LocalCluster of --jobs workers) or dask:ADDRESS."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes with the local engine (default: one per core)."),
+    min_jobs: int = typer.Option(2, "--min-jobs", min=2, help="Jobs a host must share before it is a suspect."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only these signature ids or categories."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these signature ids or categories."),
+    signatures: Optional[List[str]] = typer.Option(None, "--signatures", help="Extra folder of signature TOML files."),
+) -> None:
+    """Diagnose every job of a cluster: a table of findings across jobs, the failure classes that
+    dominate, suspect hosts (the same host behind hardware failures of several jobs) and classes
+    present in every job since some time (a rollout).
+
+    Exit status: 0 (the summary is information, not a verdict), 2 on bad input."""
+    from nanscope import api
+    from nanscope.output import open_output
+    from nanscope.report.fleet import render_json, render_text
+
+    if fmt not in ("text", "json"):
+        raise typer.BadParameter("fleet writes text or json", param_hint="--format")
+    options = api.Options(signatures=_split(signatures), select=_split(select), ignore=_split(ignore))
+    results, summary = api.fleet(root, pattern=pattern, options=options, engine=engine, jobs=jobs,
+                                 table=table, min_recurrence=min_jobs)
+    with open_output(output) as out:
+        (render_json if fmt == "json" else render_text)(summary, out)
+    raise typer.Exit(0)
 
 
 @app.command()

@@ -34,6 +34,7 @@ class ScanOptions:
     parsers: Optional[Sequence[str]] = None  # --parser: force these
     max_line_bytes: int = MAX_LINE_BYTES
     jobs: Optional[int] = None  # worker processes for several files; None: one per core for large inputs
+    engine: Optional[str] = None  # None/"local": this machine; "dask" or "dask:ADDRESS" (nanscope.dask_scan)
     native: bool = True  # the native lane (off when every event is wanted as an object anyway)
     ahead: frozenset = frozenset()  # event kinds no signature reads with steps (see in_order)
     progress: Optional[Callable[[int, int], None]] = field(default=None, repr=False, compare=False)
@@ -473,6 +474,11 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
     """Events of every input, one input after the other. Unreadable inputs are reported and skipped.
     Several files are read by worker processes (nanscope.parallel) with the same result."""
     parsers = select(options.parsers)
+    if options.engine not in (None, "local"):
+        from nanscope.dask_scan import parse_engine, scan_dask
+
+        yield from scan_dask(sources, options, result, parse_engine(options.engine)[1], options.progress)
+        return
     from nanscope.parallel import scan_parallel, should_parallelize
 
     jobs = should_parallelize(sources, options.jobs)
