@@ -13,14 +13,16 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
-from nanscope import __version__
+from nanscope import __version__, baseline
+from nanscope import fleet as fleet_mod
 from nanscope.attribution import SEVERITY_ORDER, attribute
 from nanscope.errors import ExitCode, NanscopeError
 from nanscope.evaluate import EvalResult
 from nanscope.evaluate import evaluate as run_eval
 from nanscope.ingest.reader import MAX_LINE_BYTES, Source, expand_sources
 from nanscope.model import Event, Finding, Report
-from nanscope.pipeline import STEP_READERS, ScanOptions, ScanResult, scan_all
+from nanscope.pipeline import STEP_READERS, ScanOptions, ScanResult
+from nanscope.scan import scan_all
 from nanscope.signatures.engine import Engine
 from nanscope.signatures.loader import load_or_raise
 from nanscope.signatures.schema import SEVERITIES, Signature
@@ -131,9 +133,8 @@ def evaluate(root: str, options: Optional[Options] = None) -> EvalResult:
 
 def with_baseline(report: Report, baseline_path: str, options: Optional[Options] = None) -> Report:
     """Mark the report's findings new/known against a known-good run (a JSON report or a log)."""
-    from nanscope import baseline
-
-    report.baseline = baseline.compare(report, baseline.load(baseline_path, options), baseline_path)
+    base = baseline.load(baseline_path, lambda path: diagnose([path], options))
+    report.baseline = baseline.compare(report, base, baseline_path)
     return report
 
 
@@ -141,9 +142,7 @@ def fleet(root: str, pattern: Optional[str] = None, options: Optional[Options] =
           jobs: Optional[int] = None, table: Optional[str] = None, min_recurrence: int = 2) -> tuple[list, dict]:
     """Diagnose every job under root (nanscope.fleet): the per-job results (sorted by time) and the
     summary across jobs; with `table`, the findings across jobs are written there as Parquet."""
-    from nanscope import fleet as fleet_mod
-
-    results = fleet_mod.run(root, pattern, options or Options(), engine, jobs)
+    results = fleet_mod.run(root, pattern, options or Options(), engine, jobs, diagnose, load_signatures)
     if table:
         fleet_mod.write_table(results, table)
     return results, fleet_mod.summarize(results, min_recurrence=min_recurrence)

@@ -16,7 +16,7 @@ import math
 from typing import Optional
 
 from nanscope.model import Finding
-from nanscope.signatures.engine import fmt_ranks
+from nanscope.rankset import fmt_ranks
 
 SEVERITY_ORDER = {"info": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
 NEXT_TIME = ("keep one log per rank (torchrun --tee 3 --log-dir DIR, or srun --label) and decorate the "

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from nanscope.errors import InputError
 from nanscope.model import Finding, Report
+from nanscope.report.base import evidence_text, report_record
 
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _PREFIX = re.compile(r"^(?:\s*\[[^\]]*\]:?)+\s*")
@@ -33,8 +34,9 @@ def _record_fingerprints(findings: list[dict]) -> set[str]:
     return out
 
 
-def load(path: str, diagnose_options: Any = None) -> dict:
-    """A baseline as a report record: a JSON report as it is, or a log diagnosed now."""
+def load(path: str, diagnose_log: Callable[[str], Report]) -> dict:
+    """A baseline as a report record: a JSON report as it is, or a log diagnosed now (by
+    `diagnose_log`, the caller's diagnosis with its options: this floor does not run one)."""
     if path.endswith(".json"):
         try:
             with open(path, encoding="utf-8") as fh:
@@ -46,10 +48,7 @@ def load(path: str, diagnose_options: Any = None) -> dict:
         if not isinstance(data, dict) or "findings" not in data or "schema_version" not in data:
             raise InputError("not a nanscope JSON report (no schema_version / findings)", path)
         return data
-    from nanscope import api
-    from nanscope.report.base import report_record
-
-    return report_record(api.diagnose([path], diagnose_options), False)
+    return report_record(diagnose_log(path), False)
 
 
 def _num(v: Any) -> Optional[float]:
@@ -60,8 +59,6 @@ def _num(v: Any) -> Optional[float]:
 
 def compare(report: Report, base: dict, source: str) -> dict:
     """Mark each finding new/known and list what got worse; returns the report's `baseline` section."""
-    from nanscope.report.base import evidence_text
-
     known = _record_fingerprints(base.get("findings", []))
     base_ids = {f["id"] for f in base.get("findings", [])}
     new_ids: list[str] = []

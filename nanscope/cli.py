@@ -328,9 +328,9 @@ def _own_process() -> None:
     (mimalloc) keeps freed chunks resident, which made peak RSS creep with the input; the system
     allocator returns them. (glibc's mmap threshold is left alone: fixed at 256 KiB, it made every
     chunk's arrays fresh mappings, and the page faults cost a third of the run.)"""
-    from nanscope.ingest import reader
+    from nanscope import columns
 
-    reader.OWN_PROCESS = True
+    columns.OWN_PROCESS = True
 
 
 def main(argv: Optional[list[str]] = None) -> int:

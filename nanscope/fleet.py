@@ -21,8 +21,9 @@ import glob
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
+from nanscope.dask_scan import dask_client, parse_engine
 from nanscope.errors import InputError, NanscopeError
 from nanscope.hosts import hosts_of
 
@@ -90,25 +91,24 @@ def job_time(job: Job) -> float:
     return newest
 
 
-@functools.lru_cache(maxsize=4)
-def _signatures(dirs: tuple, select: tuple, ignore: tuple) -> tuple:
-    """Signatures loaded once per worker process."""
-    from nanscope import api
-
-    return tuple(api.load_signatures(api.Options(signatures=dirs, select=select, ignore=ignore)))
+_LOADED: dict = {}  # signatures loaded once per worker process, by (folders, select, ignore)
 
 
-def diagnose_job(job: Job, options: Any) -> JobResult:
-    """One job's rows (runs in a worker process or a Dask task)."""
-    from nanscope import api
-
-    sigs = options.bundled_signatures or _signatures(tuple(options.signatures), tuple(options.select),
-                                                      tuple(options.ignore))
+def diagnose_job(job: Job, options: Any, diagnose: Callable, load_signatures: Callable) -> JobResult:
+    """One job's rows (runs in a worker process or a Dask task). `diagnose` and `load_signatures`
+    are nanscope.api's (passed in: this floor is below the api), module functions that pickle by
+    name."""
+    key = (tuple(options.signatures), tuple(options.select), tuple(options.ignore))
+    sigs = options.bundled_signatures
+    if sigs is None:
+        if key not in _LOADED:
+            _LOADED[key] = load_signatures(options)
+        sigs = _LOADED[key]
     opts = dataclasses.replace(options, bundled_signatures=list(sigs), select=(), ignore=(), jobs=1,
                                engine=None, progress=None)
     t = job_time(job)
     try:
-        report = api.diagnose(job.paths, opts)
+        report = diagnose(job.paths, opts)
     except NanscopeError as e:
         return JobResult(job.name, t, "error", [], str(e))
     rows = []
@@ -123,25 +123,23 @@ def diagnose_job(job: Job, options: Any) -> JobResult:
     return JobResult(job.name, t, report.verdict, rows)
 
 
-def run(root: str, pattern: Optional[str] = None, options: Any = None, engine: Optional[str] = None,
-        jobs: Optional[int] = None) -> list[JobResult]:
-    """Every job under root diagnosed; results sorted by job time, then name."""
-    from nanscope import api
-    from nanscope.dask_scan import parse_engine
-
-    options = options or api.Options()
-    api.load_signatures(options)  # bad --signatures / --select fail before any job runs
+def run(root: str, pattern: Optional[str], options: Any, engine: Optional[str], jobs: Optional[int],
+        diagnose: Callable, load_signatures: Callable) -> list[JobResult]:
+    """Every job under root diagnosed (nanscope.api.fleet passes its diagnose and
+    load_signatures); results sorted by job time, then name."""
+    load_signatures(options)  # bad --signatures / --select fail before any job runs
     found = discover(root, pattern)
     kind, address = parse_engine(engine)
+    task = functools.partial(diagnose_job, options=options, diagnose=diagnose, load_signatures=load_signatures)
     if kind == "dask":
-        results = _on_dask(found, options, address, jobs)
+        results = _on_dask(found, task, address, jobs)
     else:
         n = jobs or _cores()
         if n < 2 or len(found) < 2:
-            results = [diagnose_job(j, options) for j in found]
+            results = [task(j) for j in found]
         else:
             with ProcessPoolExecutor(max_workers=min(n, len(found))) as pool:
-                results = list(pool.map(diagnose_job, found, [options] * len(found), chunksize=4))
+                results = list(pool.map(task, found, chunksize=4))
     return sorted(results, key=lambda r: (r.time, r.job))
 
 
@@ -152,12 +150,10 @@ def _cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _on_dask(found: Sequence[Job], options: Any, address: Optional[str], workers: Optional[int]) -> list[JobResult]:
-    from nanscope.dask_scan import dask_client
-
+def _on_dask(found: Sequence[Job], task: Callable, address: Optional[str], workers: Optional[int]) -> list[JobResult]:
     client, close = dask_client(address, workers)
     try:
-        futures = client.map(diagnose_job, list(found), options=options, pure=False)
+        futures = client.map(task, list(found), pure=False)
         try:
             return client.gather(futures)
         except Exception as e:  # noqa: BLE001 - a task's failure becomes a clear error

@@ -22,8 +22,9 @@ from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.registry import keyword_regex, select
+from nanscope import stepbatch
 from nanscope.stepbatch import StepBatch
-from nanscope.streams import stream_key
+from nanscope.keys import stream_key
 
 
 NATIVE = True  # the native lane for step lines (tests switch it off to compare both lanes)
@@ -462,34 +463,12 @@ def _place(ev: Event, text: str, msg: str, origin, key: tuple) -> None:
             ev.origin = Origin(rank=origin.rank, local_rank=origin.local_rank, node=origin.node, ts=ts, proc=origin.proc)
 
 
+stepbatch.REPARSE = parse_line  # a native row made into an event later reads its line this way
+
+
 def note_unreadable(info: InputInfo, result: ScanResult, name: str, e: Exception) -> None:
     """An input that cannot be read is reported and skipped; the rest is still diagnosed."""
     message = e.message if isinstance(e, InputError) else (getattr(e, "strerror", None) or str(e))
     info.complete = False
     info.error = message
     result.diagnostics.append(Diagnostic("NS-IO-UNREADABLE", message, name))
-
-
-def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult) -> Iterator[Event]:
-    """Events of every input, one input after the other. Unreadable inputs are reported and skipped.
-    Several files are read by worker processes (nanscope.parallel) with the same result."""
-    parsers = select(options.parsers)
-    if options.engine not in (None, "local"):
-        from nanscope.dask_scan import parse_engine, scan_dask
-
-        yield from scan_dask(sources, options, result, parse_engine(options.engine)[1], options.progress)
-        return
-    from nanscope.parallel import scan_parallel, should_parallelize
-
-    jobs = should_parallelize(sources, options.jobs)
-    if jobs:
-        yield from scan_parallel(sources, options, result, jobs, options.progress)
-        return
-    for src in sources:
-        info = InputInfo(path=src.name, size=None)
-        result.inputs.append(info)
-        try:
-            yield from in_order(scan_source(src, parsers, info, result, options.max_line_bytes, options.progress,
-                                            options.native), options.ahead)
-        except (InputError, OSError) as e:
-            note_unreadable(info, result, src.name, e)

@@ -16,10 +16,11 @@ A number a line did not print is absent (`present` False), never 0; NaN is a pri
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
+from nanscope.columns import _take
 from nanscope.model import Loc, Origin, StepEvent
 from nanscope.parsers.numbers import to_float
 
@@ -187,8 +188,6 @@ class Lines:
         return self.arr[i if self.idx is None else int(self.idx[i])].as_py()
 
     def compact(self) -> "Lines":
-        from nanscope.ingest.reader import _take
-
         arr = self.arr
         if self.idx is not None:
             arr = _take(arr, self.idx)
@@ -235,6 +234,15 @@ class Joined(StepBatch):
         return self.parts[k].ref(i - int(self.offsets[k]))
 
 
+def _unregistered(*args: Any, **kwargs: Any) -> list:
+    raise RuntimeError("nanscope.pipeline registers the per-line parser (import it first)")
+
+
+# The per-line parser (nanscope.pipeline.parse_line), registered by the pipeline when it is
+# imported: it sits a floor above the batch types, which must not import it.
+REPARSE: Callable[..., list] = _unregistered
+
+
 class RowRef:
     """A native row, enough to make its StepEvent later: the per-line path on that one line."""
 
@@ -246,10 +254,8 @@ class RowRef:
         self.step, self.framework, self.origin, self.stream = step, framework, origin, stream
 
     def event(self) -> StepEvent:
-        from nanscope.pipeline import parse_line
-
         raw = self.raw.rsplit(b"\r", 1)[-1]  # an HF progress line: its event is the dict's
-        got = [e for e in parse_line(raw, self.line, self.source, self.base, self.parsers, held=True)
+        got = [e for e in REPARSE(raw, self.line, self.source, self.base, self.parsers, held=True)
                if isinstance(e, StepEvent)]
         if got:
             ev = got[0]

@@ -15,16 +15,8 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from nanscope.model import ErrorEvent, Event, Origin, RankSummary, ScaleEvent, StepEvent
+from nanscope.model import ErrorEvent, Event, RankSummary, ScaleEvent, StepEvent
 from nanscope.stepbatch import StepBatch
-
-
-def stream_key(origin: Origin, source: str) -> tuple:
-    if origin.rank is not None:
-        return ("rank", origin.node, origin.rank)
-    if origin.local_rank is not None:
-        return ("local", origin.node, origin.local_rank)
-    return ("source", source)
 
 
 SMALL_BATCH = 16  # rows: below this, plain Python is cheaper than array calls

@@ -72,7 +72,7 @@ def test_any_sharding_and_finishing_order_gives_the_sequential_report(monkeypatc
         bounds = [0, *cuts, len(srcs)]
         return [[(i, srcs[i]) for i in range(a, b)] for a, b in zip(bounds, bounds[1:])]
 
-    monkeypatch.setattr(dask_scan, "dask_client", lambda address: (_ShuffledClient(rng), lambda: None))
+    monkeypatch.setattr(dask_scan, "dask_client", lambda address, workers=None: (_ShuffledClient(rng), lambda: None))
     monkeypatch.setattr(dask_scan, "shard_sources", random_shards)
     got = _record(api.diagnose_sources(sources, api.Options(engine="dask")))
     assert got == expected

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import nanscope.ingest.reader as reader
 import nanscope.pipeline as pipeline
+import nanscope.scan as scan
 import nanscope.signatures.engine as engine_mod
 from conftest import ROOT, manifest_entries
 from pathlib import Path
@@ -126,7 +127,7 @@ def _order_per_stream(path: str, native: bool) -> dict:
     pipeline.NATIVE = native
     try:
         out: dict = {}
-        for it in pipeline.scan_all(expand_sources([path]), pipeline.ScanOptions(jobs=1), pipeline.ScanResult()):
+        for it in scan.scan_all(expand_sources([path]), pipeline.ScanOptions(jobs=1), pipeline.ScanResult()):
             if it.kind in pipeline.STEP_READERS:
                 continue
             rows = it.lines.tolist() if it.kind == "steps" else [it.loc.line]
@@ -515,7 +516,7 @@ def _scan_events(path: str, native: bool) -> list:
     saved = pipeline.NATIVE, reader.SMALL_REGION
     pipeline.NATIVE, reader.SMALL_REGION = native, (0 if native else saved[1])
     try:
-        out = list(pipeline.scan_all(expand_sources([path]), pipeline.ScanOptions(jobs=1), pipeline.ScanResult()))
+        out = list(scan.scan_all(expand_sources([path]), pipeline.ScanOptions(jobs=1), pipeline.ScanResult()))
     finally:
         pipeline.NATIVE, reader.SMALL_REGION = saved
     evs = [e for it in out for e in (it.events() if it.kind == "metrics_rows" else [it])]
@@ -697,7 +698,7 @@ def test_a_run_of_stats_rows_goes_after_the_held_steps_of_a_machine_that_reads_b
     saved = pipeline.NATIVE, reader.SMALL_REGION
     pipeline.NATIVE, reader.SMALL_REGION = True, 0
     try:
-        items = list(pipeline.scan_all(expand_sources([str(log)]), pipeline.ScanOptions(jobs=1), pipeline.ScanResult()))
+        items = list(scan.scan_all(expand_sources([str(log)]), pipeline.ScanOptions(jobs=1), pipeline.ScanResult()))
     finally:
         pipeline.NATIVE, reader.SMALL_REGION = saved
     (rows,) = [it for it in items if it.kind == "metrics_rows"]

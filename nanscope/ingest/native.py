@@ -48,7 +48,7 @@ from nanscope.parsers.base import Parser
 from nanscope.parsers.numbers import to_float, to_int
 from nanscope.metricsrows import MetricsRows
 from nanscope.stepbatch import INTS, NUMERIC, Lines, StepBatch
-from nanscope.streams import stream_key
+from nanscope.keys import stream_key
 
 _PREFIX_ALT = (r"\[[A-Za-z_]+\d+\]:[ \t]?|\[\d+\]:[ \t]?|\d{1,5}:[ \t]+|\[\d+,\d+\]<std(?:out|err)>:[ \t]?"
                r"|\([A-Za-z][\w\-]* pid=\d+\)[ \t]")  # ... | vLLM's process tags: (APIServer pid=12)

@@ -18,6 +18,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
+from nanscope.columns import _arrow, _np_bool, _take  # noqa: F401 - the ingest floor reads them from here
 from nanscope.errors import InputError
 from nanscope.ingest.prefixes import layout_ranks
 from nanscope.metricsrows import MetricsRows
@@ -372,10 +373,6 @@ class Prefilter:
 
 
 ALL: tuple = ("\x00all",)  # "found" marker: any keyword may be present
-_PA = None
-OWN_PROCESS = False  # the CLI sets it: then Arrow's default pool is the system allocator too
-
-
 def _re2_escape(word: bytes) -> str:
     """A literal for RE2 over binary data (Latin-1 mode in Arrow): every non-alphanumeric byte as \\xHH."""
     return "".join(chr(c) if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122) else f"\\x{c:02x}" for c in word)
@@ -384,34 +381,6 @@ def _re2_escape(word: bytes) -> str:
 def _starts_inside(other: str, word: str) -> bool:
     """Can `other` occur at the same byte as a match of `word` (and so not be reported itself)?"""
     return other != word and (other.startswith(word) or word.startswith(other))
-
-
-def _arrow():
-    """pyarrow, pyarrow.compute and the memory pool the reader uses (imported on first use).
-
-    The system allocator returns a chunk's memory when it is freed; Arrow's default pool
-    (mimalloc / jemalloc) keeps it resident, which shows as a higher peak RSS. Arrow's own thread
-    pool is limited to one thread: parallelism comes from worker processes (--jobs), and every
-    extra thread can hold a malloc arena of its own, which made peak RSS depend on machine load."""
-    global _PA
-    if _PA is None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        pa.set_cpu_count(1)
-        if OWN_PROCESS:
-            pa.set_memory_pool(pa.system_memory_pool())  # for the few calls that take no pool argument
-        _PA = (pa, pc, pa.system_memory_pool())
-    return _PA
-
-
-def _np_bool(arr) -> "Any":
-    return arr.fill_null(False).to_numpy(zero_copy_only=False)
-
-
-def _take(arr, at) -> "Any":
-    pa, pc, pool = _arrow()
-    return pc.take(arr, pa.array(at, type=pa.int64(), memory_pool=pool), memory_pool=pool)
 
 
 def _split_lines(region: memoryview):

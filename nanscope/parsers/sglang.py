@@ -16,8 +16,6 @@ Templates (sglang/srt/managers/scheduler.py, sglang/srt/entrypoints/engine.py, w
 
 from __future__ import annotations
 
-import re
-
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule

@@ -18,7 +18,7 @@ from nanscope.model import Finding, Report
 from nanscope.redact import redact
 from nanscope.report.base import number
 from nanscope.report.sanitize import gh_defuse, terminal
-from nanscope.signatures.engine import fmt_ranks
+from nanscope.rankset import fmt_ranks
 
 _SEV_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "bold yellow", "low": "cyan", "info": "dim"}
 _VERDICT = {

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from nanscope.model import Diagnostic, Event, Evidence, Finding
+from nanscope.rankset import fmt_ranks  # noqa: F401 - also imported from here by older code
 from nanscope.signatures.machines import Match
 from nanscope.signatures.predicates import RegexTimeout
 from nanscope.signatures.schema import Signature
@@ -229,22 +230,6 @@ def _fmt_num(v: Any) -> Any:
 def _short(s: str, n: int = 240) -> str:
     s = " ".join(s.split())
     return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def fmt_ranks(ranks: Iterable[Any]) -> str:
-    """[0,1,2,3,5] -> '0-3,5'."""
-    rs = sorted(r for r in ranks if r is not None)
-    if not rs:
-        return "?"
-    out, start, prev = [], rs[0], rs[0]
-    for r in rs[1:] + [None]:
-        if r is not None and r == prev + 1:
-            prev = r
-            continue
-        out.append(str(start) if start == prev else (f"{start},{prev}" if prev == start + 1 else f"{start}-{prev}"))
-        if r is not None:
-            start = prev = r
-    return ",".join(out)
 
 
 def render(template: str, values: dict, missing: Optional[str] = None) -> str:

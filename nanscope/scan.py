@@ -1,0 +1,38 @@
+"""Where the inputs are read: in this process, in worker processes (nanscope.parallel) or on a
+Dask cluster (nanscope.dask_scan); the same events in the same order from each. The one place
+that chooses, above the lanes it chooses between."""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from nanscope.errors import InputError
+from nanscope.ingest.reader import Source
+from nanscope.model import Event, InputInfo
+from nanscope.parallel import scan_parallel, should_parallelize
+from nanscope.parsers.registry import select
+from nanscope.pipeline import ScanOptions, ScanResult, in_order, note_unreadable, scan_source
+
+
+def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult) -> Iterator[Event]:
+    """Events of every input, one input after the other. Unreadable inputs are reported and skipped.
+    Several files are read by worker processes (nanscope.parallel), or by Dask tasks with
+    options.engine (nanscope.dask_scan), with the same result."""
+    parsers = select(options.parsers)
+    if options.engine not in (None, "local"):
+        from nanscope.dask_scan import parse_engine, scan_dask  # the optional extra: only when chosen
+
+        yield from scan_dask(sources, options, result, parse_engine(options.engine)[1], options.progress)
+        return
+    jobs = should_parallelize(sources, options.jobs)
+    if jobs:
+        yield from scan_parallel(sources, options, result, jobs, options.progress)
+        return
+    for src in sources:
+        info = InputInfo(path=src.name, size=None)
+        result.inputs.append(info)
+        try:
+            yield from in_order(scan_source(src, parsers, info, result, options.max_line_bytes, options.progress,
+                                            options.native), options.ahead)
+        except (InputError, OSError) as e:
+            note_unreadable(info, result, src.name, e)

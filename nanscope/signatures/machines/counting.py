@@ -1,0 +1,121 @@
+"""Counting events: n of a kind within a window; the first rank to show something."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from nanscope.model import Event
+from nanscope.signatures.predicates import compile_rows
+from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, field_getter
+
+
+class CountWithin(Machine):
+    """At least min_count `when` events within window_steps steps (once per stream).
+    max_step limits it to the start of a run (e.g. a warm-up)."""
+
+    name = "count_within"
+    PARAMS = {"when": (True, "condition"), "min_count": (True, "int"), "window_steps": (False, "int"),
+              "max_step": (False, "int"), "weight": (False, "str")}
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.when = self.cond("when")
+        self.vwhen = self.vcond("when")
+        self.rwhen = compile_rows(self.spec["when"])
+        self.min_count = int(self.num("min_count", 2))
+        # weight: a field that says how many occurrences one line stands for (a cumulative counter)
+        self.weight = field_getter(spec["weight"]) if "weight" in spec else None
+        self.window = self.num("window_steps", 0) or None
+        self.max_step = spec.get("max_step")
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if not self.when(ev):
+            return
+        if self.max_step is not None and (ev.step is None or ev.step > self.max_step):
+            return
+        st = self.state.setdefault(ev.stream, {"q": deque(), "fired": False, "first": []})
+        if st["fired"]:
+            return
+        q = st["q"]
+        q.append(ev)
+        if self.window is not None and ev.step is not None:
+            while q and q[0].step is not None and ev.step - q[0].step >= self.window:
+                q.popleft()
+        count = len(q)
+        if self.weight is not None:
+            count = max(count, max((int(self.weight(e) or 0) for e in q), default=0))
+        if count >= self.min_count:
+            st["fired"] = True
+            emit(self.match(q[0], list(q)[: EVIDENCE_PER_MATCH - 1] + [ev], step=q[0].step, count=count))
+            q.clear()
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        m = self.vwhen(b)
+        if m is None:
+            return super().feed_batch(b, emit)
+        for i in np.nonzero(m)[0].tolist():
+            self.feed(b.event(i), emit)
+
+    def rows_mask(self, rows: Any) -> Any:
+        return self.rwhen(rows)  # only `when` events are counted
+
+
+class FirstAcrossRanks(Machine):
+    """The rank(s) where `bad` first happened while the other ranks were still `good` at that
+    step. Needs step numbers and at least two ranks; emits once, at the end of the input."""
+
+    name = "first_across_ranks"
+    PARAMS = {"bad": (True, "condition")}
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.bad = self.cond("bad")
+        self.vbad = self.vcond("bad")
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        if b.rank is None:
+            return
+        bad = self.vbad(b)
+        if bad is None:
+            return super().feed_batch(b, emit)
+        lo, hi = int(b.step.min()), int(b.step.max())
+        st = self.state.get(b.stream)
+        if st is None:
+            st = self.state[b.stream] = {"lo": lo, "hi": hi, "first_bad": None, "rank": b.rank}
+        st["lo"] = min(st["lo"], lo)
+        st["hi"] = max(st["hi"], hi)
+        if st["first_bad"] is None:
+            idx = np.nonzero(bad)[0]
+            if len(idx):
+                st["first_bad"] = b.event(int(idx[0]))
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if ev.step is None or ev.rank is None:
+            return
+        st = self.state.get(ev.stream)
+        if st is None:
+            st = self.state[ev.stream] = {"lo": ev.step, "hi": ev.step, "first_bad": None, "rank": ev.rank}
+        st["lo"] = min(st["lo"], ev.step)
+        st["hi"] = max(st["hi"], ev.step)
+        if st["first_bad"] is None and self.bad(ev):
+            st["first_bad"] = ev
+
+    def finish(self, emit: Emit) -> None:
+        bads = [st["first_bad"] for st in self.state.values() if st["first_bad"] is not None]
+        if not bads or len(self.state) < 2:
+            return
+        s = min(ev.step for ev in bads)
+        first = sorted((ev for ev in bads if ev.step == s), key=lambda e: (e.rank, e.loc.line))
+        first_streams = {ev.stream for ev in first}
+        good = sorted(
+            st["rank"] for stream, st in self.state.items()
+            if stream not in first_streams and st["lo"] <= s <= st["hi"]
+            and (st["first_bad"] is None or st["first_bad"].step > s)
+        )
+        if not good:
+            return
+        for ev in first:
+            emit(self.match(ev, [ev], step=s, good_ranks=good, bad_ranks=[e.rank for e in first]))

@@ -1,0 +1,142 @@
+"""How a crash spreads: a root error followed by collateral on other ranks (cascade), and a
+launcher that blames a rank the log shows was only collateral."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from nanscope.model import Event
+from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, happened_before, _describe
+
+
+_LAUNCHER_EXITS = ("child_failed", "worker_failed")
+
+
+class Cascade(Machine):
+    """One rank failed first (a `primary` error) and the other ranks then failed or were torn
+    down (`collateral` errors). The first primary error is the earliest by timestamp, else by
+    step, else by position in the same file. `teardown` (optional): launcher lines that stop the
+    other workers without naming their ranks (torchrun's `Sending process N closing signal
+    SIGTERM` names a pid); they count as the others being torn down, never as ranks."""
+
+    name = "cascade"
+    PARAMS = {"primary": (True, "condition"), "collateral": (True, "condition"), "teardown": (False, "condition")}
+    DEFAULT_EVENTS = ("error", "lifecycle")
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.primary, self.collateral = self.cond("primary"), self.cond("collateral")
+        self.teardown = self.cond("teardown") if "teardown" in spec else None
+        self.first: Optional[Event] = None
+        self.coll_ranks: set = set()
+        self.coll_events: list = []
+        self.torn_down: list = []
+        self.exits: list = []
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if ev.rank is None:
+            if self.teardown is not None and self.teardown(ev):
+                self.torn_down.append(ev)
+            return
+        if self.primary(ev):
+            if getattr(ev, "error", None) in _LAUNCHER_EXITS:
+                # A launcher's record of an exit says that the worker ended, not why: it is a first
+                # failure only if that rank shows no collateral error of its own (decided at finish).
+                if len(self.exits) < 64:
+                    self.exits.append(ev)
+            elif self.first is None or happened_before(ev, self.first):
+                self.first = ev
+        elif self.collateral(ev):
+            if ev.rank not in self.coll_ranks and len(self.coll_events) < EVIDENCE_PER_MATCH - 1:
+                self.coll_events.append(ev)
+            self.coll_ranks.add(ev.rank)
+
+    def finish(self, emit: Emit) -> None:
+        first = self.first
+        if first is None:
+            for ev in self.exits:
+                if ev.rank not in self.coll_ranks and (first is None or happened_before(ev, first)):
+                    first = ev
+        if first is None:
+            return
+        others = sorted(self.coll_ranks - {first.rank})
+        # Teardown lines count only where the launcher's lines are all the evidence (the first
+        # failure is its exit record), and only those of the same launcher (same source).
+        torn = ([e for e in self.torn_down if e.loc.source == first.loc.source]
+                if getattr(first, "error", None) in _LAUNCHER_EXITS and not others else [])
+        if not others and not torn:
+            return
+        evidence = [first] + [e for e in self.coll_events if e.rank != first.rank]
+        evidence += torn[:max(0, EVIDENCE_PER_MATCH - len(evidence))]
+        parts = []
+        if others:
+            from nanscope.rankset import fmt_ranks
+            parts.append(f"ranks {fmt_ranks(others)}")
+        if torn:
+            parts.append(f"{len(torn)} other worker(s) (stopped by the launcher)")
+        emit(self.match(first, evidence, collateral_ranks=others, culprit=_describe(first),
+                        others=" and ".join(parts)))
+
+
+class LauncherBlame(Machine):
+    """The launcher's "Root Cause" names a rank whose own errors are only collateral (a timeout, a
+    lost peer, a teardown signal), while another rank failed first or never reported at all."""
+
+    name = "launcher_blame"
+    PARAMS = {"blame": (True, "condition"), "primary": (True, "condition"), "collateral": (True, "condition")}
+    DEFAULT_EVENTS = ("error", "step", "lifecycle")
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.blame, self.primary, self.collateral = self.cond("blame"), self.cond("primary"), self.cond("collateral")
+        self.vmasks = [self.vcond("blame"), self.vcond("primary"), self.vcond("collateral")]
+        self.blamed: list = []  # one Root Cause per launcher (per node)
+        self.first_primary: Optional[Event] = None
+        self.primary_ranks: set = set()
+        self.reporting: set = set()
+        self.ranks: set = set()
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if ev.rank is None:
+            return
+        self.ranks.add(ev.rank)
+        if self.blame(ev):
+            if all(b.rank != ev.rank for b in self.blamed):
+                self.blamed.append(ev)
+            return
+        if self.primary(ev):
+            self.primary_ranks.add(ev.rank)
+            if self.first_primary is None or happened_before(ev, self.first_primary):
+                self.first_primary = ev
+        elif self.collateral(ev):
+            self.reporting.add(ev.rank)
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        if b.rank is None:
+            return
+        masks = [m(b) for m in self.vmasks]
+        if any(m is None for m in masks):
+            return super().feed_batch(b, emit)
+        self.ranks.add(b.rank)
+        for i in np.nonzero(masks[0] | masks[1] | masks[2])[0].tolist():
+            self.feed(b.event(i), emit)
+
+    def finish(self, emit: Emit) -> None:
+        for b in self.blamed:
+            if b.rank in self.primary_ranks:
+                continue
+            culprit: Optional[int] = None
+            if self.first_primary is not None:
+                culprit, why = self.first_primary.rank, f"rank {self.first_primary.rank} failed first ({_describe(self.first_primary)})"
+            else:
+                silent = sorted(self.ranks - self.reporting - {b.rank})
+                if len(silent) == 1 and b.rank in self.reporting:
+                    culprit, why = silent[0], f"rank {silent[0]} is the only rank that reported no error: it stopped joining collectives"
+                elif b.rank in self.reporting:
+                    why = (f"rank {b.rank}'s own errors are only collateral (a lost peer or a timeout): the failure "
+                           f"started on a rank whose log is not in this input (another node?)")
+                else:
+                    continue
+            emit(self.match(b, [b], blamed=b.rank, culprit=culprit, why=why))

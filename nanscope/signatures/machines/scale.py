@@ -1,0 +1,217 @@
+"""The loss scaler: runs of scale decreases / overflows, and the rate of skipped updates."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+from nanscope.errors import SignatureError
+from nanscope.model import Event
+from nanscope.signatures.machines.base import Emit, Machine, field_getter
+from nanscope.signatures.machines.nonfinite import _Run
+
+
+class ScaleRun(Machine):
+    """A run of fp16 loss-scale overflows (`bad` events with no `good` step after the last one,
+    within `gap` steps), judged at its end by where the scale is and where in training it fell.
+
+    The overflow lines say the scale (DeepSpeed: attempted and new; apex, fairseq: the new one,
+    each overflow halves it; a step line its `loss_scale`), so a run is judged even when the log
+    ends in it or holds one or two steps:
+      verdict "warmup"   the run began at an initial scale (at least `high_scale`, or the
+                         framework's `initial_scales` default) or stayed at or above `low_scale`,
+                         with no clean step before it and within `warmup_steps` of the start
+                         (as far as the log shows steps), and never reached the floor (a run
+                         that prints no scale: at the start of the log, and recovered);
+      verdict "collapse" the run reached the floor (`floor_when`, or a scale at most `floor`), or,
+                         not a warm-up, it ends the log having halved `min_halvings` times to a
+                         scale below `low_scale` (a collapse in progress).
+    Extras: run (overflows), start_scale, end_scale, halvings, halvings_left (to `floor`),
+    last_step, recovered_step, until_end; fell (" from A to B", or "" when no scale was printed)
+    and after ("; normal steps from step N", or that the log ends before a clean step).
+    """
+
+    name = "scale_run"
+    PARAMS = {"bad": (True, "condition"), "good": (True, "condition"), "verdict": (True, "str"),
+              "floor_when": (False, "condition"), "gap": (False, "int"), "high_scale": (False, "float"),
+              "low_scale": (False, "float"), "floor": (False, "float"), "min_halvings": (False, "int"),
+              "warmup_steps": (False, "int"), "initial_scales": (False, "table")}
+    DEFAULT_EVENTS = ("step", "scale")
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.bad, self.good = self.cond("bad"), self.cond("good")
+        self.vbad, self.vgood = self.vcond("bad"), self.vcond("good")
+        self.floor_when = self.cond("floor_when") if "floor_when" in spec else None
+        self.verdict = spec["verdict"]
+        if self.verdict not in ("warmup", "collapse"):
+            raise SignatureError("'verdict' is warmup or collapse")
+        self.gap = int(self.num("gap", 0))
+        self.high = float(self.num("high_scale", 65536.0))
+        self.low = float(self.num("low_scale", 128.0))
+        self.floor = float(self.num("floor", 1.0))
+        self.min_halvings = int(self.num("min_halvings", 3))
+        self.warmup_steps = int(self.num("warmup_steps", 64))
+        init = spec.get("initial_scales", {})
+        if not isinstance(init, dict) or not all(isinstance(v, (int, float)) for v in init.values()):
+            raise SignatureError("'initial_scales' is a table framework = scale")
+        self.initial = {k: float(v) for k, v in init.items()}
+
+    def _st(self, stream: Any) -> dict:
+        st = self.state.get(stream)
+        if st is None:
+            st = self.state[stream] = {"good_before": False, "run": None}
+        return st
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        st = self._st(ev.stream)
+        r = st["run"]
+        if self.bad(ev):
+            if r is None:
+                r = st["run"] = {"run": _Run(), "after_good": st["good_before"], "start": None, "scale": None,
+                                 "low": None, "halvings": 0, "floor": False, "framework": ev.framework,
+                                 "recovery": None}
+            r["run"].add(ev)
+            r["recovery"] = None
+            self._scale(r, ev)
+            return
+        if not self.good(ev):
+            return
+        if r is not None:
+            run: _Run = r["run"]
+            if ev.step is not None and run.last_step is not None and ev.step <= run.last_step:
+                return  # a step before the run's last overflow (a held-back print): no recovery
+            if r["recovery"] is None:
+                r["recovery"] = ev
+            if ev.step is not None and run.last_step is not None and ev.step <= run.last_step + self.gap:
+                return  # still inside the run
+            self._close(st, emit, until_end=False)
+        st["good_before"] = True
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        bad, good = self.vbad(b), self.vgood(b)
+        st = self._st(b.stream)
+        if bad is not None and good is not None and st["run"] is None and not bad.any():
+            if good.any():
+                st["good_before"] = True
+            return  # the common case: clean steps, no run open
+        super().feed_batch(b, emit)
+
+    def _scale(self, r: dict, ev: Event) -> None:
+        old, new = getattr(ev, "old_scale", None), getattr(ev, "new_scale", None)
+        if ev.kind == "step":
+            new = getattr(ev, "loss_scale", None)
+        if self.floor_when is not None and self.floor_when(ev):
+            r["floor"] = True
+        if new is None or not math.isfinite(new):
+            return
+        if r["start"] is None:
+            # the scale the run began at: the attempted one, or twice the first halved scale
+            r["start"] = old if old is not None else (new * 2 if ev.kind == "scale" and ev.action == "overflow" else new)
+        prev = r["scale"] if r["scale"] is not None else old
+        if prev is not None and new < prev:
+            r["halvings"] += max(1, round(math.log2(prev / new))) if new > 0 else 1
+        elif prev is None and ev.kind == "scale" and ev.action == "overflow":
+            r["halvings"] += 1
+        r["scale"] = new
+        r["low"] = new if r["low"] is None else min(r["low"], new)
+        if new <= self.floor and ev.kind == "scale":
+            r["floor"] = True
+
+    def _close(self, st: dict, emit: Emit, until_end: bool) -> None:
+        r = st["run"]
+        st["run"] = None
+        run: _Run = r["run"]
+        start, low = r["start"], r["low"]
+        deep = r["after_good"] or (run.first_step is not None and run.first_step > self.warmup_steps)
+        init = self.initial.get(r["framework"], self.high)
+        high_start = start is not None and start >= min(init, self.high)
+        if start is None and low is None:
+            # no scale printed (a non-finite grad norm on the step lines): at the start of the log,
+            # and recovered
+            warmup = not r["floor"] and not deep and r["recovery"] is not None
+        else:
+            warmup = not r["floor"] and not deep and (high_start or (low is not None and low >= self.low))
+        if self.verdict == "warmup":
+            hit = warmup
+        else:
+            hit = r["floor"] or (not warmup and until_end and low is not None and low < self.low
+                                 and r["halvings"] >= self.min_halvings)
+        if not hit:
+            return
+        rec = r["recovery"]
+        first = run.events[0]
+        left = 0 if low is None or low <= self.floor else int(math.floor(math.log2(low / self.floor)))
+        fell = f" from {start:g} to {low:g}" if start is not None and low is not None else ""
+        after = (f"; normal steps from step {rec.step}" if rec is not None and rec.step is not None
+                 else ("; the log ends before a clean step" if rec is None else ""))
+        emit(self.match(first, run.events + ([rec] if rec is not None else []), step=run.first_step,
+                        fell=fell, after=after,
+                        run=run.steps, start_scale=start if start is not None else "?",
+                        end_scale=low if low is not None else "?", halvings=r["halvings"], halvings_left=left,
+                        last_step=run.last_step if run.last_step is not None else "?",
+                        recovered_step=rec.step if rec is not None and rec.step is not None else "?",
+                        until_end=until_end))
+
+    def finish(self, emit: Emit) -> None:
+        for st in self.state.values():
+            if st["run"] is not None:
+                self._close(st, emit, until_end=st["run"]["recovery"] is None)
+
+
+class SkipRate(Machine):
+    """Most optimizer updates skipped: per stream, the skipped updates over the steps they are
+    out of reach `min_fraction` (at least `min_skipped` of them). Reads the cumulative counter
+    (DeepSpeed `step=N, skipped=M`: `total` = skipped_total over step) and per-window counts
+    (Megatron `number of skipped iterations` over the iterations since the previous line: `window`
+    = skipped_iters). Reported once, at the end, at the first line where the rate held."""
+
+    name = "skip_rate"
+    PARAMS = {"total": (False, "str"), "window": (False, "str"), "min_fraction": (True, "float"),
+              "min_skipped": (False, "int"), "when": (False, "condition")}
+
+    def __init__(self, sig_id: str, spec: dict):
+        super().__init__(sig_id, spec)
+        self.total = field_getter(spec["total"]) if "total" in spec else None
+        self.window = field_getter(spec["window"]) if "window" in spec else None
+        self.min_fraction = float(self.num("min_fraction", 0.5))
+        self.min_skipped = int(self.num("min_skipped", 10))
+        self.when = self.cond("when") if "when" in spec else None
+
+    def feed(self, ev: Event, emit: Emit) -> None:
+        if ev.step is None or (self.when is not None and not self.when(ev)):
+            return
+        st = self.state.setdefault(ev.stream, {"prev": None, "skipped": 0, "steps": 0, "first": None, "last": None})
+        tot = self.total(ev) if self.total is not None else None
+        win = self.window(ev) if self.window is not None else None
+        if tot is not None and ev.step > 0:
+            st["skipped"], st["steps"] = int(tot), ev.step  # cumulative since step 0
+        elif win is not None and st["prev"] is not None and ev.step > st["prev"]:
+            st["skipped"] += int(win)
+            st["steps"] += ev.step - st["prev"]
+        elif win is not None and st["prev"] is None and ev.step > 0 and int(win) >= ev.step:
+            st["skipped"], st["steps"] = int(win), ev.step  # the first window, from iteration 0
+        if tot is None and win is None:
+            return
+        st["prev"] = ev.step
+        if st["steps"] and st["skipped"] >= self.min_skipped and st["skipped"] >= self.min_fraction * st["steps"]:
+            if st["first"] is None:
+                st["first"] = ev
+            st["last"] = (ev, st["skipped"], st["steps"])
+
+    def feed_batch(self, b: Any, emit: Emit) -> None:
+        cols = [c for c, g in (("skipped_total", self.total), ("skipped_iters", self.window)) if g is not None]
+        if all(b.col(c) is not None and not b.col(c)[1].any() for c in cols):
+            return  # no counter on these rows
+        super().feed_batch(b, emit)
+
+    def finish(self, emit: Emit) -> None:
+        for st in self.state.values():
+            if st["first"] is None:
+                continue
+            last, skipped, steps = st["last"]
+            first = st["first"]
+            emit(self.match(first, [first] + ([last] if last is not first else []), skipped=skipped,
+                            steps=steps, fraction=round(skipped / steps, 4), percent=round(100 * skipped / steps, 1),
+                            last_step=last.step))
