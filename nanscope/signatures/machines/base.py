@@ -1,13 +1,10 @@
 """What every machine shares: the Match it emits, the Machine base class, the line machine,
-event order across ranks, and how a match describes its events."""
+field getters, event order across ranks, and how a match describes its events."""
 
 from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional
-
 import numpy as np
-
 from nanscope.errors import SignatureError
 from nanscope.model import EVENT_KINDS, Event
 from nanscope.signatures.predicates import Pred, compile_condition, compile_rows, compile_vector
@@ -121,6 +118,25 @@ class Line(Machine):
             emit(self.match(ev, [ev]))
 
 
+def order_key(ev: Event) -> tuple:
+    """When did this happen, as far as the log tells: timestamp, then step, then file position.
+    Comparable across ranks only when both lines carry the same kind of evidence."""
+    ts = ev.origin.ts if ev.origin is not None else None
+    return (ts, ev.step, ev.loc.source, ev.loc.line)
+
+
+def happened_before(a: Event, b: Event) -> bool:
+    ta, sa, fa, la = order_key(a)
+    tb, sb, fb, lb = order_key(b)
+    if ta is not None and tb is not None and ta != tb:
+        return ta < tb
+    if sa is not None and sb is not None and sa != sb:
+        return sa < sb
+    if fa == fb:
+        return la < lb
+    return (ta is not None) and tb is None  # a timed line beats an untimed one
+
+
 def field_getter(path: "str | list[str]") -> Callable[[Event], Optional[float]]:
     """A numeric field of an event: `loss`, or a printed extra like `raw_fields.data_time`. A
     list names alternatives; the first one the event has is used."""
@@ -175,25 +191,6 @@ def field_vector(path: "str | list[str]") -> Callable[[Any], Any]:
         return vals, present
 
     return value
-
-
-def order_key(ev: Event) -> tuple:
-    """When did this happen, as far as the log tells: timestamp, then step, then file position.
-    Comparable across ranks only when both lines carry the same kind of evidence."""
-    ts = ev.origin.ts if ev.origin is not None else None
-    return (ts, ev.step, ev.loc.source, ev.loc.line)
-
-
-def happened_before(a: Event, b: Event) -> bool:
-    ta, sa, fa, la = order_key(a)
-    tb, sb, fb, lb = order_key(b)
-    if ta is not None and tb is not None and ta != tb:
-        return ta < tb
-    if sa is not None and sb is not None and sa != sb:
-        return sa < sb
-    if fa == fb:
-        return la < lb
-    return (ta is not None) and tb is None  # a timed line beats an untimed one
 
 
 def resolve(ref: Any) -> Event:

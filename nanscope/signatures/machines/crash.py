@@ -2,11 +2,8 @@
 launcher that blames a rank the log shows was only collateral."""
 
 from __future__ import annotations
-
 from typing import Any, Optional
-
 import numpy as np
-
 from nanscope.model import Event
 from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, happened_before, _describe
 

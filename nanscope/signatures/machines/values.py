@@ -1,15 +1,12 @@
 """Machines over a metric's values: spikes, trends, one rank's outlier among ranks, and the
-field getters and rolling windows they share."""
+rolling windows they share."""
 
 from __future__ import annotations
-
 import math
 import statistics
 from collections import deque
 from typing import Any
-
 import numpy as np
-
 from nanscope.model import Event
 from nanscope.signatures.machines.base import Emit, Machine, field_getter, field_vector, resolve
 
