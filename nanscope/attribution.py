@@ -21,6 +21,7 @@ from nanscope.signatures.engine import fmt_ranks
 SEVERITY_ORDER = {"info": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
 NEXT_TIME = ("keep one log per rank (torchrun --tee 3 --log-dir DIR, or srun --label) and decorate the "
              "entry point with @record (torch.distributed.elastic.multiprocessing.errors)")
+NEXT_TIME_MPI = "mpirun --tag-output (or --output-filename DIR) so that every line names its rank"
 NUMERICS_WINDOW = 2  # steps after a tier-1 NaN origin that still belong to the same incident
 
 
@@ -89,6 +90,10 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
         m = root.matches[0]
         root.initiating_rank = m.rank
         root.confidence = "high" if _earliest(root)[0] is not None or len(ranks) <= 1 else "medium"
+        if root.sig.match["machine"] == "cascade" and tiers[id(root)] == 4:
+            root.confidence = "low"  # the launcher says a process failed, not which
+        elif _launcher_observed(m.events[0]):
+            root.confidence = "medium"  # the launcher's order of exits, not the failure's own line
         others = [f for f in top if f is not root and f.sig.role == "collateral"]
         when = _when(root)
         tied = _same_time_ranks(root) if root.sig.match["machine"] != "cascade" else set()
@@ -245,6 +250,12 @@ def _bookkeeping(f: Finding, ranks: set) -> bool:
     return False
 
 
+def _launcher_observed(ev) -> bool:
+    """A launcher's record of the first exit it saw (Open MPI's "The first process to do so was"):
+    who exited first, not why."""
+    return bool((getattr(ev, "fields", None) or {}).get("first_observed"))
+
+
 def _own_failure(f: Finding) -> Optional[int]:
     """The rank a collateral finding's lines say failed itself (a vLLM worker process that died, a
     watchdog that found a CUDA error on its own stream), or None."""
@@ -312,6 +323,17 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         f.confidence = "high" if m.events[0].origin is not None and m.events[0].origin.ts is not None else "medium"
         f.collateral_ranks = list(m.extras.get("collateral_ranks", []))
         others = m.extras.get("others") or f"ranks {fmt_ranks(f.collateral_ranks)}"
+        if m.rank is None:
+            f.confidence = "low"
+            f.decided_by = (f"tier 4: the launcher says one process failed and the job was aborted, but names no "
+                            f"rank; {others} only lost their peers. Next time: {NEXT_TIME_MPI}")
+            return 4
+        if _launcher_observed(m.events[0]):
+            f.confidence = "medium"
+            f.decided_by = (f"tier 2: the launcher saw rank {m.rank} exit first ({m.extras.get('culprit', '')}); "
+                            f"{others} failed or were torn down after it. The launcher's order of exits is not "
+                            f"the order of failures: a rank's own error, where the log has one, decides")
+            return 2
         f.decided_by = (f"tier 2: rank {m.rank} failed first ({m.extras.get('culprit', '')}); "
                         f"{others} failed or were torn down after it")
         return 2

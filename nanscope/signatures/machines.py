@@ -780,6 +780,17 @@ class Cascade(Machine):
                 if ev.rank not in self.coll_ranks and (first is None or happened_before(ev, first)):
                     first = ev
         if first is None:
+            # A launcher line that says a process failed without naming it (Open MPI's "1 process
+            # returned a non-zero exit code ... the job has been aborted") over ranks that only lost
+            # their peers: a cascade whose first rank the input does not show.
+            said = next((e for e in self.torn_down if (getattr(e, "fields", None) or {}).get("process_failed")), None)
+            if said is None or not self.coll_ranks:
+                return
+            from nanscope.signatures.engine import fmt_ranks  # engine imports this module
+            others = sorted(self.coll_ranks)
+            emit(self.match(said, [said] + self.coll_events, collateral_ranks=others,
+                            culprit="a process the launcher does not name", others=f"ranks {fmt_ranks(others)}",
+                            who="A process"))
             return
         others = sorted(self.coll_ranks - {first.rank})
         # Teardown lines count only where the launcher's lines are all the evidence (the first
@@ -797,7 +808,7 @@ class Cascade(Machine):
         if torn:
             parts.append(f"{len(torn)} other worker(s) (stopped by the launcher)")
         emit(self.match(first, evidence, collateral_ranks=others, culprit=_describe(first),
-                        others=" and ".join(parts)))
+                        others=" and ".join(parts), who=f"Rank {first.rank}"))
 
 
 class LauncherBlame(Machine):
