@@ -119,7 +119,11 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
             root.decided_by = (f"tier 2: the first primary error ({root.id}){when} names no rank; rank {died} is the "
                                f"process that failed first (its own line says so)")
         if root.sig.match["machine"] != "cascade" and len(tied) <= 1 and died is None and mismatch is None:
-            if m.rank is not None:
+            only = (getattr(m.events[0], "fields", None) or {}).get("only_failure")
+            if m.rank is not None and only and getattr(m.events[0], "error", None) == "child_failed":
+                root.decided_by = (f"tier 2: torchrun's summary lists rank {m.rank} as the only worker that failed "
+                                   f"(exit status {m.events[0].exitcode}, no other failures); its own output has the error")
+            elif m.rank is not None:
                 root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
             elif not ranks:
                 root.decided_by = f"one process: the input has no rank prefixes (the first primary error: {root.id}{when})"

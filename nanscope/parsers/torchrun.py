@@ -79,7 +79,18 @@ def _closing(m, rec, state):
 @rule("block-section", ("Root Cause", "Failures:"), r"^\s*(?P<sec>Root Cause \(first observed failure\)|Failures):", match_start=True)
 def _section(m, rec, state):
     state["cf_section"] = "root" if m.group("sec").startswith("Root") else "other"
+    if state["cf_section"] == "other":
+        state.pop("cf_no_other", None)
     state.pop("cf_entry", None)
+    return []
+
+
+@rule("block-no-other", ("<NO_OTHER_FAILURES>",), r"^\s*<NO_OTHER_FAILURES>\s*$", match_start=True)
+def _no_other(m, rec, state):
+    # ChildFailedError.format_msg: the "Failures:" section before the Root Cause lists every other
+    # failed worker, or this placeholder: then the Root Cause is the only worker that failed.
+    if state.get("cf_section") == "other":
+        state["cf_no_other"] = rec.loc.line
     return []
 
 
@@ -122,6 +133,7 @@ def _block_traceback(m, rec, state):
         message=m.group("tb").strip(), exitcode=code, signal=signal_of(code), rank=entry["rank"],
         fields={
             "root_cause": state.get("cf_section") == "root" if state.get("cf_section") != "unknown" else None,
+            "only_failure": state.get("cf_section") == "root" and state.get("cf_no_other") is not None,
             "error_file": entry.get("error_file"),
             "local_rank": entry["local_rank"],
             "block_line": entry["line"],
@@ -134,5 +146,5 @@ PARSER = Parser(
     framework="torchrun",
     priority=10,
     description="torchrun / torch.distributed.elastic agent lines and ChildFailedError blocks",
-    rules=[_agent_failed, _death_signal, _closing, _section, _block_rank, _block_exitcode, _block_error_file, _block_traceback],
+    rules=[_agent_failed, _death_signal, _closing, _section, _no_other, _block_rank, _block_exitcode, _block_error_file, _block_traceback],
 )
