@@ -179,7 +179,7 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
             if culprit is None:
                 culprit = f.matches[0].extras.get("culprit")
             f.initiating_rank = culprit
-            f.confidence = "medium"
+            f.confidence = "medium" if culprit is not None else "low"
             blamed = f.matches[0].extras.get("blamed")
             f.decided_by = (f"torchrun named rank {blamed} as the root cause, but "
                             f"{f.matches[0].extras.get('why', 'its own errors are only collateral')}")

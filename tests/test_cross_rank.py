@@ -31,3 +31,22 @@ def test_mpirun_exit_on_signal_names_the_killed_rank():
     # horovod/horovod#469: 8 Keras ranks, mpirun notes rank 7 exited on signal 9
     found = [(f["id"], f["initiating_rank"]) for f in _findings("800.log")]
     assert found == [("rank-crash-cascade", 7), ("process-killed", 7)]
+
+
+def test_every_worker_dead_of_one_signal_in_one_second_makes_the_root_cause_arbitrary():
+    # huggingface/picotron_tutorial#6: ranks 7 and 0 SIGABRT at 11:12:35, no error file, Root Cause rank 0
+    (top,) = _findings("802.log")
+    assert top["id"] == "launcher-misleading-root-cause"
+    assert top["initiating_rank"] is None and top["confidence"] == "low"
+    assert "died of SIGABRT at 2025-05-01 11:12:35" in top["decided_by"]
+    assert "not evidence of who failed first" in top["decided_by"]
+    assert [c["id"] for c in top["collateral"]] == ["worker-terminated"]
+
+
+def test_different_exit_times_keep_the_launchers_order_as_a_hint_only():
+    # the framework-run 2-node job: node 1's agent saw rank 3 exit 1 at :20 and rank 2 SIGTERM at :21;
+    # its Root Cause is not arbitrary (different signals and seconds), and rank 3 is the culprit
+    p = run_cli("diagnose", str(SAMPLES / "faults" / "multinode_crash" / "node1.log"), "--format", "json", "--exit-zero")
+    top = json.loads(p.stdout)["findings"][0]
+    assert top["initiating_rank"] == 3
+    assert "order in which the agent noticed" not in json.dumps(json.loads(p.stdout))

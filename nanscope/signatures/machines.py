@@ -828,11 +828,15 @@ class LauncherBlame(Machine):
         self.primary_ranks: set = set()
         self.reporting: set = set()
         self.ranks: set = set()
+        self.exits: dict = {}  # rank -> (signal, time, error_file) of its entry in the launcher's summary
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.rank is None:
             return
         self.ranks.add(ev.rank)
+        if getattr(ev, "error", None) == "child_failed" and len(self.exits) < 4096:
+            f = ev.fields or {}
+            self.exits.setdefault(ev.rank, (ev.signal, f.get("time"), f.get("error_file")))
         if self.blame(ev):
             if all(b.rank != ev.rank for b in self.blamed):
                 self.blamed.append(ev)
@@ -854,9 +858,30 @@ class LauncherBlame(Machine):
         for i in np.nonzero(masks[0] | masks[1] | masks[2])[0].tolist():
             self.feed(b.event(i), emit)
 
+    def _all_alike(self, b: Event) -> Optional[str]:
+        """Every exit in the summary the same signal in the same second, and no error file: the Root
+        Cause is only the order in which the agent noticed the exits (ChildFailedError sorts by
+        time, to the second). Says so, or None."""
+        if len(self.exits) < 2 or b.signal is None or self.primary_ranks:
+            return None
+        kinds = set(self.exits.values())
+        if len(kinds) != 1:
+            return None
+        sig, t, err = next(iter(kinds))
+        if sig != b.signal or t is None or err is not None:
+            return None
+        from nanscope.signatures.engine import fmt_ranks  # engine imports this module
+        return (f"every worker in the summary (ranks {fmt_ranks(sorted(self.exits))}) died of {sig} at {t.replace('_', ' ')} "
+                f"and none wrote an error file: which one is called the root cause is the order in which the agent "
+                f"noticed the exits, not evidence of who failed first")
+
     def finish(self, emit: Emit) -> None:
         for b in self.blamed:
             if b.rank in self.primary_ranks:
+                continue
+            alike = self._all_alike(b)
+            if alike is not None:
+                emit(self.match(b, [b], blamed=b.rank, culprit=None, why=alike, arbitrary=True))
                 continue
             culprit: Optional[int] = None
             if self.first_primary is not None:
