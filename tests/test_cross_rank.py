@@ -50,3 +50,10 @@ def test_different_exit_times_keep_the_launchers_order_as_a_hint_only():
     top = json.loads(p.stdout)["findings"][0]
     assert top["initiating_rank"] == 3
     assert "order in which the agent noticed" not in json.dumps(json.loads(p.stdout))
+
+
+def test_a_segfault_exit_is_the_primary_and_the_sigtermed_workers_its_collateral():
+    # NVlabs/nvdiffrecmc#21: the agent SIGTERMs two workers after local_rank 1 exits -11
+    found = _findings("803.log")
+    assert [(f["id"], f["initiating_rank"]) for f in found] == [("rank-crash-cascade", 1), ("worker-segfault", 1)]
+    assert "2 other worker(s) (stopped by the launcher)" in found[0]["decided_by"]
