@@ -148,8 +148,15 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
                 if _bookkeeping(f, ranks):
                     tiers[id(f)] = 3
                     continue
-                f.decided_by = (f"tier 4: only collateral errors (ranks {fmt_ranks(f.ranks)}) are in the input; "
-                                f"the rank that started it is unknown. Next time: {NEXT_TIME}")
+                lone = _lone_abort(f, findings)
+                if lone is not None:
+                    f.decided_by = (f"tier 4: rank {lone} is the only worker that failed, by SIGABRT: its process aborted "
+                                    f"itself, either the NCCL watchdog after a collective timed out (then another rank "
+                                    f"stalled) or a native abort in rank {lone}; the input shows neither. Next time: "
+                                    f"rank {lone}'s own output (torchrun --tee 3 --log-dir DIR)")
+                else:
+                    f.decided_by = (f"tier 4: only collateral errors (ranks {fmt_ranks(f.ranks)}) are in the input; "
+                                    f"the rank that started it is unknown. Next time: {NEXT_TIME}")
                 f.confidence = "low"
         # A tier-3 finding (who the others waited for) is the root the remaining collateral groups under.
         t3 = next((f for f in top if tiers[id(f)] == 3), None)
@@ -252,6 +259,24 @@ def _bookkeeping(f: Finding, ranks: set) -> bool:
             f.collateral_ranks = sorted(set(enq) - {laggards[0]})
             return True
     return False
+
+
+_WATCHDOG_ERRORS = ("collective_timeout", "watchdog_abort", "nccl_error")
+
+
+def _lone_abort(f: Finding, findings: list) -> Optional[int]:
+    """The rank of a lone SIGABRT exit in torchrun's summary (no other worker failed) when no line of
+    the input is a watchdog's: the one case where SIGABRT is not plainly the teardown. Else None."""
+    evs = [ev for m in f.matches for ev in m.events[:1]]
+    if len(evs) != 1 or getattr(evs[0], "signal", None) != "SIGABRT" or evs[0].rank is None:
+        return None
+    if not (getattr(evs[0], "fields", None) or {}).get("only_failure"):
+        return None
+    for g in findings:
+        for m in g.matches:
+            if any(getattr(ev, "error", None) in _WATCHDOG_ERRORS for ev in m.events):
+                return None
+    return evs[0].rank
 
 
 def _launcher_observed(ev) -> bool:

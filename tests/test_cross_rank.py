@@ -57,3 +57,19 @@ def test_a_segfault_exit_is_the_primary_and_the_sigtermed_workers_its_collateral
     found = _findings("803.log")
     assert [(f["id"], f["initiating_rank"]) for f in found] == [("rank-crash-cascade", 1), ("worker-segfault", 1)]
     assert "2 other worker(s) (stopped by the launcher)" in found[0]["decided_by"]
+
+
+def test_a_sigabrt_after_the_ranks_own_watchdog_timeout_is_the_watchdogs_abort_not_a_culprit():
+    # snap-research/discoscene#5: rank 7's watchdog timed out in a BROADCAST, then local_rank 7 exits -6
+    found = _findings("804.log")
+    assert found[0]["id"] == "collective-timeout"
+    assert all(f["initiating_rank"] is None for f in found)
+
+
+def test_a_lone_sigabrt_names_no_initiator_and_says_what_it_can_be():
+    # NVIDIA/nccl#1439 ("ALLREDUCE timeout"): only rank 1, SIGABRT, <NO_OTHER_FAILURES>; the thread's
+    # cause is a timed-out allreduce, so rank 1 must not be called the origin
+    (f,) = _findings("805.log")
+    assert (f["id"], f["initiating_rank"], f["confidence"]) == ("worker-terminated", None, "low")
+    assert "either the NCCL watchdog after a collective timed out" in f["decided_by"]
+    assert "native abort in rank 1" in f["decided_by"]
