@@ -45,12 +45,15 @@ def _before(a: Finding, b: Finding) -> bool:
     return False
 
 
-def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
-    """Fill initiating_rank / confidence / decided_by / collateral; return top-level findings in order."""
+def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict] = None) -> list[Finding]:
+    """Fill initiating_rank / confidence / decided_by / collateral; return top-level findings in order.
+    `last_steps` (rank -> last step it logged) lets a handled exception be told from a crash."""
     ranks = {r for r in job_ranks if r is not None}
     tiers: dict[int, int] = {}
     for f in findings:
         tiers[id(f)] = _own_evidence(f, ranks)
+    handled = _handled(findings, last_steps or {})
+    findings = [f for f in findings if id(f) not in handled]
 
     # Tier 1 decides the other numerics findings of the same incident; symptoms group under it.
     tier1 = [f for f in findings if tiers[id(f)] == 1 and f.initiating_rank is not None]
@@ -199,6 +202,36 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
         return (rank_key, t if t in (1, 2) else 9, -SEVERITY_ORDER[f.severity], step, f.id)
 
     return sorted(top, key=order)
+
+
+_FAILURE_KINDS = ("peer_connection_lost", "collective_timeout", "watchdog_abort", "nccl_error", "signal_received",
+                  "child_failed", "worker_failed")
+
+
+def _handled(findings: list, last_steps: dict) -> set:
+    """The ids of generic Python exceptions that did not end their process: the rank logged further
+    steps, the other ranks trained past that step (which a data-parallel rank cannot allow while it
+    is dead), and nothing in the job failed, timed out or was torn down: a caught exception whose
+    traceback the script printed, not a crash (no finding). A single process is never judged so: a
+    block-buffered stdout prints steps that ran before a crash after its traceback."""
+    if any(getattr(ev, "error", None) in _FAILURE_KINDS for f in findings for m in f.matches for ev in m.events):
+        return set()
+    out = set()
+    for f in findings:
+        if f.sig.role != "primary" or not f.matches:
+            continue
+        evs = [m.events[0] for m in f.matches if m.events]
+        if not evs or any(getattr(ev, "error", None) != "exception" for ev in evs):
+            continue
+        for ev in evs:
+            fl = getattr(ev, "fields", None) or {}
+            at, after = fl.get("step_at_raise"), fl.get("steps_after", 0)
+            past = [r for r, s in last_steps.items() if r != ev.rank and s is not None and at is not None and s > at]
+            if ev.rank is None or at is None or after < 2 or not past:
+                break
+        else:
+            out.add(id(f))
+    return out
 
 
 def _when(f: Finding) -> str:
@@ -365,6 +398,10 @@ def _own_evidence(f: Finding, ranks: set) -> int:
             return 2
         f.decided_by = (f"tier 2: rank {m.rank} failed first ({m.extras.get('culprit', '')}); "
                         f"{others} failed or were torn down after it")
+        if (getattr(m.events[0], "fields", None) or {}).get("thread"):
+            f.decided_by = (f"tier 2: a thread of rank {m.rank} died first ({m.extras.get('culprit', '')}); "
+                            f"{others} failed or were torn down after it: not a crash of rank {m.rank} but a hang "
+                            f"that started there")
         return 2
     if machine == "launcher_blame":
         return 9

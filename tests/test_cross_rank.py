@@ -73,3 +73,21 @@ def test_a_lone_sigabrt_names_no_initiator_and_says_what_it_can_be():
     assert (f["id"], f["initiating_rank"], f["confidence"]) == ("worker-terminated", None, "low")
     assert "either the NCCL watchdog after a collective timed out" in f["decided_by"]
     assert "native abort in rank 1" in f["decided_by"]
+
+
+def test_a_thread_that_dies_is_a_hang_started_on_its_rank_not_a_crash():
+    # framework-run: rank 2's prefetch thread raises at step 20, the process waits for it; 0,1,3 time out
+    p = run_cli("diagnose", str(SAMPLES / "faults" / "ddp_thread_exception.log"), "--format", "json", "--exit-zero")
+    found = json.loads(p.stdout)["findings"]
+    assert [(f["id"], f["initiating_rank"]) for f in found][:2] == [("rank-crash-cascade", 2), ("thread-exception", 2)]
+    assert "not a crash of rank 2 but a hang that started there" in found[0]["decided_by"]
+    ids = {f["id"] for f in found} | {c["id"] for f in found for c in f["collateral"]}
+    assert "uncaught-exception" not in ids
+    assert "uncaught-exception" not in json.dumps([f.get("also_matched", []) for f in found])
+
+
+def test_a_caught_exception_after_which_the_job_trains_on_is_no_finding():
+    # framework-run healthy job: rank 1 prints a caught ValueError's traceback at step 20 and trains on
+    p = run_cli("diagnose", str(SAMPLES / "faults" / "ddp_handled_exception.log"), "--format", "json")
+    r = json.loads(p.stdout)
+    assert p.returncode == 0 and r["verdict"] == "clean" and r["findings"] == []

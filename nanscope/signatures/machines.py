@@ -1219,7 +1219,10 @@ def _describe(ev: Event) -> str:
     exc = getattr(ev, "exc_type", None)
     msg = (getattr(ev, "message", "") or "").strip()
     head = f"{exc.rsplit('.', 1)[-1]}: {msg}" if exc else (msg or err)
-    return head if len(head) <= 160 else head[:159] + "…"
+    thread = (getattr(ev, "fields", None) or {}).get("thread")
+    if thread:
+        head = f"in thread {thread}, which died while the process went on: {head}"
+    return head if len(head) <= 200 else head[:199] + "…"
 
 
 MACHINES: dict[str, type[Machine]] = {m.name: m for m in (
