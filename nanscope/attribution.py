@@ -405,6 +405,16 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         return 2
     if machine == "launcher_blame":
         return 9
+    if machine == "named_peer" and f.matches:
+        m = f.matches[0]
+        group = m.extras.get("group")
+        f.initiating_rank = None
+        f.confidence = "medium"
+        f.decided_by = (f"{m.extras.get('reporters')} processes{f' on {group}' if group else ''} lost local "
+                        f"rank {m.extras.get('peer')} and no other, so that process exited first; the lines name a "
+                        f"local rank on that host, not the global rank (which needs the node's rank and the "
+                        f"processes per node)")
+        return 9  # who exited first, not why: it groups no other finding under it
     if sig.tier == 1 and f.matches:
         m = f.matches[0]
         f.initiating_rank = m.rank

@@ -91,3 +91,26 @@ def test_a_caught_exception_after_which_the_job_trains_on_is_no_finding():
     p = run_cli("diagnose", str(SAMPLES / "faults" / "ddp_handled_exception.log"), "--format", "json")
     r = json.loads(p.stdout)
     assert p.returncode == 0 and r["verdict"] == "clean" and r["findings"] == []
+
+
+def test_every_other_process_of_a_host_losing_one_local_rank_names_that_local_rank_only():
+    # sgl-project/sglang#5013: devices 0-6 of A100-GPU-50 all see "Connection closed by localRank 7"
+    (f,) = _findings("806.log")
+    assert f["id"] == "nccl-local-peer-exited" and f["initiating_rank"] is None
+    assert f["summary"] == "7 processes on A100-GPU-50 lost local rank 7 and no other: local rank 7 exited first."
+    assert "not the global rank" in f["decided_by"]
+
+
+def test_a_lost_local_peer_does_not_take_over_the_timeout_it_followed():
+    # a 64-rank ZeRO-3 job whose rank 15 timed out and aborted: its host's peers lose local rank 7;
+    # the timeout stays the first finding, the lost peer is reported beside it
+    ids = [f["id"] for f in _findings("136.log")]
+    assert ids[0] == "collective-timeout" and "nccl-local-peer-exited" in ids
+
+
+def test_a_teardown_that_names_every_local_rank_is_no_lost_peer():
+    # NVIDIA/nccl-tests#252: on kolyoz1 local ranks 2 and 3 are both named (an ordinary close);
+    # on kolyoz2 the four processes all lose local rank 0, the one with the IB error
+    found = _findings("412.log")
+    lost = [f for f in found if f["id"] == "nccl-local-peer-exited"]
+    assert len(lost) == 1 and lost[0]["summary"].startswith("4 processes on kolyoz2 lost local rank 0")

@@ -12,6 +12,9 @@ from typing import Optional
 
 from nanscope.errors import SignatureError
 from nanscope.signatures.machines import MACHINES, Machine
+from nanscope.signatures.named_peer import NamedPeer
+
+MACHINES.setdefault(NamedPeer.name, NamedPeer)  # machines in modules of their own
 
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 STATUSES = ("stable", "test", "experimental", "deprecated")
