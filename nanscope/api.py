@@ -101,9 +101,14 @@ def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = Non
                 job_ranks.add(e.rank)
             engine.feed(e)
     findings = engine.finish()
-    top = attribute(findings, job_ranks)
+    summaries = streams.summaries()
+    last: dict = {}
+    for rs in summaries:
+        if rs.rank is not None and rs.last_step is not None:
+            last[rs.rank] = max(last.get(rs.rank, rs.last_step), rs.last_step)
+    top = attribute(findings, job_ranks, last)
     return Report(
-        tool_version=__version__, inputs=result.inputs, ranks=streams.summaries(), findings=top,
+        tool_version=__version__, inputs=result.inputs, ranks=summaries, findings=top,
         diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top),
         signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0, signatures=sigs,
     )

@@ -21,6 +21,7 @@ from nanscope.rankset import fmt_ranks
 SEVERITY_ORDER = {"info": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
 NEXT_TIME = ("keep one log per rank (torchrun --tee 3 --log-dir DIR, or srun --label) and decorate the "
              "entry point with @record (torch.distributed.elastic.multiprocessing.errors)")
+NEXT_TIME_MPI = "mpirun --tag-output (or --output-filename DIR) so that every line names its rank"
 NUMERICS_WINDOW = 2  # steps after a tier-1 NaN origin that still belong to the same incident
 
 
@@ -44,12 +45,15 @@ def _before(a: Finding, b: Finding) -> bool:
     return False
 
 
-def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
-    """Fill initiating_rank / confidence / decided_by / collateral; return top-level findings in order."""
+def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict] = None) -> list[Finding]:
+    """Fill initiating_rank / confidence / decided_by / collateral; return top-level findings in order.
+    `last_steps` (rank -> last step it logged) lets a handled exception be told from a crash."""
     ranks = {r for r in job_ranks if r is not None}
     tiers: dict[int, int] = {}
     for f in findings:
         tiers[id(f)] = _own_evidence(f, ranks)
+    handled = _handled(findings, last_steps or {})
+    findings = [f for f in findings if id(f) not in handled]
 
     # Tier 1 decides the other numerics findings of the same incident; symptoms group under it.
     tier1 = [f for f in findings if tiers[id(f)] == 1 and f.initiating_rank is not None]
@@ -89,6 +93,10 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
         m = root.matches[0]
         root.initiating_rank = m.rank
         root.confidence = "high" if _earliest(root)[0] is not None or len(ranks) <= 1 else "medium"
+        if root.sig.match["machine"] == "cascade" and tiers[id(root)] == 4:
+            root.confidence = "low"  # the launcher says a process failed, not which
+        elif _launcher_observed(m.events[0]):
+            root.confidence = "medium"  # the launcher's order of exits, not the failure's own line
         others = [f for f in top if f is not root and f.sig.role == "collateral"]
         when = _when(root)
         tied = _same_time_ranks(root) if root.sig.match["machine"] != "cascade" else set()
@@ -114,7 +122,11 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
             root.decided_by = (f"tier 2: the first primary error ({root.id}){when} names no rank; rank {died} is the "
                                f"process that failed first (its own line says so)")
         if root.sig.match["machine"] != "cascade" and len(tied) <= 1 and died is None and mismatch is None:
-            if m.rank is not None:
+            only = (getattr(m.events[0], "fields", None) or {}).get("only_failure")
+            if m.rank is not None and only and getattr(m.events[0], "error", None) == "child_failed":
+                root.decided_by = (f"tier 2: torchrun's summary lists rank {m.rank} as the only worker that failed "
+                                   f"(exit status {m.events[0].exitcode}, no other failures); its own output has the error")
+            elif m.rank is not None:
                 root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
             elif not ranks:
                 root.decided_by = f"one process: the input has no rank prefixes (the first primary error: {root.id}{when})"
@@ -139,8 +151,15 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
                 if _bookkeeping(f, ranks):
                     tiers[id(f)] = 3
                     continue
-                f.decided_by = (f"tier 4: only collateral errors (ranks {fmt_ranks(f.ranks)}) are in the input; "
-                                f"the rank that started it is unknown. Next time: {NEXT_TIME}")
+                lone = _lone_abort(f, findings)
+                if lone is not None:
+                    f.decided_by = (f"tier 4: rank {lone} is the only worker that failed, by SIGABRT: its process aborted "
+                                    f"itself, either the NCCL watchdog after a collective timed out (then another rank "
+                                    f"stalled) or a native abort in rank {lone}; the input shows neither. Next time: "
+                                    f"rank {lone}'s own output (torchrun --tee 3 --log-dir DIR)")
+                else:
+                    f.decided_by = (f"tier 4: only collateral errors (ranks {fmt_ranks(f.ranks)}) are in the input; "
+                                    f"the rank that started it is unknown. Next time: {NEXT_TIME}")
                 f.confidence = "low"
         # A tier-3 finding (who the others waited for) is the root the remaining collateral groups under.
         t3 = next((f for f in top if tiers[id(f)] == 3), None)
@@ -170,7 +189,7 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
             if culprit is None:
                 culprit = f.matches[0].extras.get("culprit")
             f.initiating_rank = culprit
-            f.confidence = "medium"
+            f.confidence = "medium" if culprit is not None else "low"
             blamed = f.matches[0].extras.get("blamed")
             f.decided_by = (f"torchrun named rank {blamed} as the root cause, but "
                             f"{f.matches[0].extras.get('why', 'its own errors are only collateral')}")
@@ -183,6 +202,36 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
         return (rank_key, t if t in (1, 2) else 9, -SEVERITY_ORDER[f.severity], step, f.id)
 
     return sorted(top, key=order)
+
+
+_FAILURE_KINDS = ("peer_connection_lost", "collective_timeout", "watchdog_abort", "nccl_error", "signal_received",
+                  "child_failed", "worker_failed")
+
+
+def _handled(findings: list, last_steps: dict) -> set:
+    """The ids of generic Python exceptions that did not end their process: the rank logged further
+    steps, the other ranks trained past that step (which a data-parallel rank cannot allow while it
+    is dead), and nothing in the job failed, timed out or was torn down: a caught exception whose
+    traceback the script printed, not a crash (no finding). A single process is never judged so: a
+    block-buffered stdout prints steps that ran before a crash after its traceback."""
+    if any(getattr(ev, "error", None) in _FAILURE_KINDS for f in findings for m in f.matches for ev in m.events):
+        return set()
+    out = set()
+    for f in findings:
+        if f.sig.role != "primary" or not f.matches:
+            continue
+        evs = [m.events[0] for m in f.matches if m.events]
+        if not evs or any(getattr(ev, "error", None) != "exception" for ev in evs):
+            continue
+        for ev in evs:
+            fl = getattr(ev, "fields", None) or {}
+            at, after = fl.get("step_at_raise"), fl.get("steps_after", 0)
+            past = [r for r, s in last_steps.items() if r != ev.rank and s is not None and at is not None and s > at]
+            if ev.rank is None or at is None or after < 2 or not past:
+                break
+        else:
+            out.add(id(f))
+    return out
 
 
 def _when(f: Finding) -> str:
@@ -243,6 +292,30 @@ def _bookkeeping(f: Finding, ranks: set) -> bool:
             f.collateral_ranks = sorted(set(enq) - {laggards[0]})
             return True
     return False
+
+
+_WATCHDOG_ERRORS = ("collective_timeout", "watchdog_abort", "nccl_error")
+
+
+def _lone_abort(f: Finding, findings: list) -> Optional[int]:
+    """The rank of a lone SIGABRT exit in torchrun's summary (no other worker failed) when no line of
+    the input is a watchdog's: the one case where SIGABRT is not plainly the teardown. Else None."""
+    evs = [ev for m in f.matches for ev in m.events[:1]]
+    if len(evs) != 1 or getattr(evs[0], "signal", None) != "SIGABRT" or evs[0].rank is None:
+        return None
+    if not (getattr(evs[0], "fields", None) or {}).get("only_failure"):
+        return None
+    for g in findings:
+        for m in g.matches:
+            if any(getattr(ev, "error", None) in _WATCHDOG_ERRORS for ev in m.events):
+                return None
+    return evs[0].rank
+
+
+def _launcher_observed(ev) -> bool:
+    """A launcher's record of the first exit it saw (Open MPI's "The first process to do so was"):
+    who exited first, not why."""
+    return bool((getattr(ev, "fields", None) or {}).get("first_observed"))
 
 
 def _own_failure(f: Finding) -> Optional[int]:
@@ -312,11 +385,36 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         f.confidence = "high" if m.events[0].origin is not None and m.events[0].origin.ts is not None else "medium"
         f.collateral_ranks = list(m.extras.get("collateral_ranks", []))
         others = m.extras.get("others") or f"ranks {fmt_ranks(f.collateral_ranks)}"
+        if m.rank is None:
+            f.confidence = "low"
+            f.decided_by = (f"tier 4: the launcher says one process failed and the job was aborted, but names no "
+                            f"rank; {others} only lost their peers. Next time: {NEXT_TIME_MPI}")
+            return 4
+        if _launcher_observed(m.events[0]):
+            f.confidence = "medium"
+            f.decided_by = (f"tier 2: the launcher saw rank {m.rank} exit first ({m.extras.get('culprit', '')}); "
+                            f"{others} failed or were torn down after it. The launcher's order of exits is not "
+                            f"the order of failures: a rank's own error, where the log has one, decides")
+            return 2
         f.decided_by = (f"tier 2: rank {m.rank} failed first ({m.extras.get('culprit', '')}); "
                         f"{others} failed or were torn down after it")
+        if (getattr(m.events[0], "fields", None) or {}).get("thread"):
+            f.decided_by = (f"tier 2: a thread of rank {m.rank} died first ({m.extras.get('culprit', '')}); "
+                            f"{others} failed or were torn down after it: not a crash of rank {m.rank} but a hang "
+                            f"that started there")
         return 2
     if machine == "launcher_blame":
         return 9
+    if machine == "named_peer" and f.matches:
+        m = f.matches[0]
+        group = m.extras.get("group")
+        f.initiating_rank = None
+        f.confidence = "medium"
+        f.decided_by = (f"{m.extras.get('reporters')} processes{f' on {group}' if group else ''} lost local "
+                        f"rank {m.extras.get('peer')} and no other, so that process exited first; the lines name a "
+                        f"local rank on that host, not the global rank (which needs the node's rank and the "
+                        f"processes per node)")
+        return 9  # who exited first, not why: it groups no other finding under it
     if sig.tier == 1 and f.matches:
         m = f.matches[0]
         f.initiating_rank = m.rank

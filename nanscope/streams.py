@@ -67,6 +67,9 @@ class Streams:
                 # steps ran before the exception, which belongs to the step after them.
                 if err.step is not None and ev.step >= err.step:
                     err.step = ev.step + 1
+                if new_step and err.fields is not None:
+                    # counted for attribution: a rank that logs on may have handled the exception
+                    err.fields["steps_after"] = err.fields.get("steps_after", 0) + 1
             st.step = ev.step
             derived = self._ledger(st, ev, new_step)
             yield ev
@@ -85,6 +88,7 @@ class Streams:
             # progress: the one after the last step this stream logged.
             ev.step = st.step + 1
             if isinstance(ev, ErrorEvent) and ev.exc_type and len(st.fatal) < 8:
+                ev.fields = {**(ev.fields or {}), "step_at_raise": ev.step}
                 st.fatal.append(ev)
         if isinstance(ev, ScaleEvent) and ev.action in ("overflow", "decrease", "minimum"):
             if ev.action == "overflow":

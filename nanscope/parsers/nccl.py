@@ -371,6 +371,10 @@ def _gloo_peer(m, rec, state):
     )
 
 
+# NCCL's own line header (src/debug.cc): `host:pid:tid [cudaDev]` before "NCCL INFO" / "NCCL WARN".
+_NCCL_HEAD = re.compile(r"(?:^|\s)(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+ )?NCCL ")
+
+
 @rule(
     "nccl-peer-lost",
     ("Connection closed by localRank", "Connection closed by remote peer", "Call to recv from"),
@@ -380,8 +384,11 @@ def _gloo_peer(m, rec, state):
 )
 def _nccl_peer(m, rec, state):
     if m.group("lr") is not None:
-        return _error(rec, "peer_connection_lost",
-                      fields={"backend": "nccl", "peer_local_rank": int(m.group("lr")), "nccl_info": True})
+        head = _NCCL_HEAD.search(rec.text)
+        fields = {"backend": "nccl", "peer_local_rank": int(m.group("lr")), "nccl_info": True}
+        if head:
+            fields.update(host=head.group("host"), pid=int(head.group("pid")), cuda_dev=int(head.group("dev")))
+        return _error(rec, "peer_connection_lost", fields=fields)
     peer = m.group("peer") or m.group("rpeer")
     if not first_time(state, ("nccl_peer", peer), rec.loc.line):
         return []

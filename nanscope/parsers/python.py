@@ -79,6 +79,18 @@ def _release(state: dict) -> list:
 @rule("traceback", ("Traceback",), LOGGER_PREFIX + r"Traceback \(most recent call last\):", match_start=True)
 def _traceback(m, rec, state):
     state["traceback_line"] = rec.loc.line
+    head = state.pop("thread_head", None)
+    state["thread"] = head[0] if head is not None and rec.loc.line - head[1] == 1 else None
+    return []
+
+
+# Lib/threading.py excepthook (3.8+; before: Thread._bootstrap_inner), printed right before the
+# traceback of an exception that ended a thread other than the main one:
+#   print(f"Exception in thread {name}:", file=stderr, flush=True)
+# The process goes on: that exception is not the process's crash.
+@rule("thread-head", ("Exception in thread ",), r"^Exception in thread (?P<name>.+?):\s*$", match_start=True)
+def _thread_head(m, rec, state):
+    state["thread_head"] = (m.group("name"), rec.loc.line)
     return []
 
 
@@ -162,6 +174,7 @@ def _exception(m, rec, state):
     exc_type = m.group("type")
     msg = (m.group("msg") or "").strip()
     tb = state.pop("traceback_line", None)
+    thread = state.pop("thread", None)
     frame = state.pop("frame", "")
     saving = state.pop("saving", False)
     if tb is not None and rec.loc.line - tb > _TRACEBACK_SPAN:
@@ -177,6 +190,8 @@ def _exception(m, rec, state):
         return None  # a bare word like "ValueError" on its own line is not an exception report
     kind = classify(exc_type, msg, frame, saving)
     fields = {"traceback_line": tb, "raised_in": frame or None} if tb else None
+    if tb and thread is not None:
+        fields["thread"] = thread
     out = _release(state)
     if held is not None and held.error == "nan_op" and (held.fields or {}).get("from_warning"):
         # The anomaly warning named the op; the exception says what went wrong with it.
@@ -207,5 +222,5 @@ PARSER = Parser(
     framework="python",
     priority=80,
     description="Python tracebacks and exception lines",
-    rules=[_traceback, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _exception],
+    rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _exception],
 )

@@ -79,7 +79,25 @@ def _closing(m, rec, state):
 @rule("block-section", ("Root Cause", "Failures:"), r"^\s*(?P<sec>Root Cause \(first observed failure\)|Failures):", match_start=True)
 def _section(m, rec, state):
     state["cf_section"] = "root" if m.group("sec").startswith("Root") else "other"
+    if state["cf_section"] == "other":
+        state.pop("cf_no_other", None)
     state.pop("cf_entry", None)
+    return []
+
+
+@rule("block-no-other", ("<NO_OTHER_FAILURES>",), r"^\s*<NO_OTHER_FAILURES>\s*$", match_start=True)
+def _no_other(m, rec, state):
+    # ChildFailedError.format_msg: the "Failures:" section before the Root Cause lists every other
+    # failed worker, or this placeholder: then the Root Cause is the only worker that failed.
+    if state.get("cf_section") in ("other", None):  # an excerpt may start below "Failures:"
+        state["cf_no_other"] = rec.loc.line
+    return []
+
+
+@rule("block-time", ("time      :",), r"^\s*time\s{6}:\s*(?P<t>\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d)\s*$", match_start=True)
+def _block_time(m, rec, state):
+    # An entry's first row (_FAILURE_FORMAT_TEMPLATE): when the agent recorded that exit, to the second.
+    state["cf_time"] = (m.group("t"), rec.loc.line)
     return []
 
 
@@ -87,7 +105,9 @@ def _section(m, rec, state):
 def _block_rank(m, rec, state):
     # `rank : N (local_rank: M)` is the block's own shape; an excerpt may start below the section header.
     state.setdefault("cf_section", "unknown")
-    state["cf_entry"] = {"rank": int(m.group("rank")), "local_rank": int(m.group("lr")), "line": rec.loc.line}
+    t = state.pop("cf_time", None)
+    state["cf_entry"] = {"rank": int(m.group("rank")), "local_rank": int(m.group("lr")), "line": rec.loc.line,
+                         "time": t[0] if t is not None and rec.loc.line - t[1] <= 2 else None}
     return []
 
 
@@ -122,9 +142,11 @@ def _block_traceback(m, rec, state):
         message=m.group("tb").strip(), exitcode=code, signal=signal_of(code), rank=entry["rank"],
         fields={
             "root_cause": state.get("cf_section") == "root" if state.get("cf_section") != "unknown" else None,
+            "only_failure": state.get("cf_section") == "root" and state.get("cf_no_other") is not None,
             "error_file": entry.get("error_file"),
             "local_rank": entry["local_rank"],
             "block_line": entry["line"],
+            "time": entry.get("time"),
         },
     )
 
@@ -134,5 +156,5 @@ PARSER = Parser(
     framework="torchrun",
     priority=10,
     description="torchrun / torch.distributed.elastic agent lines and ChildFailedError blocks",
-    rules=[_agent_failed, _death_signal, _closing, _section, _block_rank, _block_exitcode, _block_error_file, _block_traceback],
+    rules=[_agent_failed, _death_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback],
 )

@@ -18,7 +18,7 @@
 # torch + safetensors (HF_PY; skipped if it has no safetensors).  Usage:
 #   TORCH_PY=/work/scratch/venv-torch/bin/python HF_PY=/work/scratch/venv-hf/bin/python \
 #     bash sample_logs/generate/make_fault_logs.sh
-# Takes ~2 minutes on 2 cores.
+# Takes ~2 minutes on 2 cores.  ONLY="name1 name2" regenerates only those logs.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -57,9 +57,12 @@ rewrite_paths() {  # in place
   fi
 }
 
+wanted() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+
 single() {  # single <python> <name> <args...>
   local py="$1"; shift
   local name="$1"; shift
+  wanted "$name" || return 0
   echo "== $name: python torch_faults.py $*" >&2
   "$py" "$SCRIPT" "$@" > "$OUTDIR/$name.log" 2>&1
   echo "   exit code $?" >&2
@@ -68,6 +71,7 @@ single() {  # single <python> <name> <args...>
 
 ddp() {  # ddp <name> <script args...>
   local name="$1"; shift
+  wanted "$name" || return 0
   echo "== $name: torchrun --standalone --nproc_per_node=4 --tee 3 torch_faults.py $*" >&2
   "$TORCHRUN" --standalone --nproc_per_node=4 --tee 3 "$SCRIPT" "$@" 2>&1 | tee "$OUTDIR/$name.log" > /dev/null
   echo "   exit code ${PIPESTATUS[0]}" >&2
@@ -105,6 +109,7 @@ fi
 #    Each agent's console goes to its own file, and both agents also append
 #    to one shared file (as when every node's output lands in one job log).
 MN="$OUTDIR/multinode_crash"
+if wanted multinode_crash; then
 rm -rf "$MN"; mkdir -p "$MN"
 CONSOLE="$OUTDIR/multinode_crash_console.log"
 : > "$CONSOLE"
@@ -126,6 +131,7 @@ wait
 rewrite_paths "$MN/node0.log"; rewrite_paths "$MN/node1.log"; rewrite_paths "$CONSOLE"
 grep -q "rank 3/4 (node 1, local_rank 1)" "$MN/node1.log" \
   || echo "   WARNING: node1.log does not hold global rank 3; ground truth in README is wrong for this run" >&2
+fi
 
 # 5. Loss curves (single process).
 single "$TORCH_PY" loss_spike lr-spike --lr 1e-2 --steps 140 --fault-step 60 --lr-mult 50 --spike-len 1
@@ -136,5 +142,10 @@ single "$TORCH_PY" loss_zero loss-zero --steps 40 --fault-step 20
 ddp ddp_straggler ddp --steps 40 --fault straggler --fault-rank 2 --fault-step 20 --sleep 0.2
 ddp ddp_sigkill_rank2 ddp --steps 40 --fault sigkill --fault-rank 2 --fault-step 20
 ddp ddp_nan_persistent_rank1 ddp --steps 60 --fault input-nan --fault-rank 1 --fault-step 30
+# Rank 2's prefetch thread dies at step 20 ("Exception in thread prefetch"), the process lives on and
+# waits for the batch; the other ranks' allreduce times out after 20 s (gloo), torchrun tears down.
+ddp ddp_thread_exception ddp --steps 40 --fault thread-exception --fault-rank 2 --fault-step 20 --pg-timeout 20
+# Rank 1 catches an exception at step 20, prints its traceback and trains on: a healthy run.
+ddp ddp_handled_exception ddp --steps 40 --fault handled-exception --fault-rank 1 --fault-step 20
 
 ls -l "$OUTDIR" "$MN" >&2

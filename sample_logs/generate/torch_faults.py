@@ -27,15 +27,21 @@ Scenarios (first positional argument):
                   so the mask is all zeros and the masked-mean loss is
                   exactly 0.0.
   ddp             DDP over gloo under torchrun, with --fault one of
-                  none | crash | sigkill | input-nan | straggler, injected on
-                  global rank --fault-rank at --fault-step.
+                  none | crash | sigkill | input-nan | straggler |
+                  thread-exception (a background thread raises, the loop
+                  then waits for it forever) | handled-exception (caught,
+                  traceback printed, training goes on), injected on global
+                  rank --fault-rank at --fault-step.
 """
 import argparse
 import datetime
 import os
+import queue
 import signal
 import sys
+import threading
 import time
+import traceback
 
 import torch
 import torch.nn as nn
@@ -51,7 +57,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--fault", default="none",
-                   choices=["none", "crash", "sigkill", "input-nan", "straggler"])
+                   choices=["none", "crash", "sigkill", "input-nan", "straggler", "thread-exception",
+                            "handled-exception"])
     p.add_argument("--fault-rank", type=int, default=0)
     p.add_argument("--fault-step", type=int, default=-1)
     p.add_argument("--lr-mult", type=float, default=50.0)
@@ -62,6 +69,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--hidden", type=int, default=64, help="checkpoints: MLP hidden size")
     p.add_argument("--out", default="ckpt", help="checkpoint file stem (in cwd)")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--pg-timeout", type=float, default=120.0, help="ddp: process group timeout, seconds")
     return p.parse_args()
 
 
@@ -298,7 +306,7 @@ def loss_zero(args: argparse.Namespace) -> None:
 def ddp(args: argparse.Namespace) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=120))
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.pg_timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     group_rank = int(os.environ.get("GROUP_RANK", "0"))
@@ -323,6 +331,23 @@ def ddp(args: argparse.Namespace) -> None:
         if args.fault == "sigkill" and me and step == args.fault_step:
             # Stands in for the kernel OOM killer.
             os.kill(os.getpid(), signal.SIGKILL)
+        if args.fault == "thread-exception" and me and step == args.fault_step:
+            # A background prefetch thread dies (threading's excepthook prints it, the process goes
+            # on) and the training loop then waits forever for the batch it was to deliver.
+            batches: queue.Queue = queue.Queue()
+
+            def prefetch() -> None:
+                raise OSError(f"prefetch of batch {step} failed: shard unavailable")
+
+            threading.Thread(target=prefetch, name="prefetch").start()
+            batches.get()
+        if args.fault == "handled-exception" and me and step == args.fault_step:
+            # The script catches an error, prints its traceback and trains on (a skipped batch).
+            try:
+                raise ValueError(f"bad sample in batch at step {step}: label out of range")
+            except ValueError:
+                traceback.print_exc()
+                print(f"rank {rank}: skipping batch {step}", flush=True)
         t1 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(model(x), y)

@@ -2,9 +2,12 @@
 field getters, event order across ranks, and how a match describes its events."""
 
 from __future__ import annotations
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional
+
 import numpy as np
+
 from nanscope.errors import SignatureError
 from nanscope.model import EVENT_KINDS, Event
 from nanscope.signatures.predicates import Pred, compile_condition, compile_rows, compile_vector
@@ -203,4 +206,7 @@ def _describe(ev: Event) -> str:
     exc = getattr(ev, "exc_type", None)
     msg = (getattr(ev, "message", "") or "").strip()
     head = f"{exc.rsplit('.', 1)[-1]}: {msg}" if exc else (msg or err)
-    return head if len(head) <= 160 else head[:159] + "…"
+    thread = (getattr(ev, "fields", None) or {}).get("thread")
+    if thread:
+        head = f"in thread {thread}, which died while the process went on: {head}"
+    return head if len(head) <= 200 else head[:199] + "…"

@@ -1,9 +1,12 @@
 """Counting events: n of a kind within a window; the first rank to show something."""
 
 from __future__ import annotations
+
 from collections import deque
 from typing import Any
+
 import numpy as np
+
 from nanscope.model import Event
 from nanscope.signatures.predicates import compile_rows
 from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, field_getter

@@ -2,9 +2,13 @@
 launcher that blames a rank the log shows was only collateral."""
 
 from __future__ import annotations
+
 from typing import Any, Optional
+
 import numpy as np
+
 from nanscope.model import Event
+from nanscope.rankset import fmt_ranks
 from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, happened_before, _describe
 
 
@@ -57,6 +61,16 @@ class Cascade(Machine):
                 if ev.rank not in self.coll_ranks and (first is None or happened_before(ev, first)):
                     first = ev
         if first is None:
+            # A launcher line that says a process failed without naming it (Open MPI's "1 process
+            # returned a non-zero exit code ... the job has been aborted") over ranks that only lost
+            # their peers: a cascade whose first rank the input does not show.
+            said = next((e for e in self.torn_down if (getattr(e, "fields", None) or {}).get("process_failed")), None)
+            if said is None or not self.coll_ranks:
+                return
+            others = sorted(self.coll_ranks)
+            emit(self.match(said, [said] + self.coll_events, collateral_ranks=others,
+                            culprit="a process the launcher does not name", others=f"ranks {fmt_ranks(others)}",
+                            who="A process"))
             return
         others = sorted(self.coll_ranks - {first.rank})
         # Teardown lines count only where the launcher's lines are all the evidence (the first
@@ -69,12 +83,11 @@ class Cascade(Machine):
         evidence += torn[:max(0, EVIDENCE_PER_MATCH - len(evidence))]
         parts = []
         if others:
-            from nanscope.rankset import fmt_ranks
             parts.append(f"ranks {fmt_ranks(others)}")
         if torn:
             parts.append(f"{len(torn)} other worker(s) (stopped by the launcher)")
         emit(self.match(first, evidence, collateral_ranks=others, culprit=_describe(first),
-                        others=" and ".join(parts)))
+                        others=" and ".join(parts), who=f"Rank {first.rank}"))
 
 
 class LauncherBlame(Machine):
@@ -94,11 +107,15 @@ class LauncherBlame(Machine):
         self.primary_ranks: set = set()
         self.reporting: set = set()
         self.ranks: set = set()
+        self.exits: dict = {}  # rank -> (signal, time, error_file) of its entry in the launcher's summary
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.rank is None:
             return
         self.ranks.add(ev.rank)
+        if getattr(ev, "error", None) == "child_failed" and len(self.exits) < 4096:
+            f = ev.fields or {}
+            self.exits.setdefault(ev.rank, (ev.signal, f.get("time"), f.get("error_file")))
         if self.blame(ev):
             if all(b.rank != ev.rank for b in self.blamed):
                 self.blamed.append(ev)
@@ -120,9 +137,29 @@ class LauncherBlame(Machine):
         for i in np.nonzero(masks[0] | masks[1] | masks[2])[0].tolist():
             self.feed(b.event(i), emit)
 
+    def _all_alike(self, b: Event) -> Optional[str]:
+        """Every exit in the summary the same signal in the same second, and no error file: the Root
+        Cause is only the order in which the agent noticed the exits (ChildFailedError sorts by
+        time, to the second). Says so, or None."""
+        if len(self.exits) < 2 or b.signal is None or self.primary_ranks:
+            return None
+        kinds = set(self.exits.values())
+        if len(kinds) != 1:
+            return None
+        sig, t, err = next(iter(kinds))
+        if sig != b.signal or t is None or err is not None:
+            return None
+        return (f"every worker in the summary (ranks {fmt_ranks(sorted(self.exits))}) died of {sig} at {t.replace('_', ' ')} "
+                f"and none wrote an error file: which one is called the root cause is the order in which the agent "
+                f"noticed the exits, not evidence of who failed first")
+
     def finish(self, emit: Emit) -> None:
         for b in self.blamed:
             if b.rank in self.primary_ranks:
+                continue
+            alike = self._all_alike(b)
+            if alike is not None:
+                emit(self.match(b, [b], blamed=b.rank, culprit=None, why=alike, arbitrary=True))
                 continue
             culprit: Optional[int] = None
             if self.first_primary is not None:

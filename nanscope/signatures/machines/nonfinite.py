@@ -1,8 +1,11 @@
 """Runs of non-finite values: a NaN/inf that recovers (transient) or stays (persistent)."""
 
 from __future__ import annotations
+
 from typing import Any, Optional
+
 import numpy as np
+
 from nanscope.errors import SignatureError
 from nanscope.model import Event
 from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, _stepkey, Machine

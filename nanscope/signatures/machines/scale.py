@@ -1,8 +1,11 @@
 """The loss scaler: runs of scale decreases / overflows, and the rate of skipped updates."""
 
 from __future__ import annotations
+
 import math
 from typing import Any
+
+
 from nanscope.errors import SignatureError
 from nanscope.model import Event
 from nanscope.signatures.machines.base import Emit, Machine, field_getter

@@ -2,11 +2,14 @@
 rolling windows they share."""
 
 from __future__ import annotations
+
 import math
 import statistics
 from collections import deque
 from typing import Any
+
 import numpy as np
+
 from nanscope.model import Event
 from nanscope.signatures.machines.base import Emit, Machine, field_getter, field_vector, resolve
 

@@ -1,0 +1,124 @@
+"""Open MPI's launcher (mpirun / mpiexec / prterun) and Horovod over it.
+
+The launcher's help templates (Open MPI <= 4.x: orte/tools/orterun/help-orterun.txt and
+orte/mca/errmgr/default_hnp; Open MPI 5 / PRRTE: src/tools/prun/help-prun.txt), `%s` being the
+launcher's own name (mpirun, mpirun.real, mpiexec, prterun):
+
+  [orterun:non-zero-exit] / [prun:non-zero-exit]
+    %s detected that one or more processes exited with non-zero status, thus causing
+    the job to be terminated. The first process to do so was:
+
+      Process name: %s          ORTE: [[jobid,1],vpid]   PRRTE: [prterun-host-pid@1,vpid]
+      Exit code:    %d
+  [orterun:proc-aborted-strsignal] (and [proc-aborted] without the signal's name)
+    %s noticed that process rank %lu with PID %lu on node %s exited on signal %d (%s).
+  errmgr's normal-termination-but, the job being torn down:
+    Primary job  terminated normally, but 1 process returned
+    a non-zero exit code. Per user-direction, the job has been aborted.   (<= 3.x: "code.. Per")
+
+The vpid and "process rank" are the rank in MPI_COMM_WORLD, which is Horovod's hvd.rank(). The
+"first process to do so" is the first abnormal exit the launcher saw, as torchrun's Root Cause is:
+evidence of who exited first, weaker than a rank's own error (attribution weighs it so).
+
+Horovod (horovod/common/common.h SHUT_DOWN_ERROR; before 0.16 "This has been caused by an
+exception on one of the rank ..."): every surviving rank's collective then fails with
+  Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt
+  to allreduce, allgather or broadcast a tensor after one of the ranks finished execution. ...
+which is a lost peer, not this rank's own failure (the message says so itself). Horovod's gloo
+launcher raises the same "detected that one or more processes exited" text with a bare
+`Process name: N` (horovod/runner/gloo_run.py); that head line stays a Python exception.
+"""
+
+from __future__ import annotations
+
+
+from nanscope.model import ErrorEvent, LifecycleEvent
+from nanscope.parsers.base import SIGNALS, Parser, rule
+from nanscope.parsers.python import EXC_LINE
+
+_BLOCK_SPAN = 8  # lines from the head to `Exit code:` (wrapped head, blank line, separators)
+
+
+@rule(
+    "nonzero-exit-head",
+    ("exited with non-zero status",),
+    r"(?P<tool>[\w.\-]+) detected that one or more processes exited with non-zero status",
+)
+def _head(m, rec, state):
+    state["ompi_block"] = (rec.loc.line, m.group("tool"))
+    state.pop("ompi_proc", None)
+    # Horovod's gloo launcher raises this text as a Python exception: let the python parser have it.
+    return None if EXC_LINE.match(rec.text) else []
+
+
+@rule(
+    "process-name",
+    ("Process name:",),
+    r"^\s*Process name:\s*(?:\[(?:\[\d+,\d+\]|[^\]\s@,]+@\d+),(?P<vpid>\d+)\]|(?P<bare>\d+))\s*$",
+    match_start=True,
+)
+def _process_name(m, rec, state):
+    block = state.get("ompi_block")
+    if block is None or rec.loc.line - block[0] > _BLOCK_SPAN:
+        return None  # another template's `Process name:` (a lost communication path, a heartbeat)
+    state["ompi_proc"] = (int(m.group("vpid") or m.group("bare")), rec.loc.line)
+    return []
+
+
+@rule("exit-code", ("Exit code:",), r"^\s*Exit code:\s*(?P<code>-?\d+)\s*$", match_start=True)
+def _exit_code(m, rec, state):
+    proc = state.pop("ompi_proc", None)
+    block = state.pop("ompi_block", None)
+    if proc is None or block is None or rec.loc.line - proc[1] > 2:
+        return None
+    code = int(m.group("code"))
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed",
+        message=f"exit code {code}: the first process {block[1]} saw exit non-zero", exitcode=code, rank=proc[0],
+        fields={"source": "openmpi", "launcher": block[1], "first_observed": True},
+    )
+
+
+@rule(
+    "proc-aborted-signal",
+    ("exited on signal",),
+    r"(?P<tool>[\w.\-]+) noticed that (?:process|job) rank (?P<rank>\d+) with PID (?P<pid>\S+) on node "
+    r"\"?(?P<node>[^\"\s]+)\"? exited on signal (?P<num>\d+)(?: \((?P<name>[^)]*)\))?",
+)
+def _proc_aborted(m, rec, state):
+    num = int(m.group("num"))
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed", message=m.group(0),
+        signal=SIGNALS.get(num, f"SIG{num}"), rank=int(m.group("rank")),
+        fields={"source": "openmpi", "launcher": m.group("tool"), "node": m.group("node"),
+                "pid": int(m.group("pid")) if m.group("pid").isdigit() else None, "signal_name": m.group("name")},
+    )
+
+
+@rule("job-aborted", ("Per user-direction, the job has been aborted",), r"a non-zero exit code\.{1,2} Per user-direction, the job has been aborted")
+def _job_aborted(m, rec, state):
+    # The launcher stops the other processes because one returned non-zero: the teardown, no rank.
+    return LifecycleEvent(loc=rec.loc, text=rec.text, framework="openmpi", action="teardown",
+                          fields={"source": "openmpi", "signal": None, "process_failed": True})
+
+
+@rule(
+    "horovod-shut-down",
+    ("Horovod has been shut down",),
+    r"Horovod has been shut down\. This (?:was|has been) caused by an exception on one of the ranks?",
+)
+def _horovod_shut_down(m, rec, state):
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="horovod", error="peer_connection_lost",
+        message=rec.text.strip(), exc_type=(EXC_LINE.match(rec.text).group("type") if EXC_LINE.match(rec.text) else None),
+        fields={"source": "horovod", "peer": None},
+    )
+
+
+PARSER = Parser(
+    name="openmpi",
+    framework="openmpi",
+    priority=12,
+    description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted) and Horovod's shutdown",
+    rules=[_head, _process_name, _exit_code, _proc_aborted, _job_aborted, _horovod_shut_down],
+)

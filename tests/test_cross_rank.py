@@ -1,0 +1,116 @@
+"""Cross-rank reasoning on real logs (sample_logs/public, threads named in its MANIFEST.toml): which
+evidence decided the initiating rank, with what confidence, and where the log cannot tell."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import SAMPLES, run_cli
+
+PUBLIC = SAMPLES / "public"
+
+
+def _findings(name: str) -> list:
+    p = run_cli("diagnose", str(PUBLIC / name), "--format", "json", "--exit-zero")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["findings"]
+
+
+def _top(name: str) -> dict:
+    return _findings(name)[0]
+
+
+def test_torchrun_summary_with_no_other_failures_names_the_only_failed_worker():
+    # hiyouga/LlamaFactory#6040: only torchrun's ChildFailedError block, rank 1 exit 1, <NO_OTHER_FAILURES>
+    top = _top("220.log")
+    assert (top["id"], top["initiating_rank"]) == ("uncaught-exception", 1)
+    assert "the only worker that failed" in top["decided_by"]
+
+
+def test_mpirun_exit_on_signal_names_the_killed_rank():
+    # horovod/horovod#469: 8 Keras ranks, mpirun notes rank 7 exited on signal 9
+    found = [(f["id"], f["initiating_rank"]) for f in _findings("800.log")]
+    assert found == [("rank-crash-cascade", 7), ("process-killed", 7)]
+
+
+def test_every_worker_dead_of_one_signal_in_one_second_makes_the_root_cause_arbitrary():
+    # huggingface/picotron_tutorial#6: ranks 7 and 0 SIGABRT at 11:12:35, no error file, Root Cause rank 0
+    (top,) = _findings("802.log")
+    assert top["id"] == "launcher-misleading-root-cause"
+    assert top["initiating_rank"] is None and top["confidence"] == "low"
+    assert "died of SIGABRT at 2025-05-01 11:12:35" in top["decided_by"]
+    assert "not evidence of who failed first" in top["decided_by"]
+    assert [c["id"] for c in top["collateral"]] == ["worker-terminated"]
+
+
+def test_different_exit_times_keep_the_launchers_order_as_a_hint_only():
+    # the framework-run 2-node job: node 1's agent saw rank 3 exit 1 at :20 and rank 2 SIGTERM at :21;
+    # its Root Cause is not arbitrary (different signals and seconds), and rank 3 is the culprit
+    p = run_cli("diagnose", str(SAMPLES / "faults" / "multinode_crash" / "node1.log"), "--format", "json", "--exit-zero")
+    top = json.loads(p.stdout)["findings"][0]
+    assert top["initiating_rank"] == 3
+    assert "order in which the agent noticed" not in json.dumps(json.loads(p.stdout))
+
+
+def test_a_segfault_exit_is_the_primary_and_the_sigtermed_workers_its_collateral():
+    # NVlabs/nvdiffrecmc#21: the agent SIGTERMs two workers after local_rank 1 exits -11
+    found = _findings("803.log")
+    assert [(f["id"], f["initiating_rank"]) for f in found] == [("rank-crash-cascade", 1), ("worker-segfault", 1)]
+    assert "2 other worker(s) (stopped by the launcher)" in found[0]["decided_by"]
+
+
+def test_a_sigabrt_after_the_ranks_own_watchdog_timeout_is_the_watchdogs_abort_not_a_culprit():
+    # snap-research/discoscene#5: rank 7's watchdog timed out in a BROADCAST, then local_rank 7 exits -6
+    found = _findings("804.log")
+    assert found[0]["id"] == "collective-timeout"
+    assert all(f["initiating_rank"] is None for f in found)
+
+
+def test_a_lone_sigabrt_names_no_initiator_and_says_what_it_can_be():
+    # NVIDIA/nccl#1439 ("ALLREDUCE timeout"): only rank 1, SIGABRT, <NO_OTHER_FAILURES>; the thread's
+    # cause is a timed-out allreduce, so rank 1 must not be called the origin
+    (f,) = _findings("805.log")
+    assert (f["id"], f["initiating_rank"], f["confidence"]) == ("worker-terminated", None, "low")
+    assert "either the NCCL watchdog after a collective timed out" in f["decided_by"]
+    assert "native abort in rank 1" in f["decided_by"]
+
+
+def test_a_thread_that_dies_is_a_hang_started_on_its_rank_not_a_crash():
+    # framework-run: rank 2's prefetch thread raises at step 20, the process waits for it; 0,1,3 time out
+    p = run_cli("diagnose", str(SAMPLES / "faults" / "ddp_thread_exception.log"), "--format", "json", "--exit-zero")
+    found = json.loads(p.stdout)["findings"]
+    assert [(f["id"], f["initiating_rank"]) for f in found][:2] == [("rank-crash-cascade", 2), ("thread-exception", 2)]
+    assert "not a crash of rank 2 but a hang that started there" in found[0]["decided_by"]
+    ids = {f["id"] for f in found} | {c["id"] for f in found for c in f["collateral"]}
+    assert "uncaught-exception" not in ids
+    assert "uncaught-exception" not in json.dumps([f.get("also_matched", []) for f in found])
+
+
+def test_a_caught_exception_after_which_the_job_trains_on_is_no_finding():
+    # framework-run healthy job: rank 1 prints a caught ValueError's traceback at step 20 and trains on
+    p = run_cli("diagnose", str(SAMPLES / "faults" / "ddp_handled_exception.log"), "--format", "json")
+    r = json.loads(p.stdout)
+    assert p.returncode == 0 and r["verdict"] == "clean" and r["findings"] == []
+
+
+def test_every_other_process_of_a_host_losing_one_local_rank_names_that_local_rank_only():
+    # sgl-project/sglang#5013: devices 0-6 of A100-GPU-50 all see "Connection closed by localRank 7"
+    (f,) = _findings("806.log")
+    assert f["id"] == "nccl-local-peer-exited" and f["initiating_rank"] is None
+    assert f["summary"] == "7 processes on A100-GPU-50 lost local rank 7 and no other: local rank 7 exited first."
+    assert "not the global rank" in f["decided_by"]
+
+
+def test_a_lost_local_peer_does_not_take_over_the_timeout_it_followed():
+    # a 64-rank ZeRO-3 job whose rank 15 timed out and aborted: its host's peers lose local rank 7;
+    # the timeout stays the first finding, the lost peer is reported beside it
+    ids = [f["id"] for f in _findings("136.log")]
+    assert ids[0] == "collective-timeout" and "nccl-local-peer-exited" in ids
+
+
+def test_a_teardown_that_names_every_local_rank_is_no_lost_peer():
+    # NVIDIA/nccl-tests#252: on kolyoz1 local ranks 2 and 3 are both named (an ordinary close);
+    # on kolyoz2 the four processes all lose local rank 0, the one with the IB error
+    found = _findings("412.log")
+    lost = [f for f in found if f["id"] == "nccl-local-peer-exited"]
+    assert len(lost) == 1 and lost[0]["summary"].startswith("4 processes on kolyoz2 lost local rank 0")
