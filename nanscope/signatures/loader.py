@@ -21,6 +21,23 @@ def bundled_dir() -> Path:
     return here.parent / "signatures"
 
 
+def is_bundled_pack(folder: Path) -> bool:
+    """Whether a --signatures / `signatures test` folder is the bundled library itself: the same
+    folder, or the signatures/ folder of a nanscope checkout (whose installed copy is bundled_dir()).
+    Such a folder is loaded in place of the bundled copy, so the checkout's edits are what runs."""
+    try:
+        folder = folder.resolve()
+        if folder == bundled_dir().resolve():
+            return True
+        project = folder.parent / "pyproject.toml"
+        if folder.name != "signatures" or not project.is_file() or not (folder.parent / "nanscope").is_dir():
+            return False
+        data = tomllib.loads(project.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return data.get("project", {}).get("name") == "nanscope"
+
+
 def signature_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
@@ -47,8 +64,12 @@ def load_file(path: Path) -> tuple[Optional[Signature], list[SignatureError]]:
 
 
 def load(extra_dirs: Iterable[str] = (), bundled: bool = True) -> tuple[list[Signature], list[SignatureError]]:
-    """All signatures, and every problem found. Ids must be unique across all folders."""
-    roots = ([bundled_dir()] if bundled else []) + [Path(d) for d in extra_dirs]
+    """All signatures, and every problem found. Ids must be unique across all folders; a folder
+    that is the bundled library (is_bundled_pack) replaces the bundled copy instead of repeating it."""
+    extra = [Path(d) for d in extra_dirs]
+    if any(is_bundled_pack(d) for d in extra):
+        bundled = False
+    roots = ([bundled_dir()] if bundled else []) + extra
     sigs: list[Signature] = []
     errors: list[SignatureError] = []
     seen: dict[str, str] = {}
