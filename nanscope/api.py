@@ -129,6 +129,8 @@ def with_baseline(report: Report, baseline_path: str, options: Optional[Options]
     from nanscope import baseline
 
     report.baseline = baseline.compare(report, baseline.load(baseline_path, options), baseline_path)
+    # the verdict of what is new: what the text report's header and the exit status speak of
+    report.baseline["verdict"] = verdict([f for f in report.findings if f.baseline_status != "known"])
     return report
 
 

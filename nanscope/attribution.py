@@ -128,7 +128,7 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
         for f in others:
             f.initiating_rank = root.initiating_rank
             f.confidence = root.confidence
-            f.decided_by = f"collateral of {root.id} on rank {root.initiating_rank}"
+            f.decided_by = f"collateral of {root.id}" + (f" on rank {root.initiating_rank}" if root.initiating_rank is not None else "")
             coll |= set(f.ranks) - {root.initiating_rank}
             root.collateral.append(f)
         top = [f for f in top if not any(f is o for o in others)]
@@ -139,7 +139,8 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
                 if _bookkeeping(f, ranks):
                     tiers[id(f)] = 3
                     continue
-                f.decided_by = (f"tier 4: only collateral errors (ranks {fmt_ranks(f.ranks)}) are in the input; "
+                which = f" (ranks {fmt_ranks(f.ranks)})" if f.ranks else ", naming no rank,"
+                f.decided_by = (f"tier 4: only collateral errors{which} are in the input; "
                                 f"the rank that started it is unknown. Next time: {NEXT_TIME}")
                 f.confidence = "low"
         # A tier-3 finding (who the others waited for) is the root the remaining collateral groups under.
@@ -149,7 +150,7 @@ def attribute(findings: list[Finding], job_ranks: set) -> list[Finding]:
             for f in moved:
                 f.initiating_rank = t3.initiating_rank
                 f.confidence = t3.confidence
-                f.decided_by = f"collateral of {t3.id} (rank {t3.initiating_rank})"
+                f.decided_by = f"collateral of {t3.id}" + (f" (rank {t3.initiating_rank})" if t3.initiating_rank is not None else "")
                 t3.collateral.append(f)
             top = [f for f in top if not any(f is m for m in moved)]
         else:
@@ -311,7 +312,7 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         f.initiating_rank = m.rank
         f.confidence = "high" if m.events[0].origin is not None and m.events[0].origin.ts is not None else "medium"
         f.collateral_ranks = list(m.extras.get("collateral_ranks", []))
-        others = m.extras.get("others") or f"ranks {fmt_ranks(f.collateral_ranks)}"
+        others = m.extras.get("others") or (f"ranks {fmt_ranks(f.collateral_ranks)}" if f.collateral_ranks else "the others")
         f.decided_by = (f"tier 2: rank {m.rank} failed first ({m.extras.get('culprit', '')}); "
                         f"{others} failed or were torn down after it")
         return 2
