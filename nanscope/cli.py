@@ -136,7 +136,7 @@ def diagnose(
     from nanscope.progress import progress_for
 
     sources = expand_sources(paths or ["-"])
-    _say_if_waiting(sources, quiet)
+    _say_if_waiting(paths, quiet)
     options.jobs = cfg["jobs"]
     options.progress = progress_for(sources, quiet=quiet)
     try:
@@ -187,9 +187,16 @@ def _settings(ctx: typer.Context, config_file: Optional[str]):
     return resolve(given, config_file=config_file)
 
 
-def _say_if_waiting(sources, quiet: bool) -> None:
+def _packs(flag: Optional[List[str]]) -> list[str]:
+    """--signatures, else the packs the settings name (a config file's `signatures`, NANSCOPE_SIGNATURES)."""
+    from nanscope.config import resolve
+
+    return _split(flag) if flag else list(resolve({})["signatures"])
+
+
+def _say_if_waiting(paths: Optional[List[str]], quiet: bool) -> None:
     """A terminal on stdin and no file: say what nanscope waits for, instead of hanging silently."""
-    if quiet or not any(s.path is None and s.data is None for s in sources):
+    if quiet or (paths and "-" not in paths):
         return
     try:
         interactive = sys.stdin is not None and sys.stdin.isatty()
@@ -239,12 +246,11 @@ def events(
       nanscope events logs/ -o events/ --partition-by rank
     """
     from nanscope import api
-    from nanscope.ingest.reader import expand_sources
     from nanscope.export import table_format, write_jsonl, write_partitioned, write_table
     from nanscope.output import open_output
 
     inputs = paths or ["-"]
-    _say_if_waiting(expand_sources(inputs), False)
+    _say_if_waiting(paths, False)
     if partition_by is not None:
         if partition_by != "rank":
             raise typer.BadParameter("only 'rank' is supported", param_hint="--partition-by")
@@ -328,7 +334,7 @@ def explain(sig_id: str = typer.Argument(..., metavar="ID", help="A signature id
     from nanscope.signatures.explain import explain_text
     from nanscope.signatures.loader import load_or_raise
 
-    sigs = {s.id: s for s in load_or_raise(_split(signatures))}
+    sigs = {s.id: s for s in load_or_raise(_packs(signatures))}
     if sig_id not in sigs:
         raise NanscopeError(f"no signature '{sig_id}'; see `nanscope signatures list`")
     sys.stdout.write(explain_text(sigs[sig_id]))
@@ -374,7 +380,7 @@ def sig_list(signatures: Optional[List[str]] = typer.Option(None, "--signatures"
     """
     from nanscope.signatures.loader import load_or_raise
 
-    for s in sorted(load_or_raise(_split(signatures)), key=lambda s: (s.category, s.id)):
+    for s in sorted(load_or_raise(_packs(signatures)), key=lambda s: (s.category, s.id)):
         print(f"{s.id:<34} {s.severity:<8} {s.category:<12} {s.title}")
 
 
@@ -389,7 +395,7 @@ def sig_show(sig_id: str = typer.Argument(..., metavar="ID"),
     """
     from nanscope.signatures.loader import load_or_raise
 
-    sigs = {s.id: s for s in load_or_raise(_split(signatures))}
+    sigs = {s.id: s for s in load_or_raise(_packs(signatures))}
     if sig_id not in sigs:
         raise NanscopeError(f"no signature '{sig_id}'")
     with open(sigs[sig_id].path, encoding="utf-8") as f:

@@ -101,3 +101,12 @@ def test_predicates_doc_says_how_exc_type_is_matched():
     section = section[: section.find("\n## ", 5) if "\n## " in section[5:] else len(section)]
     assert "qualified" in section and "short" in section
     assert 'exc_type ~ "(^|\\\\.)OutOfMemoryError$"' in section
+
+
+def test_a_pack_named_in_pyproject_is_known_to_explain_and_list(tmp_path):
+    (tmp_path / "ci" / "pack").mkdir(parents=True)
+    (tmp_path / "ci" / "pack" / "team-loss-flatline.toml").write_text(PACK_TOML)
+    (tmp_path / "pyproject.toml").write_text('[tool.nanscope]\nsignatures = ["ci/pack"]\n')
+    (tmp_path / "sub").mkdir()
+    assert run_cli("explain", "team-loss-flatline", cwd=tmp_path / "sub").returncode == 0
+    assert b"team-loss-flatline" in run_cli("signatures", "list", cwd=tmp_path / "sub").stdout
