@@ -57,10 +57,14 @@ def test_signatures_test_on_the_checkouts_pack_with_an_installed_copy(tmp_path, 
     sigs, errors = loader.load([str(ROOT / "signatures")])
     assert not errors, errors[:3]
     assert all(s.path.startswith(str(ROOT / "signatures")) for s in sigs)  # the checkout's files run
+    # a sub-folder (or one file) of it: only its examples run, against the whole library, no duplicates
+    numerics = [s for s in sigs if s.category == "numerics"]
     failures, total = selftest.run_examples([str(ROOT / "signatures" / "numerics")])
-    assert failures or total  # a sub-folder of the bundled pack is a pack of its own: duplicates are real
-    assert loader.is_bundled_pack(ROOT / "signatures")
-    assert not loader.is_bundled_pack(ROOT / "signatures" / "numerics")
+    assert failures == [] and total == sum(len(s.examples) for s in numerics)
+    failures, total = selftest.run_examples([str(ROOT / "signatures" / "numerics" / "nan-rank-local.toml")])
+    assert failures == [] and total == len(next(s for s in numerics if s.id == "nan-rank-local").examples)
+    assert loader.bundled_pack_root(ROOT / "signatures" / "numerics") == (ROOT / "signatures").resolve()
+    assert loader.bundled_pack_root(tmp_path) is None
 
 
 def test_signatures_test_cli_on_the_bundled_pack():

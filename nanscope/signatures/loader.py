@@ -38,6 +38,18 @@ def is_bundled_pack(folder: Path) -> bool:
     return data.get("project", {}).get("name") == "nanscope"
 
 
+def bundled_pack_root(path: Path) -> Optional[Path]:
+    """The bundled library `path` is (or is a file or sub-folder of), or None."""
+    try:
+        path = path.resolve()
+    except OSError:
+        return None
+    for candidate in (path, *path.parents):
+        if candidate.is_dir() and is_bundled_pack(candidate):
+            return candidate
+    return None
+
+
 def signature_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
@@ -66,10 +78,18 @@ def load_file(path: Path) -> tuple[Optional[Signature], list[SignatureError]]:
 def load(extra_dirs: Iterable[str] = (), bundled: bool = True) -> tuple[list[Signature], list[SignatureError]]:
     """All signatures, and every problem found. Ids must be unique across all folders; a folder
     that is the bundled library (is_bundled_pack) replaces the bundled copy instead of repeating it."""
-    extra = [Path(d) for d in extra_dirs]
-    if any(is_bundled_pack(d) for d in extra):
-        bundled = False
-    roots = ([bundled_dir()] if bundled else []) + extra
+    extra: list[Path] = []
+    replacement: Optional[Path] = None
+    for d in map(Path, extra_dirs):
+        pack = bundled_pack_root(d)
+        if pack is None:
+            extra.append(d)
+        elif replacement is None:
+            replacement = pack  # its files, d's among them, are loaded once, as the bundled library
+    if replacement is not None:
+        roots = [replacement] + extra
+    else:
+        roots = ([bundled_dir()] if bundled else []) + extra
     sigs: list[Signature] = []
     errors: list[SignatureError] = []
     seen: dict[str, str] = {}
