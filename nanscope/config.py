@@ -129,6 +129,9 @@ def _key_lines(text: str, table: str) -> dict[str, int]:
         m = _HEADER.match(line)
         if m:
             current = ".".join(part.strip().strip("\"'") for part in m.group(1).split("."))
+            inner = current if not table else current[len(table) + 1:] if current.startswith(table + ".") else ""
+            if inner:  # a sub-table ([tool.nanscope.x] or [x]) is a key of the table
+                lines.setdefault(inner.split(".")[0], no)
             continue
         if current != table:
             continue

@@ -76,6 +76,15 @@ def test_unknown_key_names_file_and_line(tmp_path):
     assert "pyproject.toml:6: unknown key 'fail_on'" in p.stderr.decode()
 
 
+def test_an_unknown_sub_table_names_its_line(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.nanscope]\nfail-on = "high"\n\n[tool.nanscope.lint]\nx = 1\n')
+    with pytest.raises(ConfigError, match=r"pyproject.toml:4: unknown key 'lint' in \[tool.nanscope\]"):
+        resolve({}, env={}, cwd=tmp_path)
+    (tmp_path / "nanscope.toml").write_text('select = ["numerics"]\n[rules]\n')
+    with pytest.raises(ConfigError, match=r"nanscope.toml:2: unknown key 'rules'"):
+        resolve({}, env={}, cwd=tmp_path)
+
+
 def test_a_bad_value_names_file_and_line(tmp_path):
     (tmp_path / "nanscope.toml").write_text('\n# gate\nfail-on = "severe"\n')
     p = run_cli("config", cwd=tmp_path)
