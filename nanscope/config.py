@@ -94,7 +94,10 @@ class ConfigError(NanscopeError):
 
 def find_config_file(start: Optional[Path] = None) -> Optional[Path]:
     """The nearest config file from `start` (the working directory) up to the root."""
-    here = (start or Path.cwd()).resolve()
+    try:
+        here = (start or Path.cwd()).resolve()
+    except OSError:  # the working directory was removed under us: no file applies
+        return None
     for folder in (here, *here.parents):
         for name in FILE_NAMES:
             p = folder / name
@@ -278,7 +281,7 @@ def _shown(path: Optional[Path], cwd: Optional[Path]) -> str:
         return ""
     try:
         return os.path.relpath(path, cwd or Path.cwd())
-    except ValueError:
+    except (ValueError, OSError):
         return str(path)
 
 
