@@ -124,12 +124,12 @@ def diagnose(
     """
     from nanscope import api
     from nanscope import report as reporters
-    from nanscope.report.outputs import plan, write_all
+    from nanscope.report.outputs import plan
 
     cfg = _settings(ctx, config_file)
     if cfg["format"] not in reporters.FORMATS:
         raise typer.BadParameter(f"unknown format '{cfg['format']}'; known: {', '.join(reporters.FORMATS)}", param_hint="--format")
-    specs = plan(cfg["format"], cfg["output"], list(reporters.FORMATS), stdout=not quiet)
+    plan(cfg["format"], cfg["output"], list(reporters.FORMATS))  # a bad --output fails before the logs are read
     options = api.Options(signatures=cfg["signatures"], select=cfg["select"], ignore=cfg["ignore"],
                           parsers=cfg["parser"] or None)
     from nanscope.ingest.reader import expand_sources
@@ -148,12 +148,8 @@ def diagnose(
     if cfg["baseline"]:
         api.with_baseline(report, cfg["baseline"], options)
     choice = Color.never if no_color else Color(cfg["color"])
-
-    def render(fmt: str, rep, out, is_stdout: bool) -> None:
-        color_on = is_stdout and use_color(choice, False, out)
-        reporters.render(fmt, rep, out, reporters.RenderOptions(color=color_on, redact=cfg["redact"]))
-
-    write_all(report, specs, render)
+    api.write_reports(report, cfg["output"], cfg["format"], redact=cfg["redact"], stdout=not quiet,
+                      color=lambda stream: use_color(choice, False, stream))
     code = api.exit_code(report, cfg["fail-on"])
     raise typer.Exit(ExitCode.CLEAN if cfg["exit-zero"] else code)
 
