@@ -131,3 +131,13 @@ def test_github_annotations_are_relative_to_the_workspace(tmp_path):
     # without the variable the path is relative to the working directory, and outside it there is no file=
     p = run_cli("diagnose", "../logs/train.log", "--format", "github", cwd=sub)
     assert "file=" not in p.stdout.decode().splitlines()[0]
+
+
+def test_api_write_reports_from_one_report(tmp_path, capsys):
+    from nanscope import api
+
+    report = api.diagnose([str(NAN)])
+    api.write_reports(report, [f"json:{tmp_path / 'r.json'}", f"gitlab:{tmp_path / 'gl.json'}", "markdown"])
+    assert "nan-rank-local" in capsys.readouterr().out  # markdown on stdout
+    assert json.loads((tmp_path / "r.json").read_text())["findings"][0]["id"] == "nan-rank-local"
+    assert json.loads((tmp_path / "gl.json").read_text())[0]["severity"] == "major"
