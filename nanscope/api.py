@@ -28,7 +28,8 @@ from nanscope.signatures.loader import load_or_raise
 from nanscope.signatures.schema import SEVERITIES, Signature
 from nanscope.streams import Streams
 
-__all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "fleet", "load_signatures", "Report", "Finding"]
+__all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "fleet", "load_signatures",
+           "with_baseline", "write_reports", "Report", "Finding"]
 
 
 @dataclass
@@ -140,6 +141,8 @@ def with_baseline(report: Report, baseline_path: str, options: Optional[Options]
     """Mark the report's findings new/known against a known-good run (a JSON report or a log)."""
     base = baseline.load(baseline_path, lambda path: diagnose([path], options))
     report.baseline = baseline.compare(report, base, baseline_path)
+    # the verdict of what is new: what the text report's header and the exit status speak of
+    report.baseline["verdict"] = verdict([f for f in report.findings if f.baseline_status != "known"])
     return report
 
 
@@ -151,6 +154,22 @@ def fleet(root: str, pattern: Optional[str] = None, options: Optional[Options] =
     if table:
         fleet_mod.write_table(results, table)
     return results, fleet_mod.summarize(results, min_recurrence=min_recurrence)
+
+
+def write_reports(report: Report, outputs: Sequence[str] = (), default_format: str = "text", redact: bool = True,
+                  stdout: bool = True, color: Callable[[object], bool] = lambda stream: False) -> None:
+    """Render one Report into several outputs: each `FORMAT:PATH` (a file, atomically), `FORMAT`
+    (stdout) or a plain PATH (the default_format report there); see nanscope.report.outputs.
+    `color(stream)` says whether the stdout report may be coloured."""
+    from nanscope import report as reporters
+    from nanscope.report.outputs import plan, write_all
+
+    specs = plan(default_format, list(outputs), list(reporters.FORMATS), stdout=stdout)
+
+    def render(fmt: str, rep: Report, out, is_stdout: bool) -> None:
+        reporters.render(fmt, rep, out, reporters.RenderOptions(color=is_stdout and color(out), redact=redact))
+
+    write_all(report, specs, render)
 
 
 def exit_code(report: Report, fail_on: str = "medium") -> ExitCode:

@@ -140,7 +140,7 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
         for f in others:
             f.initiating_rank = root.initiating_rank
             f.confidence = root.confidence
-            f.decided_by = f"collateral of {root.id} on rank {root.initiating_rank}"
+            f.decided_by = f"collateral of {root.id}" + (f" on rank {root.initiating_rank}" if root.initiating_rank is not None else "")
             coll |= set(f.ranks) - {root.initiating_rank}
             root.collateral.append(f)
         top = [f for f in top if not any(f is o for o in others)]
@@ -158,7 +158,8 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                                     f"stalled) or a native abort in rank {lone}; the input shows neither. Next time: "
                                     f"rank {lone}'s own output (torchrun --tee 3 --log-dir DIR)")
                 else:
-                    f.decided_by = (f"tier 4: only collateral errors (ranks {fmt_ranks(f.ranks)}) are in the input; "
+                    which = f" (ranks {fmt_ranks(f.ranks)})" if f.ranks else ", naming no rank,"
+                    f.decided_by = (f"tier 4: only collateral errors{which} are in the input; "
                                     f"the rank that started it is unknown. Next time: {NEXT_TIME}")
                 f.confidence = "low"
         # A tier-3 finding (who the others waited for) is the root the remaining collateral groups under.
@@ -168,7 +169,7 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
             for f in moved:
                 f.initiating_rank = t3.initiating_rank
                 f.confidence = t3.confidence
-                f.decided_by = f"collateral of {t3.id} (rank {t3.initiating_rank})"
+                f.decided_by = f"collateral of {t3.id}" + (f" (rank {t3.initiating_rank})" if t3.initiating_rank is not None else "")
                 t3.collateral.append(f)
             top = [f for f in top if not any(f is m for m in moved)]
         else:
@@ -384,7 +385,7 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         f.initiating_rank = m.rank
         f.confidence = "high" if m.events[0].origin is not None and m.events[0].origin.ts is not None else "medium"
         f.collateral_ranks = list(m.extras.get("collateral_ranks", []))
-        others = m.extras.get("others") or f"ranks {fmt_ranks(f.collateral_ranks)}"
+        others = m.extras.get("others") or (f"ranks {fmt_ranks(f.collateral_ranks)}" if f.collateral_ranks else "the others")
         if m.rank is None:
             f.confidence = "low"
             f.decided_by = (f"tier 4: the launcher says one process failed and the job was aborted, but names no "

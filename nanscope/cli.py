@@ -20,11 +20,18 @@ from nanscope.errors import ExitCode, NanscopeError
 EXIT_HELP = ("Exit status: 0 nothing at or above --fail-on; 1 findings; 2 usage, input or internal error; "
              "3 all findings are retryable infrastructure faults; 130 interrupted.")
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
-    help="Why did my training job go bad, on which rank did it start, and what do I do now? " + EXIT_HELP,
+    add_completion=True, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+    context_settings=HELP_OPTIONS,
+    help="Why did my training job go bad, on which rank did it start, and what do I do now? " + EXIT_HELP
+    + "\n\n\b\nExamples:\n  nanscope diagnose train.log\n  nanscope diagnose logs/ --output json:nanscope.json"
+    "\n  nanscope explain nan-rank-local\n  nanscope config",
 )
-sig_app = typer.Typer(no_args_is_help=True, help="List, show, test and lint signature files.")
+sig_app = typer.Typer(no_args_is_help=True, context_settings=HELP_OPTIONS,
+                      help="List, show, test and lint signature files.\n\n\b\nExamples:\n  nanscope signatures list"
+                      "\n  nanscope signatures test my-pack/\n  nanscope signatures lint my-pack/")
 app.add_typer(sig_app, name="signatures")
 
 
@@ -82,9 +89,12 @@ def _root(
 
 @app.command()
 def diagnose(
+    ctx: typer.Context,
     paths: List[str] = typer.Argument(None, help="Log files, folders of per-rank files, .gz, or - for stdin (default)."),
-    fmt: str = typer.Option("text", "--format", "-f", help="Report format: text, json, ... (see `nanscope formats`)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report here (atomically) instead of stdout."),
+    fmt: str = typer.Option("text", "--format", "-f", help="Report format on stdout: text, json, ... (see `nanscope formats`)."),
+    output: Optional[List[str]] = typer.Option(None, "--output", "-o", metavar="FORMAT[:PATH]",
+                                               help="Also write FORMAT into PATH (FORMAT alone: stdout; a PATH alone: the "
+                                                    "--format report, atomically). Repeatable; the logs are read once."),
     fail_on: FailOn = typer.Option(FailOn.medium, "--fail-on", help="Lowest severity that makes the exit status non-zero."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (errors still exit 2)."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Only these signature ids or categories (comma separated)."),
@@ -93,28 +103,43 @@ def diagnose(
     parser: Optional[List[str]] = typer.Option(None, "--parser", help="Force these parsers instead of all of them."),
     color: Color = typer.Option(Color.auto, "--color", help="Colour the text report."),
     no_color: bool = typer.Option(False, "--no-color", help="Same as --color never."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit status tells."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on stdout (files given with --output are still written)."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in evidence lines."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for several input files (default: one per core when the input is large)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A known-good run (JSON report or log): report what is new or worse; only new findings affect the exit status."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Where files are scanned: local (default), dask (a local Dask cluster) or dask:ADDRESS (needs nanscope[dask])."),
+    config_file: Optional[str] = typer.Option(None, "--config", help="Use this config file instead of searching for nanscope.toml / pyproject.toml."),
 ) -> None:
-    """Diagnose a job's logs: the root cause, the initiating rank, the fix. """
+    """Diagnose a job's logs: the root cause, the initiating rank, the fix.
+
+    Settings come from flags, then NANSCOPE_* variables, then the nearest nanscope.toml or
+    pyproject.toml [tool.nanscope] (see `nanscope config`).
+
+    \b
+    Examples:
+      nanscope diagnose train.log
+      cat train.log | nanscope diagnose
+      nanscope diagnose logs/ --fail-on high --baseline good-run.json
+      nanscope diagnose logs/ --output sarif:nanscope.sarif --output junit:junit.xml \\
+          --output github --output markdown:$GITHUB_STEP_SUMMARY
+    """
     from nanscope import api
-    from nanscope.output import open_output
-
-    options = api.Options(signatures=_split(signatures), select=_split(select), ignore=_split(ignore),
-                          parsers=_split(parser) or None)
     from nanscope import report as reporters
+    from nanscope.report.outputs import plan
 
-    if fmt not in reporters.FORMATS:
-        raise typer.BadParameter(f"unknown format '{fmt}'; known: {', '.join(reporters.FORMATS)}", param_hint="--format")
+    cfg = _settings(ctx, config_file)
+    if cfg["format"] not in reporters.FORMATS:
+        raise typer.BadParameter(f"unknown format '{cfg['format']}'; known: {', '.join(reporters.FORMATS)}", param_hint="--format")
+    plan(cfg["format"], cfg["output"], list(reporters.FORMATS))  # a bad --output fails before the logs are read
+    options = api.Options(signatures=cfg["signatures"], select=cfg["select"], ignore=cfg["ignore"],
+                          parsers=cfg["parser"] or None)
     from nanscope.ingest.reader import expand_sources
     from nanscope.progress import progress_for
 
     sources = expand_sources(paths or ["-"])
-    options.jobs = jobs
-    options.engine = engine
+    _say_if_waiting(paths, quiet)
+    options.jobs = cfg["jobs"]
+    options.engine = cfg["engine"]
     options.progress = progress_for(sources, quiet=quiet)
     try:
         report = api.diagnose_sources(sources, options)
@@ -122,14 +147,83 @@ def diagnose(
         if options.progress is not None:
             options.progress.close()
             options.progress = None
-    if baseline:
-        api.with_baseline(report, baseline, options)
-    if not quiet:
-        with open_output(output) as out:
-            color_on = use_color(color, no_color, out) and output is None
-            reporters.render(fmt, report, out, reporters.RenderOptions(color=color_on, redact=not no_redact))
-    code = api.exit_code(report, fail_on.value)
-    raise typer.Exit(ExitCode.CLEAN if exit_zero else code)
+    if cfg["baseline"]:
+        api.with_baseline(report, cfg["baseline"], options)
+    choice = Color.never if no_color else Color(cfg["color"])
+    api.write_reports(report, cfg["output"], cfg["format"], redact=cfg["redact"], stdout=not quiet,
+                      color=lambda stream: use_color(choice, False, stream))
+    code = api.exit_code(report, cfg["fail-on"])
+    raise typer.Exit(ExitCode.CLEAN if cfg["exit-zero"] else code)
+
+
+# diagnose's parameters that are settings: parameter name -> (config key, value as given -> setting)
+_SETTING_PARAMS = {
+    "fmt": ("format", lambda v: v),
+    "output": ("output", lambda v: list(v or [])),
+    "fail_on": ("fail-on", lambda v: v.value),
+    "exit_zero": ("exit-zero", bool),
+    "select": ("select", _split),
+    "ignore": ("ignore", _split),
+    "signatures": ("signatures", _split),
+    "parser": ("parser", _split),
+    "color": ("color", lambda v: v.value),
+    "jobs": ("jobs", lambda v: v),
+    "engine": ("engine", lambda v: v),
+    "baseline": ("baseline", lambda v: v),
+    "no_redact": ("redact", lambda v: not v),
+}
+
+
+def _settings(ctx: typer.Context, config_file: Optional[str]):
+    """Flags given on the command line, over NANSCOPE_* variables, over the config file."""
+    from nanscope.config import resolve
+
+    given = {}
+    for param, (key, convert) in _SETTING_PARAMS.items():
+        source = ctx.get_parameter_source(param)  # typer bundles its own click: compare by name
+        if source is not None and source.name == "COMMANDLINE":
+            given[key] = convert(ctx.params[param])
+    return resolve(given, config_file=config_file)
+
+
+def _packs(flag: Optional[List[str]]) -> list[str]:
+    """--signatures, else the packs the settings name (a config file's `signatures`, NANSCOPE_SIGNATURES)."""
+    from nanscope.config import resolve
+
+    return _split(flag) if flag else list(resolve({})["signatures"])
+
+
+def _say_if_waiting(paths: Optional[List[str]], quiet: bool) -> None:
+    """A terminal on stdin and no file: say what nanscope waits for, instead of hanging silently."""
+    if quiet or (paths and "-" not in paths):
+        return
+    try:
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        interactive = False
+    if interactive:
+        sys.stderr.write("nanscope: waiting for a log on stdin (paste it, then press Ctrl-D), "
+                         "or give a file: nanscope diagnose train.log\n")
+        sys.stderr.flush()
+
+
+@app.command("config")
+def config_cmd(config_file: Optional[str] = typer.Option(None, "--config", help="Read this file instead of searching for one.")) -> None:
+    """Print the settings `nanscope diagnose` would use here, and where each came from (a flag,
+    a NANSCOPE_* variable, the config file and line, or the default).
+
+    The config file is the nearest .nanscope.toml, nanscope.toml, or pyproject.toml with a
+    [tool.nanscope] table, from the working directory up (as ruff finds its own).
+
+    \b
+    Examples:
+      nanscope config
+      NANSCOPE_FAIL_ON=high nanscope config
+      nanscope config --config ci/nanscope.toml
+    """
+    from nanscope.config import describe, resolve
+
+    sys.stdout.write(describe(resolve({}, config_file=config_file)))
 
 
 @app.command()
@@ -142,12 +236,20 @@ def events(
     parser: Optional[List[str]] = typer.Option(None, "--parser", help="Force these parsers."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in the text column."),
 ) -> None:
-    """Print or export the normalized events nanscope extracted (JSON Lines, Parquet, Arrow)."""
+    """Print or export the normalized events nanscope extracted (JSON Lines, Parquet, Arrow).
+
+    \b
+    Examples:
+      nanscope events train.log | jq -c 'select(.kind == "error")'
+      nanscope events logs/ -o events.parquet
+      nanscope events logs/ -o events/ --partition-by rank
+    """
     from nanscope import api
     from nanscope.export import table_format, write_jsonl, write_partitioned, write_table
     from nanscope.output import open_output
 
     inputs = paths or ["-"]
+    _say_if_waiting(paths, False)
     if partition_by is not None:
         if partition_by != "rank":
             raise typer.BadParameter("only 'rank' is supported", param_hint="--partition-by")
@@ -188,6 +290,11 @@ def eval_(
     The manifest format (MANIFEST.toml, paths relative to its folder) is in docs/eval.md:
     [[log]] path, framework, healthy, expect = [id, ...], accept, initiating_rank, first_bad_step.
     Exit status: 0, or 1 when a --min-*/--max-* floor is not met; 2 on a bad manifest.
+
+    \b
+    Examples:
+      nanscope eval sample_logs/public
+      nanscope eval incidents/ --signatures team-pack/ --min-detected 90
     """
     from nanscope import api
     from nanscope.output import open_output
@@ -247,12 +354,19 @@ def fleet(
 
 
 @app.command()
-def explain(sig_id: str = typer.Argument(..., metavar="ID", help="A signature id, e.g. nan-skip-recover.")) -> None:
-    """The encyclopedia entry of a signature, offline."""
+def explain(sig_id: str = typer.Argument(..., metavar="ID", help="A signature id, e.g. nan-skip-recover."),
+            signatures: Optional[List[str]] = typer.Option(None, "--signatures", help="Also look in this folder of signature TOML files.")) -> None:
+    """The encyclopedia entry of a signature, offline.
+
+    \b
+    Examples:
+      nanscope explain nan-rank-local
+      nanscope explain --signatures team-pack/ team-dataloader-stall
+    """
     from nanscope.signatures.explain import explain_text
     from nanscope.signatures.loader import load_or_raise
 
-    sigs = {s.id: s for s in load_or_raise()}
+    sigs = {s.id: s for s in load_or_raise(_packs(signatures))}
     if sig_id not in sigs:
         raise NanscopeError(f"no signature '{sig_id}'; see `nanscope signatures list`")
     sys.stdout.write(explain_text(sigs[sig_id]))
@@ -260,7 +374,12 @@ def explain(sig_id: str = typer.Argument(..., metavar="ID", help="A signature id
 
 @app.command()
 def formats() -> None:
-    """List the report formats of `diagnose --format`."""
+    """List the report formats of `diagnose --format` and `--output FORMAT:PATH`.
+
+    \b
+    Example:
+      nanscope formats
+    """
     from nanscope.report import FORMATS
 
     for name, (_mod, desc) in FORMATS.items():
@@ -269,7 +388,12 @@ def formats() -> None:
 
 @app.command()
 def schema() -> None:
-    """Print the JSON Schema of the --format json report."""
+    """Print the JSON Schema of the --format json report.
+
+    \b
+    Example:
+      nanscope schema > nanscope-report.schema.json
+    """
     import json
 
     from nanscope.schema import report_schema
@@ -279,20 +403,31 @@ def schema() -> None:
 
 @sig_app.command("list")
 def sig_list(signatures: Optional[List[str]] = typer.Option(None, "--signatures", help="Extra signature folder.")) -> None:
-    """One line per signature: id, severity, category, title."""
+    """One line per signature: id, severity, category, title.
+
+    \b
+    Examples:
+      nanscope signatures list
+      nanscope signatures list --signatures team-pack/
+    """
     from nanscope.signatures.loader import load_or_raise
 
-    for s in sorted(load_or_raise(_split(signatures)), key=lambda s: (s.category, s.id)):
+    for s in sorted(load_or_raise(_packs(signatures)), key=lambda s: (s.category, s.id)):
         print(f"{s.id:<34} {s.severity:<8} {s.category:<12} {s.title}")
 
 
 @sig_app.command("show")
 def sig_show(sig_id: str = typer.Argument(..., metavar="ID"),
              signatures: Optional[List[str]] = typer.Option(None, "--signatures")) -> None:
-    """Print a signature's TOML file."""
+    """Print a signature's TOML file.
+
+    \b
+    Example:
+      nanscope signatures show nan-rank-local
+    """
     from nanscope.signatures.loader import load_or_raise
 
-    sigs = {s.id: s for s in load_or_raise(_split(signatures))}
+    sigs = {s.id: s for s in load_or_raise(_packs(signatures))}
     if sig_id not in sigs:
         raise NanscopeError(f"no signature '{sig_id}'")
     with open(sigs[sig_id].path, encoding="utf-8") as f:
@@ -301,7 +436,18 @@ def sig_show(sig_id: str = typer.Argument(..., metavar="ID"),
 
 @sig_app.command("test")
 def sig_test(dirs: List[str] = typer.Argument(None, help="Signature folders (default: the bundled library).")) -> None:
-    """Run every [[examples]] entry: a match must match, a no-match must not."""
+    """Run every [[examples]] entry: a match must match, a no-match must not.
+
+    Each example is diagnosed with the bundled library loaded too, so it also proves that no other
+    signature steals its match. A folder that is the bundled library (signatures/ in a nanscope
+    checkout) is tested as that library, in place of the installed copy.
+
+    \b
+    Examples:
+      nanscope signatures test
+      nanscope signatures test team-pack/
+      nanscope signatures test signatures/      # in a nanscope checkout
+    """
     from nanscope.signatures.selftest import run_examples
 
     failures, total = run_examples(dirs or [])
@@ -313,7 +459,13 @@ def sig_test(dirs: List[str] = typer.Argument(None, help="Signature folders (def
 
 @sig_app.command("lint")
 def sig_lint(dirs: List[str] = typer.Argument(None, help="Signature folders (default: the bundled library).")) -> None:
-    """Check signature files; every problem is printed with file and line."""
+    """Check signature files; every problem is printed with file and line.
+
+    \b
+    Examples:
+      nanscope signatures lint team-pack/
+      nanscope signatures lint
+    """
     from nanscope.signatures.selftest import lint
 
     problems = lint(dirs or [])

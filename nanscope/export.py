@@ -26,6 +26,7 @@ from typing import IO, Any, Iterable, Optional, Sequence
 
 from nanscope.errors import NanscopeError
 from nanscope.model import Collective, Event
+from nanscope.output import settle_mode
 from nanscope.redact import redact
 from nanscope.report.base import number
 from nanscope.report.sanitize import json_text
@@ -271,6 +272,7 @@ def write_table(events: Iterable[Event], path: str, fmt: str, redact_text: bool 
                 sink.flush()
         sink.close()
         sink = None
+        settle_mode(tmp, path)
         os.replace(tmp, path)
     except BaseException:
         if sink is not None:
@@ -328,6 +330,7 @@ def write_partitioned(events: Iterable[Event], folder: str, inputs: Sequence[str
             old = _tmp_beside(folder, ".old", directory=True)
             os.rmdir(old)
             os.replace(folder, old)
+        settle_mode(tmp_dir, folder, directory=True)
         os.replace(tmp_dir, folder)
         if old:
             shutil.rmtree(old, ignore_errors=True)

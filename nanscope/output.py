@@ -1,5 +1,9 @@
 """Writing results: stdout, or a file written atomically (temp file + rename), so an interrupted
-run never leaves a half-written report behind."""
+run never leaves a half-written report behind.
+
+A temporary file is created 0600; before the rename it is given the mode a plain `open()` would
+have given it (0666 less the umask, or the mode of the file it replaces), so CI artifact uploaders
+and teammates can read the report as they read any other file."""
 
 from __future__ import annotations
 
@@ -16,6 +20,26 @@ class OutputClosed(Exception):
     Not an OSError on purpose: click would turn an EPIPE OSError into exit status 1 ("findings")."""
 
 
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def final_mode(path: str, directory: bool = False) -> int:
+    """The mode `path` would get from open()/mkdir(): the replaced file's, else 0666/0777 less the umask."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0o777 if directory else 0o666) & ~current_umask()
+    return st.st_mode & 0o7777
+
+
+def settle_mode(tmp: str, path: str, directory: bool = False) -> None:
+    """Give a temporary file (or folder) the mode of its final name before the rename."""
+    os.chmod(tmp, final_mode(path, directory))
+
+
 @contextlib.contextmanager
 def open_output(path: Optional[str], binary: bool = False) -> Iterator[IO]:
     if path is None or path == "-":
@@ -30,6 +54,7 @@ def open_output(path: Optional[str], binary: bool = False) -> Iterator[IO]:
     try:
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": "\n"})) as f:
             yield f
+        settle_mode(tmp, path)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -20,7 +20,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("streams, engine, attribution", ("nanscope.streams", "nanscope.signatures", "nanscope.attribution")),
     ("outputs", ("nanscope.report", "nanscope.export", "nanscope.output", "nanscope.progress", "nanscope.hosts",
                  "nanscope.baseline", "nanscope.evaluate", "nanscope.fleet")),
-    ("api", ("nanscope.api",)),
+    ("api", ("nanscope.api", "nanscope.config")),
     ("cli", ("nanscope.cli", "nanscope.__main__", "nanscope.signatures.selftest")),
 ]
 
@@ -60,7 +60,7 @@ def _floor(name: str) -> int:
     best, at = -1, None
     for i, (_, prefixes) in enumerate(FLOORS):
         for pre in prefixes:
-            if (name == pre or name.startswith(pre + ".")) and len(pre) > best:
+            if (name == pre or (pre != "nanscope" and name.startswith(pre + "."))) and len(pre) > best:
                 best, at = len(pre), i
     assert at is not None, f"{name} is on no floor: add it to FLOORS (and docs/design.md)"
     return at

@@ -154,6 +154,10 @@ def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
             raw: BinaryIO = io.BufferedReader(io.BytesIO(source.data))  # type: ignore[arg-type]
         else:
             raw = sys.stdin.buffer if source.is_stdin else open(source.path, "rb")  # type: ignore[arg-type]
+            if source.is_stdin and _is_terminal(raw):
+                # text typed or pasted on a terminal: read it whole, so one Ctrl-D ends it (chunked
+                # reads would each wait for an end-of-file of their own)
+                raw = io.BufferedReader(io.BytesIO(raw.read()))  # type: ignore[arg-type]
     except OSError as e:
         raise InputError(e.strerror or str(e), source.name) from None
     size = len(source.data) if source.data is not None else None
@@ -171,6 +175,13 @@ def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
         except ImportError:
             raise InputError("zstd input needs the 'zstandard' package (pip install zstandard)", source.name) from None
     return raw, size
+
+
+def _is_terminal(raw: BinaryIO) -> bool:
+    try:
+        return raw.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 def _peek(raw: BinaryIO, n: int) -> bytes:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+import os
+from typing import Any, Mapping, Optional
 
 from nanscope.model import Finding, Report
 from nanscope.redact import redact
@@ -22,6 +23,26 @@ def number(v: Optional[float]) -> Any:
     if math.isinf(v):
         return "Infinity" if v > 0 else "-Infinity"
     return v
+
+
+def workspace_root(env: Optional[Mapping[str, str]] = None) -> str:
+    """The folder CI shows paths relative to: $GITHUB_WORKSPACE (GitHub Actions), $CI_PROJECT_DIR
+    (GitLab CI), else the working directory."""
+    env = os.environ if env is None else env
+    return env.get("GITHUB_WORKSPACE") or env.get("CI_PROJECT_DIR") or os.getcwd()
+
+
+def workspace_path(path: str, root: Optional[str] = None) -> Optional[str]:
+    """The path relative to the CI workspace (POSIX separators), or None if it is not inside it."""
+    if not path or path == "-" or path.startswith("<"):
+        return None
+    try:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root or workspace_root()))
+    except ValueError:  # another drive on Windows
+        return None
+    if rel == os.curdir or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return None
+    return rel.replace(os.sep, "/")
 
 
 def evidence_text(text: str, do_redact: bool) -> str:

@@ -4,7 +4,9 @@
   severe findings, within GitHub's per-step limits (10 errors + 10 warnings; actions/toolkit
   PR #734), then one `::notice::` "N more". Values are escaped exactly as actions/toolkit
   packages/core/src/command.ts does (sanitize.gh_data / gh_property). `file=` is given only for
-  logs inside the workspace (a relative path), as annotations can only point at repository files.
+  logs inside the workspace, relative to $GITHUB_WORKSPACE when it is set (the runner resolves
+  `file=` against the repository root, not the step's working-directory), else to the current
+  directory, as annotations can only point at repository files.
 - The full report (with every echoed log line) follows inside a `::stop-commands::<token>` ...
   `::<token>::` block with a fresh uuid4 token, so no log line can act as a runner command (the
   runner trims leading whitespace before matching `::`, so indentation is no defence). The legacy
@@ -14,31 +16,17 @@
 from __future__ import annotations
 
 import io
-import os
 import uuid
-from typing import IO, Optional
+from typing import IO
 
 from nanscope.model import Report
-from nanscope.report.base import report_record
+from nanscope.report.base import report_record, workspace_path
 from nanscope.report.sanitize import gh_data, gh_defuse, gh_property, terminal
 
 MAX_ERRORS = 10
 MAX_WARNINGS = 10
 MAX_NOTICES = 10  # including the final "N more" notice
 _LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "notice", "info": "notice"}
-
-
-def workspace_path(path: str) -> Optional[str]:
-    """The path relative to the workspace (CWD), or None if the file is not inside it."""
-    if not path or path == "-" or path.startswith("<"):
-        return None
-    try:
-        rel = os.path.relpath(os.path.abspath(path), os.getcwd())
-    except ValueError:  # another drive on Windows
-        return None
-    if rel == os.curdir or rel.startswith(os.pardir):
-        return None
-    return rel.replace(os.sep, "/")
 
 
 def _annotation(level: str, f: dict) -> str:

@@ -3,8 +3,8 @@
 One run; tool.driver "nanscope" with its semanticVersion and one rule per loaded signature (id,
 shortDescription = title, fullDescription <= 1024 characters, help text + markdown). One result
 per finding: ruleId, level (critical/high -> error, medium -> warning, low/info -> note), message,
-and a physical location at the first evidence line (URI relative to the working directory when the
-log is inside it). partialFingerprints come from (rule, initiating rank, first step), never from
+and a physical location at the first evidence line (URI relative to $GITHUB_WORKSPACE, else the
+working directory, when the log is inside it). partialFingerprints come from (rule, initiating rank, first step), never from
 the line number, so an alert survives log lines moving. `security-severity` is never set: these
 are not security findings (GitHub docs, "SARIF support for code scanning").
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from nanscope.model import Report
-from nanscope.report.base import report_record
+from nanscope.report.base import report_record, workspace_path
 from nanscope.report.sanitize import json_text, terminal
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -36,14 +36,14 @@ def _clip(text: str, limit: int) -> str:
 
 
 def uri(path: str) -> str:
-    """A URI for the log: relative (POSIX separators) when inside the working directory."""
+    """A URI for the log: relative (POSIX separators) when inside the workspace ($GITHUB_WORKSPACE,
+    where code scanning resolves it, else the working directory)."""
     if path == "-" or path.startswith("<"):
         return "stdin"
-    absolute = os.path.abspath(path)
-    rel = os.path.relpath(absolute, os.getcwd())
-    if not rel.startswith(os.pardir) and not os.path.isabs(rel):
-        return Path(rel).as_posix()
-    return Path(absolute).as_uri()
+    rel = workspace_path(path)
+    if rel is not None:
+        return rel
+    return Path(os.path.abspath(path)).as_uri()
 
 
 def fingerprint(rule: str, rank: object, step: object) -> str:

@@ -56,7 +56,13 @@ def _finding(console: Console, f: Finding, do_redact: bool, width: int, index: i
     head.append(f" {f.id}", style="bold")
     if f.baseline_status:
         head.append(f" [{f.baseline_status}]", style="bold green" if f.baseline_status == "known" else "bold red")
-    head.append(f"  {_safe(f.title, 300)}")
+    head.append("  ")
+    # a title that does not fit wraps under itself, not under the number
+    indent = len(head.plain) if len(head.plain) <= width // 2 else 10
+    title = textwrap.wrap(" ".join(_safe(f.title, 300).split()), width=max(20, width - indent)) or [""]
+    head.append(title[0])
+    for ln in title[1:]:
+        head.append("\n" + " " * indent + ("\\" + ln if ln.startswith("::") else ln))
     console.print(head)
     console.print(_wrap("what", redact(f.summary) if do_redact else f.summary, width))
     rank = Text()
@@ -105,6 +111,37 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
+_MAX_LABEL = 24
+
+
+def _rank_table(console: Console, report: Report, width: int) -> None:
+    """The per-rank ledger. A stream without a rank is labelled by its file; a label too long for
+    the column becomes `file N`, with the whole path in a legend below (never a truncated path)."""
+    table = Table(title="per-rank steps", title_justify="left", show_edge=False, pad_edge=False, box=None)
+    for col in ("rank", "steps", "first", "last", "non-finite", "skipped", "loss scale", "last loss"):
+        table.add_column(col, justify="left" if col == "rank" else "right", no_wrap=col == "rank")
+    rows = []
+    for s in report.ranks:
+        scale = "-" if s.loss_scale_min is None else f"{_fmt(s.loss_scale_min)}..{_fmt(s.loss_scale_max)}"
+        rows.append([terminal(s.label, 2000), str(s.steps), _fmt(s.first_step), _fmt(s.last_step),
+                     str(s.nonfinite_steps), str(s.skipped_steps), scale, _fmt(s.last_loss)])
+    heads = [str(c.header) for c in table.columns]
+    others = sum(max([len(heads[i])] + [len(r[i]) for r in rows]) for i in range(1, len(heads)))
+    room = max(_MAX_LABEL, width - others - 2 * (len(heads) - 1))
+    legend: dict[str, str] = {}
+    limit = _MAX_LABEL if any(len(r[0]) > room for r in rows) else room  # once one goes, all long ones go
+    for r in rows:
+        if len(r[0]) > limit:
+            if r[0] not in legend:
+                legend[r[0]] = f"file {len(legend) + 1}"
+            r[0] = legend[r[0]]
+        table.add_row(Text(r[0]), *r[1:])
+    console.print(table)
+    for path, key in legend.items():
+        console.print(Text(f"{key}: {gh_defuse(path)}"), soft_wrap=True)
+    console.print()
+
+
 def render(report: Report, out: IO[str], options) -> None:
     color, width, redact_secrets = options.color, options.width, options.redact
     console = Console(file=out, no_color=not color, force_terminal=color, highlight=False, width=width,
@@ -116,15 +153,27 @@ def render(report: Report, out: IO[str], options) -> None:
     ranks = sorted({s.rank for s in report.ranks if s.rank is not None})
     head = Text()
     head.append("nanscope: ")
+    if report.baseline is not None:  # the header speaks of what is new; the known findings follow, marked
+        b = report.baseline
+        name, style, words = _VERDICT[b.get("verdict") or report.verdict]
+        if name == "CLEAN":
+            words = "nothing new since the baseline"
+        new = sum(1 for f in report.findings if f.baseline_status != "known")
+        known = len(report.findings) - new
+        count = f"{new} new finding(s)"
+        tail = f"; {known} known from the baseline follow, marked [known]" if known else ""
+    else:
+        count, tail = f"{len(report.findings)} finding(s)", ""
     head.append(name, style=style)
-    head.append(f" - {words}. {len(report.findings)} finding(s) in {inputs}")
+    head.append(f" - {words}. {count} in {inputs}")
     if ranks:
         head.append(f" ({len(ranks)} rank(s): {fmt_ranks(ranks)})")
+    head.append(tail)
     console.print(head)
     if report.baseline is not None:
         b = report.baseline
         t = Text(f"compared with {terminal(b['source'], 200)}: ")
-        t.append(f"{len(b['new_findings'])} new finding(s)" + (f" ({', '.join(b['new_findings'])})" if b["new_findings"] else ""))
+        t.append(f"new: {', '.join(b['new_findings'])}" if b["new_findings"] else "no new finding")
         if b["resolved_findings"]:
             t.append(f"; gone since: {', '.join(b['resolved_findings'])}")
         for w in b["worse"][:8]:
@@ -134,15 +183,7 @@ def render(report: Report, out: IO[str], options) -> None:
     for i, f in enumerate(report.findings, 1):
         _finding(console, f, redact_secrets, width, i)
     if report.ranks:
-        table = Table(title="per-rank steps", title_justify="left", show_edge=False, pad_edge=False, box=None)
-        for col in ("rank", "steps", "first", "last", "non-finite", "skipped", "loss scale", "last loss"):
-            table.add_column(col, justify="left" if col == "rank" else "right")
-        for s in report.ranks:
-            scale = "-" if s.loss_scale_min is None else f"{_fmt(s.loss_scale_min)}..{_fmt(s.loss_scale_max)}"
-            table.add_row(Text(terminal(s.label, 60)), str(s.steps), _fmt(s.first_step), _fmt(s.last_step),
-                          str(s.nonfinite_steps), str(s.skipped_steps), scale, _fmt(s.last_loss))
-        console.print(table)
-        console.print()
+        _rank_table(console, report, width)
     for d in report.diagnostics:
         t = Text(f"note [{d.code}] ", style="yellow")
         where = f"{terminal(d.source, 200)}" + (f":{d.line}" if d.line else "") + ": " if d.source else ""

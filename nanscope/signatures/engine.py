@@ -256,7 +256,7 @@ def build_finding(agg: Aggregate) -> Finding:
     values.setdefault("count", agg.count)  # a machine that counts (count_within) says what it counted
     values.update(
         rank=first.rank if first.rank is not None else "?",
-        ranks=fmt_ranks(ranks) if ranks else "?",
+        ranks=fmt_ranks(ranks) if ranks else "(not named in the log)",  # never "ranks ?"
         step=first.step if first.step is not None else "?",
         nranks=len(ranks),
         at_step=f" at step {first.step}" if first.step is not None else "",

@@ -21,6 +21,35 @@ def bundled_dir() -> Path:
     return here.parent / "signatures"
 
 
+def is_bundled_pack(folder: Path) -> bool:
+    """Whether a --signatures / `signatures test` folder is the bundled library itself: the same
+    folder, or the signatures/ folder of a nanscope checkout (whose installed copy is bundled_dir()).
+    Such a folder is loaded in place of the bundled copy, so the checkout's edits are what runs."""
+    try:
+        folder = folder.resolve()
+        if folder == bundled_dir().resolve():
+            return True
+        project = folder.parent / "pyproject.toml"
+        if folder.name != "signatures" or not project.is_file() or not (folder.parent / "nanscope").is_dir():
+            return False
+        data = tomllib.loads(project.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return data.get("project", {}).get("name") == "nanscope"
+
+
+def bundled_pack_root(path: Path) -> Optional[Path]:
+    """The bundled library `path` is (or is a file or sub-folder of), or None."""
+    try:
+        path = path.resolve()
+    except OSError:
+        return None
+    for candidate in (path, *path.parents):
+        if candidate.is_dir() and is_bundled_pack(candidate):
+            return candidate
+    return None
+
+
 def signature_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
@@ -47,8 +76,20 @@ def load_file(path: Path) -> tuple[Optional[Signature], list[SignatureError]]:
 
 
 def load(extra_dirs: Iterable[str] = (), bundled: bool = True) -> tuple[list[Signature], list[SignatureError]]:
-    """All signatures, and every problem found. Ids must be unique across all folders."""
-    roots = ([bundled_dir()] if bundled else []) + [Path(d) for d in extra_dirs]
+    """All signatures, and every problem found. Ids must be unique across all folders; a folder
+    that is the bundled library (is_bundled_pack) replaces the bundled copy instead of repeating it."""
+    extra: list[Path] = []
+    replacement: Optional[Path] = None
+    for d in map(Path, extra_dirs):
+        pack = bundled_pack_root(d)
+        if pack is None:
+            extra.append(d)
+        elif replacement is None:
+            replacement = pack  # its files, d's among them, are loaded once, as the bundled library
+    if replacement is not None:
+        roots = [replacement] + extra
+    else:
+        roots = ([bundled_dir()] if bundled else []) + extra
     sigs: list[Signature] = []
     errors: list[SignatureError] = []
     seen: dict[str, str] = {}
