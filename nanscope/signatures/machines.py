@@ -477,12 +477,30 @@ class ScaleRun(Machine):
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         bad, good = self.vbad(b), self.vgood(b)
+        if bad is None or good is None:
+            return super().feed_batch(b, emit)
         st = self._st(b.stream)
-        if bad is not None and good is not None and st["run"] is None and not bad.any():
+        if st["run"] is None and not bad.any():
             if good.any():
                 st["good_before"] = True
             return  # the common case: clean steps, no run open
-        super().feed_batch(b, emit)
+        # A row neither bad nor good changes nothing; with no run open a good row only sets
+        # good_before: so only the bad rows, and the good ones while a run is open, go one by one.
+        rows = np.nonzero(bad | good)[0]
+        bad_at = np.nonzero(bad)[0]
+        k = 0
+        while k < len(rows):
+            if st["run"] is None:
+                j = int(np.searchsorted(bad_at, rows[k]))
+                if j == len(bad_at):
+                    st["good_before"] = True  # rows[k:] are all good
+                    return
+                nxt = int(np.searchsorted(rows, bad_at[j]))
+                if nxt > k:
+                    st["good_before"] = True
+                k = nxt
+            self.feed(b.event(int(rows[k])), emit)
+            k += 1
 
     def _scale(self, r: dict, ev: Event) -> None:
         old, new = getattr(ev, "old_scale", None), getattr(ev, "new_scale", None)
@@ -564,6 +582,7 @@ class SkipRate(Machine):
         self.min_fraction = float(self.num("min_fraction", 0.5))
         self.min_skipped = int(self.num("min_skipped", 10))
         self.when = self.cond("when") if "when" in spec else None
+        self.vwhen = self.vcond("when") if "when" in spec else None
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.step is None or (self.when is not None and not self.when(ev)):
@@ -588,9 +607,17 @@ class SkipRate(Machine):
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         cols = [c for c, g in (("skipped_total", self.total), ("skipped_iters", self.window)) if g is not None]
-        if all(b.col(c) is not None and not b.col(c)[1].any() for c in cols):
-            return  # no counter on these rows
-        super().feed_batch(b, emit)
+        got = [b.col(c) for c in cols]
+        if any(g is None for g in got) or (self.when is not None and self.vwhen(b) is None):
+            return super().feed_batch(b, emit)
+        has = np.zeros(len(b), dtype=bool)
+        for _, present in got:
+            has |= present
+        if self.when is not None:
+            has &= self.vwhen(b)
+        # a row without a counter leaves the state as it is: only the rows with one, in order
+        for i in np.nonzero(has)[0].tolist():
+            self.feed(b.event(i), emit)
 
     def finish(self, emit: Emit) -> None:
         for st in self.state.values():
