@@ -615,9 +615,49 @@ class SkipRate(Machine):
             has |= present
         if self.when is not None:
             has &= self.vwhen(b)
-        # a row without a counter leaves the state as it is: only the rows with one, in order
-        for i in np.nonzero(has)[0].tolist():
+        rows = np.nonzero(has)[0]
+        lead = int(np.argmax(b.step[rows] > 0)) if len(rows) and (b.step[rows] > 0).any() else len(rows)
+        for i in rows[:lead].tolist():  # step 0 (a run's first line) one by one
             self.feed(b.event(i), emit)
+        rows = rows[lead:]
+        if len(rows) and self._healthy_rows(b, rows, dict(zip(cols, got))):
+            return
+        # a row without a counter leaves the state as it is: only the rows with one, in order
+        for i in rows.tolist():
+            self.feed(b.event(i), emit)
+
+    def _healthy_rows(self, b: Any, rows: np.ndarray, got: dict) -> bool:
+        """feed() over these rows in arrays when none of them can start a finding (the common
+        case: a cumulative counter below the rate, or windows with no skipped iteration); False
+        (nothing done) otherwise, for the rows to go one by one."""
+        steps = b.step[rows]
+        if (steps <= 0).any():
+            return False
+        tot = got.get("skipped_total")
+        win = got.get("skipped_iters")
+        tp = tot[1][rows] if tot is not None else np.zeros(len(rows), dtype=bool)
+        wp = win[1][rows] if win is not None else np.zeros(len(rows), dtype=bool)
+        st = self.state.get(b.stream)
+        if tp.all():  # DeepSpeed's skipped=K: each row sets the state to (K, step)
+            k = tot[0][rows]
+            hit = (k >= self.min_skipped) & (k >= self.min_fraction * steps)
+            if hit.any():
+                return False
+            st = self.state.setdefault(b.stream, {"prev": None, "skipped": 0, "steps": 0, "first": None, "last": None})
+            st["skipped"], st["steps"], st["prev"] = int(k[-1]), int(steps[-1]), int(steps[-1])
+            return True
+        if tp.any() or not wp.all() or (win[0][rows] != 0).any():
+            return False
+        # Megatron's windows with nothing skipped: the count stays, the steps grow by each window
+        prev = st["prev"] if st is not None else None
+        if (np.diff(steps) <= 0).any() or (prev is not None and steps[0] <= prev):
+            return False
+        if st is not None and st["skipped"] >= self.min_skipped:
+            return False  # a rate that may still hold on these rows: one by one
+        st = self.state.setdefault(b.stream, {"prev": None, "skipped": 0, "steps": 0, "first": None, "last": None})
+        st["steps"] += int(steps[-1]) - (int(prev) if prev is not None else int(steps[0]))
+        st["prev"] = int(steps[-1])
+        return True
 
     def finish(self, emit: Emit) -> None:
         for st in self.state.values():
