@@ -30,8 +30,8 @@ def stream_key(origin: Origin, source: str) -> tuple:
 SMALL_BATCH = 16  # rows: below this, plain Python is cheaper than array calls
 # Step lines after an exception that can still belong before it: a block-buffered stdout (8 KiB
 # in CPython) flushes at most a few hundred step lines after the traceback on stderr. A stream
-# that logs more steps than this after an exception survived it (a handled exception): its step
-# stays where it is.
+# that logs more steps than this after an exception survived it (a handled exception, printed
+# with its traceback): the exception keeps the step it was printed at.
 FATAL_HORIZON = 1024
 
 
@@ -45,7 +45,7 @@ class _Stream:
         self.steps_seen = 0
         self.overflows = 0  # explicit overflow lines (DeepSpeed)
         self.cum_skipped = 0  # the largest cumulative skip counter printed (DeepSpeed skipped=K)
-        # exceptions whose step later step lines may still correct: [event, step lines left]
+        # exceptions whose step later step lines may still correct: [event, step lines left, its step]
         self.fatal: list[list] = []
 
 
@@ -84,7 +84,7 @@ class Streams:
                     if err.step is not None and ev.step >= err.step:
                         err.step = ev.step + 1
                     f[1] -= 1
-                st.fatal = [f for f in st.fatal if f[1] > 0]
+                st.fatal = _pending(st.fatal)
             st.step = ev.step
             derived = self._ledger(st, ev, new_step)
             yield ev
@@ -97,13 +97,14 @@ class Streams:
             if local is not None:
                 st.step = local.step
                 if isinstance(ev, ErrorEvent) and ev.exc_type:
-                    local.fatal.append([ev, FATAL_HORIZON])
+                    printed_at = ev.step if ev.step is not None else (local.step + 1 if local.step is not None else None)
+                    local.fatal.append([ev, FATAL_HORIZON, printed_at])
         if ev.step is None and st.step is not None:
             # A step-less line (an overflow, an exception, a teardown) happens during the step in
             # progress: the one after the last step this stream logged.
             ev.step = st.step + 1
             if isinstance(ev, ErrorEvent) and ev.exc_type and len(st.fatal) < 8:
-                st.fatal.append([ev, FATAL_HORIZON])
+                st.fatal.append([ev, FATAL_HORIZON, ev.step])
         if isinstance(ev, ScaleEvent) and ev.action in ("overflow", "decrease", "minimum"):
             if ev.action == "overflow":
                 st.overflows += 1
@@ -184,13 +185,13 @@ class Streams:
         by row an exception's step becomes x + 1 for each row x >= it, so after the rows it is the
         largest x + 1 if that x reached it (the first row holding the largest x always does)."""
         for f in st.fatal:
-            err, left = f
+            err, left = f[0], f[1]
             if err.step is not None and left > 0:
                 top = int(steps[:left].max())
                 if top >= err.step:
                     err.step = top + 1
             f[1] = left - len(steps)
-        st.fatal = [f for f in st.fatal if f[1] > 0]
+        st.fatal = _pending(st.fatal)
 
     def process_rows(self, rows: Any) -> Iterator[Any]:
         """process() for a MetricsRows: a step-less row gets the step in progress (its stream's
@@ -278,6 +279,18 @@ class Streams:
             if s.steps or s.skipped_steps:
                 out.append(s)
         return sorted(out, key=lambda s: (s.rank is None, s.node or "", s.rank if s.rank is not None else -1, s.label))
+
+
+def _pending(fatal: list) -> list:
+    """The exceptions still within FATAL_HORIZON; one past it was survived, and goes back to the
+    step it was printed at."""
+    out = []
+    for f in fatal:
+        if f[1] > 0:
+            out.append(f)
+        elif f[2] is not None:
+            f[0].step = f[2]
+    return out
 
 
 def _derived(ev: StepEvent, stream: Any, old: float, new: float) -> ScaleEvent:
