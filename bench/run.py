@@ -1,13 +1,18 @@
 """Benchmark: nanscope against `grep -E -c` with the bundled parsers' keywords, on the same data.
 
     python bench/run.py --size 1G --runs 3 --dir /work/scratch/bench
+    python bench/run.py --corpus replay --size 200M --runs 3 --best --only console,perrank --dir /tmp/b
 
 Generates (once, seeded) a console log of --size, the same job split into per-rank files, and a
 folder of 1,000 small per-rank files; then times, alternating runs: grep, `nanscope diagnose`
-(one process, then --jobs N on the folders), `nanscope events -o x.jsonl|x.parquet`. Prints the
-median wall time, MB/s, the ratio of nanscope's throughput to grep's, lines/s and the peak RSS of
-each command (os.wait4 of that child). Every diagnose run is checked against the injected faults
-(finding id, initiating rank, first step): a fast wrong answer fails the benchmark (exit 1).
+(one file with --jobs 1 and N, then the folders), `nanscope events -o x.jsonl|x.parquet`. Prints
+the median (or with --best the fastest) wall time, MB/s, the ratio of nanscope's throughput to
+grep's, lines/s and the peak RSS of each command (os.wait4 of that child). Every diagnose run is
+checked against the injected faults (finding id, initiating rank, first step), and on the replay
+corpus against any other finding too: a fast wrong answer fails the benchmark (exit 1).
+
+--corpus gen (default): bench/gen.py's templated log; --corpus replay: bench/replay.py's
+replay of the real logs in sample_logs/.
 """
 
 from __future__ import annotations
