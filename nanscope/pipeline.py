@@ -404,6 +404,8 @@ def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputIn
     lines, cols, texts = hf
     m = len(lines)
     steps = cols["n"].astype(np.int64)
+    claims = int(cols["claims"].sum())
+    cols = {k: v for k, v in cols.items() if k not in ("n", "claims")}
     out = []
     prev = st.pop("pending", None)
     if prev is not None:
@@ -414,14 +416,14 @@ def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputIn
     if m > 1:
         present = np.ones(m - 1, dtype=bool)
         out.append(StepBatch(name, key, base, "hf", lines[:-1], steps[1:], present.copy(),
-                             {k: (v[:-1], present.copy()) for k, v in cols.items() if k != "n"},
+                             {k: (v[:-1], present.copy()) for k, v in cols.items()},
                              texts.slice(0, m - 1), parser_names, base, order=lines[1:]))
     last = StepBatch(name, key, base, "hf", lines[-1:], steps[-1:], np.zeros(1, dtype=bool), {},
                      texts.slice(m - 1, 1), parser_names, base).event(0)
     last.step = None
     st["pending"] = last
-    info.candidate_lines += 2 * m
-    info.formats["hf"] = info.formats.get("hf", 0) + 2 * m
+    info.candidate_lines += claims
+    info.formats["hf"] = info.formats.get("hf", 0) + claims
     info.event_lines += m - 1 + (prev is not None)
     return out
 

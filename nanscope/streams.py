@@ -20,6 +20,11 @@ from nanscope.stepbatch import StepBatch
 
 
 SMALL_BATCH = 16  # rows: below this, plain Python is cheaper than array calls
+# Step lines after an exception that can still belong before it: a block-buffered stdout (8 KiB
+# in CPython) flushes at most a few hundred step lines after the traceback on stderr. A stream
+# that logs more steps than this after an exception survived it (a handled exception, printed
+# with its traceback): the exception keeps the step it was printed at.
+FATAL_HORIZON = 1024
 
 
 class _Stream:
@@ -32,7 +37,8 @@ class _Stream:
         self.steps_seen = 0
         self.overflows = 0  # explicit overflow lines (DeepSpeed)
         self.cum_skipped = 0  # the largest cumulative skip counter printed (DeepSpeed skipped=K)
-        self.fatal: list = []  # exceptions whose step later step lines may still correct
+        # exceptions whose step later step lines may still correct: [event, step lines left, its step]
+        self.fatal: list[list] = []
 
 
 class Streams:
@@ -62,14 +68,18 @@ class Streams:
             if ev.step is None:
                 ev.step = st.step + 1 if st.step is not None else st.steps_seen
             new_step = ev.step != st.step
-            for err in st.fatal:
-                # A block-buffered stdout flushes step lines after the traceback on stderr: those
-                # steps ran before the exception, which belongs to the step after them.
-                if err.step is not None and ev.step >= err.step:
-                    err.step = ev.step + 1
-                if new_step and err.fields is not None:
-                    # counted for attribution: a rank that logs on may have handled the exception
-                    err.fields["steps_after"] = err.fields.get("steps_after", 0) + 1
+            if st.fatal:
+                for f in st.fatal:
+                    # A block-buffered stdout flushes step lines after the traceback on stderr: those
+                    # steps ran before the exception, which belongs to the step after them.
+                    err = f[0]
+                    if err.step is not None and ev.step >= err.step:
+                        err.step = ev.step + 1
+                    if new_step and err.fields is not None:
+                        # counted for attribution: a rank that logs on may have handled the exception
+                        err.fields["steps_after"] = err.fields.get("steps_after", 0) + 1
+                    f[1] -= 1
+                st.fatal = _pending(st.fatal)
             st.step = ev.step
             derived = self._ledger(st, ev, new_step)
             yield ev
@@ -82,14 +92,15 @@ class Streams:
             if local is not None:
                 st.step = local.step
                 if isinstance(ev, ErrorEvent) and ev.exc_type:
-                    local.fatal.append(ev)
+                    printed_at = ev.step if ev.step is not None else (local.step + 1 if local.step is not None else None)
+                    local.fatal.append([ev, FATAL_HORIZON, printed_at])
         if ev.step is None and st.step is not None:
             # A step-less line (an overflow, an exception, a teardown) happens during the step in
             # progress: the one after the last step this stream logged.
             ev.step = st.step + 1
             if isinstance(ev, ErrorEvent) and ev.exc_type and len(st.fatal) < 8:
                 ev.fields = {**(ev.fields or {}), "step_at_raise": ev.step}
-                st.fatal.append(ev)
+                st.fatal.append([ev, FATAL_HORIZON, ev.step])
         if isinstance(ev, ScaleEvent) and ev.action in ("overflow", "decrease", "minimum"):
             if ev.action == "overflow":
                 st.overflows += 1
@@ -104,10 +115,12 @@ class Streams:
         n = len(b)
         if n == 0:
             return
-        if st.fatal or not b.step_set.all() or any(b.col(f) is None for f in ("skipped", "skipped_total", "skipped_iters")):
-            for ev in b.events():  # rare: exceptions waiting for their step, or rows without one
+        if not b.step_set.all() or any(b.col(f) is None for f in ("skipped", "skipped_total", "skipped_iters")):
+            for ev in b.events():  # rare: rows without a step
                 yield from self.process(ev)
             return
+        if st.fatal:
+            self._correct_fatal(st, b.step, st.step)
         if n <= SMALL_BATCH:
             yield from self._process_rows(st, b)
             return
@@ -161,6 +174,23 @@ class Streams:
             start = row + 1
         if start < n:
             yield b.slice(start, n) if start else b
+
+    @staticmethod
+    def _correct_fatal(st: _Stream, steps: np.ndarray, prev: Optional[int]) -> None:
+        """process()'s correction of the exceptions' steps, for a batch of step rows at once: row
+        by row an exception's step becomes x + 1 for each row x >= it, so after the rows it is the
+        largest x + 1 if that x reached it (the first row holding the largest x always does)."""
+        new_steps = int(np.count_nonzero(steps[1:] != steps[:-1])) + int(prev is None or int(steps[0]) != prev)
+        for f in st.fatal:
+            err, left = f[0], f[1]
+            if err.fields is not None and left > 0:  # as process() counts them, for attribution
+                err.fields["steps_after"] = err.fields.get("steps_after", 0) + new_steps
+            if err.step is not None and left > 0:
+                top = int(steps[:left].max())
+                if top >= err.step:
+                    err.step = top + 1
+            f[1] = left - len(steps)
+        st.fatal = _pending(st.fatal)
 
     def process_rows(self, rows: Any) -> Iterator[Any]:
         """process() for a MetricsRows: a step-less row gets the step in progress (its stream's
@@ -248,6 +278,18 @@ class Streams:
             if s.steps or s.skipped_steps:
                 out.append(s)
         return sorted(out, key=lambda s: (s.rank is None, s.node or "", s.rank if s.rank is not None else -1, s.label))
+
+
+def _pending(fatal: list) -> list:
+    """The exceptions still within FATAL_HORIZON; one past it was survived, and goes back to the
+    step it was printed at."""
+    out = []
+    for f in fatal:
+        if f[1] > 0:
+            out.append(f)
+        elif f[2] is not None:
+            f[0].step = f[2]
+    return out
 
 
 def _derived(ev: StepEvent, stream: Any, old: float, new: float) -> ScaleEvent:

@@ -41,13 +41,16 @@ def _value(k: str) -> str:
     return rf"(?:'(?P<{k}q>{_NUM})'|(?P<{k}b>{_NUM}))"
 
 
-LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)\r *\r"
+LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)(?:\r{_CH}*?\| *\d+/\d+ *\[{_CH}*)*\r *\r"
         r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}$")
 # LINE checks a whole line in one DFA pass; the captures are then taken from its pieces between
-# the three \r (a capture over the whole line backtracks: lazy bar, ten groups): the bar's count
+# the \r (a capture over the whole line backtracks: lazy bar, ten groups): the first bar's count
 # (the first `|` followed by `count/total [`, as the lazy bar in LINE finds it) and the dict's
 # four numbers (quoted or not: LINE has checked that the quotes pair up), within RE2's one-pass
-# limit of four groups.
+# limit of four groups. tqdm may redraw more than once before the dict (`\r 32%|...| 16/50
+# [...]\r 34%|...| 17/50 [...]\r   \r{...}`, sample_logs/hf/trainer_nan_filter_off.log): the
+# held dict takes the first bar's count, as the per-line parser does (the later bars find no
+# dict held; _check makes sure they are no step of their own).
 _LINE_NOCAP = nocap(LINE)
 _BAR_COUNT = r"\| *(?P<n>\d+)/\d+ *\["
 _DICT = r"^\{" + ", ".join(rf"'{k}': '?(?P<{k}>{_NUM})'?" for k in KEYS) + r"\}$"
@@ -94,10 +97,15 @@ class HFLane:
         shapes = {lines[i].translate(DIGIT0): i for i in hfish}
         if not all(self._verified(shape, lines[i]) for shape, i in shapes.items()):
             return None
-        pieces = pc.split_pattern(sub, "\r", memory_pool=pool)  # '', bar, spaces, dict
+        pieces = pc.split_pattern(sub, "\r", memory_pool=pool)  # '', bar, [more bars], spaces, dict
+        if isinstance(pieces, pa.ChunkedArray):
+            pieces = pieces.combine_chunks()
+        last = pa.array(pieces.offsets.to_numpy()[1:] - 1)
         count = pc.extract_regex(pc.list_element(pieces, 1, memory_pool=pool), _BAR_COUNT, memory_pool=pool)
-        got = pc.extract_regex(pc.list_element(pieces, 3, memory_pool=pool), _DICT, memory_pool=pool)
-        cols = {"n": floats(count.field("n"))}
+        got = pc.extract_regex(pc.take(pieces.flatten(), last, memory_pool=pool), _DICT, memory_pool=pool)
+        # pieces the per-line path claims: each bar and the dict ('' and the spaces are skipped)
+        claims = pc.list_value_length(pieces, memory_pool=pool).to_numpy(zero_copy_only=False).astype(np.int64) - 2
+        cols = {"n": floats(count.field("n")), "claims": claims}
         for k, name in zip(KEYS, FIELDS):
             vals = floats(got.field(k))
             cols[name] = vals
@@ -128,11 +136,13 @@ class HFLane:
                 st: dict = {}
                 events = p.parse(rec, st)
                 if events is not None:
+                    if events:
+                        return False  # a bar that is a step of its own (a postfix loss)
                     claimed.append(p.name)
                     break
             else:
                 return False
-        return claimed == ["hf", "hf"]
+        return len(claimed) >= 2 and all(c == "hf" for c in claimed)
 
 
 def floats(arr) -> np.ndarray:

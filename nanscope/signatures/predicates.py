@@ -242,6 +242,7 @@ _STEP_COLUMNS = {"loss", "grad_norm", "lr", "loss_scale", "tokens_per_s", "epoch
 # (raw_fields are strings: a scalar predicate never sees them as numbers, so they stay row by row)
 _NONE_FOR_BATCH = FIELDS - _STEP_COLUMNS - _CONSTANT_FOR_BATCH - {"text", "raw_fields"}
 _SOMETIMES_SET = {"skipped", "nan_iters", "skipped_iters", "skipped_total"}  # StepBatch.unset says
+_COUNT_COLUMNS = {"nan_iters", "skipped_iters", "skipped_total"}  # numbers, a column where set
 
 
 class _Standin:
@@ -323,13 +324,17 @@ def _parts(expr: str) -> tuple:
 def _vexpr(expr: str) -> VPred:
     scalar, path, op, raw = _parts(expr)  # (the scalar: the answer for constant fields)
     head = path.partition(".")[0]
+    if raw.startswith("@"):
+        return _vfields(path, op, raw[1:])
     if head in _CONSTANT_FOR_BATCH or head in _NONE_FOR_BATCH:
-        if raw.startswith("@"):
-            return lambda b: None
+
+        ctest = _column_test(op, raw) if path in _COUNT_COLUMNS else None
 
         def constant(b: Any) -> Any:
-            if (head == "framework" and b.framework is None) or (head == "origin" and b.origin is None) or (
-                    head in _SOMETIMES_SET and head not in b.unset):
+            if head in _SOMETIMES_SET and head not in b.unset:
+                # a counter this batch read (DeepSpeed's skipped=K, Megatron's skipped iterations)
+                return _on_column(b, path, ctest) if ctest is not None else None
+            if (head == "framework" and b.framework is None) or (head == "origin" and b.origin is None):
                 return None  # not the same on every row: row by row
             return _np().full(len(b), bool(scalar(_Standin(b))))
 
@@ -338,6 +343,40 @@ def _vexpr(expr: str) -> VPred:
     if test is None:
         return lambda b: None
     return lambda b: _on_column(b, path, test)
+
+
+def _vfields(path: str, op: str, other: str) -> VPred:
+    """FIELD OP @OTHER over a StepBatch, as compare_fields answers it row by row: an order test
+    is false on a row where either side is not a number; == / != on two fields None on every row
+    compare None with None. Other cases (a text, a constant field): None, row by row."""
+    import operator
+
+    def none_everywhere(b: Any, f: str) -> bool:
+        h = f.partition(".")[0]
+        return f == h and h in _NONE_FOR_BATCH and (h not in _SOMETIMES_SET or h in b.unset)
+
+    def column(b: Any, f: str) -> Any:
+        if f in _STEP_COLUMNS or (f in _COUNT_COLUMNS and f not in b.unset):
+            return b.col(f)
+        return None
+
+    cmp = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}.get(op)
+
+    def f(b: Any) -> Any:
+        np = _np()
+        if cmp is None:
+            if op in ("==", "!=") and none_everywhere(b, path) and none_everywhere(b, other):
+                return np.full(len(b), op == "==")
+            return None
+        if none_everywhere(b, path) or none_everywhere(b, other):
+            return np.zeros(len(b), dtype=bool)
+        x, y = column(b, path), column(b, other)
+        if x is None or y is None:
+            return None
+        with np.errstate(invalid="ignore"):
+            return x[1] & y[1] & cmp(x[0], y[0])
+
+    return f
 
 
 def _rexpr(expr: str) -> VPred:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 
 from nanscope.errors import SignatureError
 from nanscope.model import Event
@@ -91,12 +92,30 @@ class ScaleRun(Machine):
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         bad, good = self.vbad(b), self.vgood(b)
+        if bad is None or good is None:
+            return super().feed_batch(b, emit)
         st = self._st(b.stream)
-        if bad is not None and good is not None and st["run"] is None and not bad.any():
+        if st["run"] is None and not bad.any():
             if good.any():
                 st["good_before"] = True
             return  # the common case: clean steps, no run open
-        super().feed_batch(b, emit)
+        # A row neither bad nor good changes nothing; with no run open a good row only sets
+        # good_before: so only the bad rows, and the good ones while a run is open, go one by one.
+        rows = np.nonzero(bad | good)[0]
+        bad_at = np.nonzero(bad)[0]
+        k = 0
+        while k < len(rows):
+            if st["run"] is None:
+                j = int(np.searchsorted(bad_at, rows[k]))
+                if j == len(bad_at):
+                    st["good_before"] = True  # rows[k:] are all good
+                    return
+                nxt = int(np.searchsorted(rows, bad_at[j]))
+                if nxt > k:
+                    st["good_before"] = True
+                k = nxt
+            self.feed(b.event(int(rows[k])), emit)
+            k += 1
 
     def _scale(self, r: dict, ev: Event) -> None:
         old, new = getattr(ev, "old_scale", None), getattr(ev, "new_scale", None)
@@ -178,6 +197,7 @@ class SkipRate(Machine):
         self.min_fraction = float(self.num("min_fraction", 0.5))
         self.min_skipped = int(self.num("min_skipped", 10))
         self.when = self.cond("when") if "when" in spec else None
+        self.vwhen = self.vcond("when") if "when" in spec else None
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.step is None or (self.when is not None and not self.when(ev)):
@@ -202,9 +222,57 @@ class SkipRate(Machine):
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         cols = [c for c, g in (("skipped_total", self.total), ("skipped_iters", self.window)) if g is not None]
-        if all(b.col(c) is not None and not b.col(c)[1].any() for c in cols):
-            return  # no counter on these rows
-        super().feed_batch(b, emit)
+        got = [b.col(c) for c in cols]
+        if any(g is None for g in got) or (self.when is not None and self.vwhen(b) is None):
+            return super().feed_batch(b, emit)
+        has = np.zeros(len(b), dtype=bool)
+        for _, present in got:
+            has |= present
+        if self.when is not None:
+            has &= self.vwhen(b)
+        rows = np.nonzero(has)[0]
+        lead = int(np.argmax(b.step[rows] > 0)) if len(rows) and (b.step[rows] > 0).any() else len(rows)
+        for i in rows[:lead].tolist():  # step 0 (a run's first line) one by one
+            self.feed(b.event(i), emit)
+        rows = rows[lead:]
+        if len(rows) and self._healthy_rows(b, rows, dict(zip(cols, got))):
+            return
+        # a row without a counter leaves the state as it is: only the rows with one, in order
+        for i in rows.tolist():
+            self.feed(b.event(i), emit)
+
+    def _healthy_rows(self, b: Any, rows: np.ndarray, got: dict) -> bool:
+        """feed() over these rows in arrays when none of them can start a finding (the common
+        case: a cumulative counter below the rate, or windows with no skipped iteration); False
+        (nothing done) otherwise, for the rows to go one by one."""
+        steps = b.step[rows]
+        if (steps <= 0).any():
+            return False
+        tot = got.get("skipped_total")
+        win = got.get("skipped_iters")
+        tp = tot[1][rows] if tot is not None else np.zeros(len(rows), dtype=bool)
+        wp = win[1][rows] if win is not None else np.zeros(len(rows), dtype=bool)
+        st = self.state.get(b.stream)
+        if tp.all():  # DeepSpeed's skipped=K: each row sets the state to (K, step)
+            k = tot[0][rows]
+            hit = (k >= self.min_skipped) & (k >= self.min_fraction * steps)
+            if hit.any():
+                return False
+            st = self.state.setdefault(b.stream, {"prev": None, "skipped": 0, "steps": 0, "first": None, "last": None})
+            st["skipped"], st["steps"], st["prev"] = int(k[-1]), int(steps[-1]), int(steps[-1])
+            return True
+        if tp.any() or not wp.all() or (win[0][rows] != 0).any():
+            return False
+        # Megatron's windows with nothing skipped: the count stays, the steps grow by each window
+        prev = st["prev"] if st is not None else None
+        if (np.diff(steps) <= 0).any() or (prev is not None and steps[0] <= prev):
+            return False
+        if st is not None and st["skipped"] >= self.min_skipped:
+            return False  # a rate that may still hold on these rows: one by one
+        st = self.state.setdefault(b.stream, {"prev": None, "skipped": 0, "steps": 0, "first": None, "last": None})
+        st["steps"] += int(steps[-1]) - (int(prev) if prev is not None else int(steps[0]))
+        st["prev"] = int(steps[-1])
+        return True
 
     def finish(self, emit: Emit) -> None:
         for st in self.state.values():
