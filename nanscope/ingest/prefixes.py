@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import Optional
 
 from nanscope.ingest.timestamps import parse_ts
-from nanscope.model import Origin
+from nanscope.ingest.topology import Topology
+from nanscope.model import Origin, _reduce
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 
@@ -54,6 +56,26 @@ _LAYOUT_NODE = re.compile(r"node[_\-]?(\d+)", re.I)
 # Sibling files that differ only in a trailing number (Slurm `--output=job-%j-%t.out`,
 # `train_%t.log`): that number is the rank when two or more such siblings share the stem.
 _SIBLING = re.compile(r"(?P<stem>.*?[A-Za-z][^/]*?[_\-.])(?P<n>\d+)(?P<ext>(?:\.[A-Za-z]+)*)$")
+
+
+_NODE_NUMBER = re.compile(r"node(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Base(Origin):
+    """The origin an input's name implies, with what its text says about its nodes (Topology):
+    what peel starts from for each of its lines."""
+
+    topo: Optional[Topology] = None
+
+    __reduce__ = _reduce
+
+
+def with_topology(base: Origin, topo: Topology) -> Origin:
+    """base with topo for peel, or base itself when the text said nothing about its nodes."""
+    if not topo:
+        return base
+    return Base(base.rank, base.local_rank, base.node, base.ts, base.proc, topo)
 
 
 def strip_ansi(text: str) -> str:
@@ -156,11 +178,32 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
     if not found:
         return text, base
     node = base.node
+    topo = base.topo if base.__class__ is Base else None
     if srun is not None:
         if local is not None and node is None:
             node = f"node{srun}"  # `1: [default3]:`: srun's task is one torchrun agent per node
+            if rank is None and topo is not None:
+                rank = topo.global_rank(srun, local)
         elif rank is None and local is None:
-            rank = srun  # srun --label over the ranks themselves
-    if rank is None and local is not None and node is None:
+            if topo is not None and topo.srun_nodes:
+                node = node or f"node{srun}"  # the agent's own line, or a worker's without torchrun's prefix
+            else:
+                rank = srun  # srun --label over the ranks themselves
+    elif rank is None and local is not None and topo is not None:
+        rank = node_rank(node, local, topo)
+    if rank is None and local is not None and node is None and (topo is None or topo.node_index is None):
         rank = local  # one node: torchrun's local rank is the global rank
     return text[pos:], Origin(rank=rank, local_rank=local, node=node, proc=proc, ts=ts)
+
+
+def node_rank(node: Optional[str], local: int, topo: Topology) -> Optional[int]:
+    """The global rank of a local rank printed in this input, whose node is the input's own (a
+    per-node file `node1/...`, or the node_rank its launcher printed); None when unknown."""
+    if topo.file_offset is not None:
+        if topo.file_offset == 0 and node is None:
+            return local  # one node, as without a topology (nothing to report)
+        return topo.global_rank(None, local)
+    if topo.node_index is not None:
+        return topo.global_rank(topo.node_index, local, launcher_index=False)
+    m = _NODE_NUMBER.fullmatch(node or "")
+    return topo.global_rank(int(m.group(1)), local) if m else None

@@ -172,6 +172,42 @@ def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
     return raw, size
 
 
+class ReadAhead:
+    """A stream whose first bytes were read ahead (for what they say about the job, see
+    ingest/topology.py) and are handed out again first. A read error met while reading ahead is
+    raised where the scan would have met it, after the bytes before it."""
+
+    def __init__(self, stream: BinaryIO, n: int):
+        self._stream = stream
+        self._error: Optional[BaseException] = None
+        try:
+            self.head = stream.read(n)
+        except (EOFError, zlib.error, OSError) as e:
+            self.head, self._error = b"", e
+        self.whole = self._error is None and len(self.head) < n  # the head is the entire input
+        self._pos = 0
+
+    def read(self, n: int) -> bytes:
+        if self._pos < len(self.head):
+            out = self.head[self._pos:self._pos + n]
+            self._pos += len(out)
+            if self._pos >= len(self.head):
+                self.head = b""
+                self._pos = 0
+            return out
+        if self._error is not None:
+            e, self._error = self._error, None
+            raise e
+        return self._stream.read(n)
+
+    @property
+    def truncated(self) -> bool:
+        return bool(getattr(self._stream, "truncated", False))
+
+    def close(self) -> None:
+        self._stream.close()
+
+
 def _peek(raw: BinaryIO, n: int) -> bytes:
     if hasattr(raw, "peek"):
         try:

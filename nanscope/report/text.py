@@ -143,6 +143,9 @@ def render(report: Report, out: IO[str], options) -> None:
                           str(s.nonfinite_steps), str(s.skipped_steps), scale, _fmt(s.last_loss))
         console.print(table)
         console.print()
+    for i in report.inputs:
+        if i.topology:
+            console.print(Text(f"ranks in {terminal(i.path, 200)}: {_safe(i.topology, 500)}", style="dim"))
     for d in report.diagnostics:
         t = Text(f"note [{d.code}] ", style="yellow")
         where = f"{terminal(d.source, 200)}" + (f":{d.line}" if d.line else "") + ": " if d.source else ""
