@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
+from nanscope.ingest.interleave import MID, MID_RE2, rejoin
 from nanscope.ingest.prefixes import layout_ranks
 from nanscope.metricsrows import MetricsRows
 from nanscope.model import InputInfo
@@ -638,6 +639,9 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
         data = bytes(region)
         newlines = data.count(b"\n")
         idx, cands, found = prefilter.candidates_small(data)
+        if any(MID.search(c) for c in cands):  # a line two ranks' writes split (ingest/interleave.py)
+            data = rejoin(data)
+            idx, cands, found = prefilter.candidates_small(data)
         if len(data) > max_line:
             for i, line in enumerate(data.split(b"\n")):
                 n = sum(1 for piece in _TERMINATOR.split(line) if len(piece) > max_line)
@@ -649,6 +653,9 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
     lines = _split_lines(region)
     newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
     cand, at = prefilter.keep(lines)
+    if len(cand) and _arrow()[1].any(_arrow()[1].match_substring_regex(cand, MID_RE2)).as_py():
+        lines = _split_lines(memoryview(rejoin(bytes(region))))  # two ranks' writes split a line
+        cand, at = prefilter.keep(lines)
     held.add(cand, at + lineno, len(region))
     if len(region) > max_line:
         pc = _arrow()[1]
