@@ -4,10 +4,15 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
   [rank3]:                  torch's global-rank prefix (exception hook, c10 logging)
   [default3]: [trainer3]:   torchrun --tee / log_line_prefix_template: a *local* rank
   [3]:                      torchrun with log_line_prefix_template="[${rank}]:"
+  [rank3] (no colon)        a user's own tag (`[rank0] layer_partition: ...`, mlc-ai/pith-train#47)
+  rank 3: / process 3:      a user's print that starts with its rank; only where a prefix can be
+                            (the line's start, after launcher prefixes), never inside prose
   3: / 3:                   Slurm srun --label (a rank; before [defaultM]: the node of one torchrun agent)
   [1,3]<stdout>:            Open MPI --tag-output (job, rank)
   (VllmWorker rank=3 pid=P) (EngineCore_0 pid=P) (RayWorkerWrapper pid=P, ip=...)
-  svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers
+  svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers (a pod is a node:
+                            its replica index, ingest/topology.py pod_index, names ranks only
+                            with the processes per pod known)
   2024-05-01T12:00:00.123Z  kubectl logs --timestamps (the time is kept as the line's timestamp)
 """
 
@@ -29,6 +34,8 @@ _PREFIX = re.compile(
     [ \t]*(?:
         \[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:[ \t]?
       | \[(?P<bare>\d+)\]:(?=[ \t]*\S)[ \t]?
+      | \[rank(?P<tag>\d+)\][ \t]+(?=\S)
+      | (?:rank|process)[ ](?P<said>\d+):[ \t]+(?=\S)
       | (?P<srun>\d{1,5}):[ \t]+(?=\S)
       | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
       | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
@@ -39,7 +46,7 @@ _PREFIX = re.compile(
       | \[(?P<sgtp>TP\d+(?:[ ]EP\d+)?)\][ \t]
       | \((?P<proc>[A-Za-z][\w\-]*?)(?:(?:_?TP|-)(?P<ptag>\d+))?(?:[ \t]+(?:rank=(?P<prank>\d+)|TP(?P<ptp>\d+)))?[ \t]+pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \(pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
-      | \[(?:pod/)?[\w.\-]+/[\w.\-]+\][ \t]
+      | \[(?:pod/)?(?P<pod>[\w.\-]+)/[\w.\-]*\][ \t]
       | (?P<svc>[A-Za-z][\w.\-]*)[ \t]+\|[ \t]
     )
     """,
@@ -136,7 +143,7 @@ def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> 
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
-    rank = local = proc = ts = srun = None
+    rank = local = proc = ts = srun = pod = None
     pos = 0
     match = _PREFIX.match
     found = False
@@ -153,10 +160,16 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
                 local = int(m.group("n"))
         elif m.group("bare") is not None:
             rank = int(m.group("bare"))
+        elif m.group("tag") is not None:
+            rank = int(m.group("tag"))
+        elif m.group("said") is not None:
+            rank = int(m.group("said"))
         elif m.group("srun") is not None:
             srun = int(m.group("srun"))
         elif m.group("mpirank") is not None:
             rank = int(m.group("mpirank"))
+        elif m.group("pod") is not None:
+            pod = m.group("pod")
         if m.group("rfc") is not None:
             ts = parse_ts(m.group("rfc"))
         elif m.group("tsr") is not None:
@@ -189,6 +202,14 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
                 node = node or f"node{srun}"  # the agent's own line, or a worker's without torchrun's prefix
             else:
                 rank = srun  # srun --label over the ranks themselves
+    elif pod is not None:
+        # kubectl logs --prefix: one pod is one replica (node); its index is a rank only with
+        # the processes per pod known (ingest/topology.py pod_index)
+        node = pod
+        index = topo.pod_index(pod) if topo is not None else None
+        if rank is None and index is not None:
+            rank = topo.global_rank(index, 0 if local is None and topo.per_node == 1 else local) \
+                if (local is not None or topo.per_node == 1) else None
     elif rank is None and local is not None and topo is not None:
         rank = node_rank(node, local, topo)
     if rank is None and local is not None and node is None and (topo is None or topo.node_index is None):

@@ -49,6 +49,10 @@ _DS_MAPPING = re.compile(rb"global_rank_mapping=defaultdict\(<class 'list'>, (\{
 _DS_WORLD = re.compile(rb"WORLD INFO DICT: (\{[^}\n]*\})")
 _LOCAL_WORLD = re.compile(rb"\b(?:LOCAL_WORLD_SIZE|local_world_size)[ \t]*[=:][ \t]*(\d+)\b")
 _WORLD = re.compile(rb"\bWORLD_SIZE[ \t]*[=:][ \t]*(\d+)\b")
+_POD = re.compile(rb"(?m)^\[pod/([\w.\-]+)/[\w.\-]*\] ")  # kubectl logs --prefix
+_POD_LOCAL = re.compile(rb"(?m)^\[pod/([\w.\-]+)/[\w.\-]*\] (?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d) )?\[(?!rank)[A-Za-z_]+?(\d+)\]:")
+_KUBEFLOW_POD = re.compile(r"(?P<job>[\w.\-]+)-(?P<role>master|worker)-(?P<n>\d+)")
+_ORDINAL_POD = re.compile(r"[a-z0-9](?:[a-z0-9\-]*[a-z])?-(\d{1,5})")  # StatefulSet `name-N` (no random suffix)
 
 
 @dataclass(eq=False)
@@ -65,6 +69,21 @@ class Topology:
     srun_nodes: bool = False  # srun's labels stand for torchrun agents (nodes), not ranks
     static: bool = True  # False: the rendezvous numbers nodes itself (c10d), a launcher's index is not the node rank
     used: list = field(default_factory=list)  # the evidence that named a rank (filled while peeling)
+    kubeflow_masters: frozenset = frozenset()  # PyTorchJob names whose `-master-0` pod printed in this input
+
+    def pod_index(self, pod: str) -> Optional[int]:
+        """The replica index of a pod from its name, when its controller documents one: a Kubeflow
+        PyTorchJob's `{job}-master-0` is replica 0 and `{job}-worker-N` replica N+1 when the job
+        has a master (training-operator pkg/controller.v1/pytorch/envvar.go: RANK = index + 1
+        for workers); a StatefulSet's `{name}-N` is replica N. None otherwise (a worker whose
+        job's master is not in the input, a Deployment's random suffix)."""
+        m = _KUBEFLOW_POD.fullmatch(pod)
+        if m is not None:
+            if m.group("role") == "master":
+                return int(m.group("n"))
+            return int(m.group("n")) + 1 if m.group("job") in self.kubeflow_masters else None
+        m = _ORDINAL_POD.fullmatch(pod)
+        return int(m.group(1)) if m is not None else None
 
     def global_rank(self, node: Optional[int], local: int, launcher_index: bool = True) -> Optional[int]:
         """The global rank of local rank `local` on node `node`; None when the text cannot tell.
@@ -94,7 +113,7 @@ class Topology:
         return "; ".join(self.used)
 
     def __bool__(self) -> bool:
-        return bool(self.per_node or self.offsets or self.srun_nodes or self.node_index is not None
+        return bool(self.per_node or self.offsets or self.srun_nodes or self.node_index is not None or self.kubeflow_masters
                     or self.file_offset is not None)
 
 
@@ -189,19 +208,31 @@ def learn(head: bytes, whole: bool) -> Topology:
     if nodes.get(b"min_nodes") is not None and nodes.get(b"min_nodes") == nodes.get(b"max_nodes"):
         nnodes.add(nodes[b"min_nodes"])
     world = {int(x) for x in _WORLD.findall(head)}
+    pods = {p.decode("ascii", "replace") for p in _POD.findall(head)} if head.startswith(b"[pod/") or b"\n[pod/" in head else set()
+    if pods:
+        t.kubeflow_masters = frozenset(m.group("job") for m in map(_KUBEFLOW_POD.fullmatch, pods)
+                                       if m is not None and m.group("role") == "master")
+        if _one(world) is not None and _one(world) == len(pods) and all(t.pod_index(p) is not None for p in pods):
+            # every process is in a pod, each pod is a replica: one process per pod
+            counts.append((1, "WORLD_SIZE equal to the number of pods"))
     if _one(world) and _one(nnodes) and _one(world) % _one(nnodes) == 0:
         counts.append((_one(world) // _one(nnodes), "WORLD_SIZE over the node count"))
     if whole and not counts:
         per: dict = {}
         for node, local, _ in composed:
             per.setdefault(int(node), set()).add(int(local))
-        if not composed:
+        if pods:
+            for name, lo in _POD_LOCAL.findall(head):
+                per.setdefault(name, set()).add(int(lo))
+            if len(per) != len(pods):
+                per = {}  # a pod that printed no local rank: nothing to count
+        elif not composed:
             locals_ = {int(x) for x in _PLAIN_LOCAL.findall(head)} if b"]:" in head else set()
             if locals_:
                 per[None] = locals_
         shapes = {len(v) for v in per.values() if v == set(range(len(v)))}
         if per and len(shapes) == 1 and all(v == set(range(len(v))) for v in per.values()):
-            counts.append((shapes.pop(), "the distinct local ranks each node printed"))
+            counts.append((shapes.pop(), "the distinct local ranks each " + ("pod" if pods else "node") + " printed"))
     values = {c for c, _ in counts}
     if len(values) == 1:
         t.per_node = values.pop()
