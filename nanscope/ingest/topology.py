@@ -153,18 +153,25 @@ def learn(head: bytes, whole: bool) -> Topology:
     blocks: dict = {}
     if b"local_ranks=" in head:
         for m in _RDZV_FIELD.finditer(head):
-            blocks.setdefault(m.group("label"), {})[m.group("key")] = _ints(m.group("val"))
+            blocks.setdefault(m.group("label"), {}).setdefault(m.group("key").decode(), set()).add(tuple(_ints(m.group("val"))))
     offsets: dict = {}
     sizes: set = set()
     for label, b in blocks.items():
+        if any(len(v) > 1 for v in b.values()):
+            continue  # two agents' blocks under one label (consoles appended to one file): not one node
+        b = {k: list(next(iter(v))) for k, v in b.items()}
         if "local_ranks" in b:
             sizes.add(len(b["local_ranks"]))
         g, ranks = b.get("group_rank"), b.get("global_ranks")
         if g and ranks and b.get("local_ranks") == list(range(len(ranks))) and ranks == list(range(ranks[0], ranks[0] + len(ranks))):
-            # the block names its node's ranks; srun's label is where that node's lines are
-            offsets[int(label) if label is not None else g[0]] = ranks[0]
-    if offsets:
-        t.offsets, t.offsets_from = offsets, "torchrun's rendezvous result (group_rank, global_ranks)"
+            # the block names its node's ranks: srun's label is where that node's lines are; with
+            # no label, the node is this input's own
+            if label is None:
+                t.node_index, t.file_offset = g[0], ranks[0]
+            else:
+                offsets[int(label)] = ranks[0]
+            t.offsets_from = "torchrun's rendezvous result (group_rank, global_ranks)"
+    t.offsets = offsets
     seen: dict = {}
     for node, local, rank in composed:
         if rank:
@@ -175,7 +182,7 @@ def learn(head: bytes, whole: bool) -> Topology:
             t.offsets[n] = off
             t.offsets_from = t.offsets_from or "lines that show both the local and the global rank ([defaultM]:[rankN]:)"
 
-    if not composed and b"]:[rank" in head:
+    if not composed and b"]:[rank" in head and t.file_offset is None:
         off = _one({int(r) - int(lo) for lo, r in _BOTH.findall(head)})
         if off is not None:
             t.file_offset = off

@@ -56,6 +56,12 @@ PEEL = [
     ("svc-1  | hello", "hello", None, None),
     # kubectl logs --prefix
     ("[pod/trainer-0/main] step=1, loss=2.3", "step=1, loss=2.3", None, None),
+    # a user's own tag without a colon (mlc-ai/pith-train#47)
+    ("[rank0] layer_partition: 48 layers / 4 stages -> [12, 12, 12, 12]",
+     "layer_partition: 48 layers / 4 stages -> [12, 12, 12, 12]", 0, None),
+    # a user's print that starts with its rank (sample_logs/faults/ddp_straggler.log)
+    ("[default1]:rank 1: finished 40 steps in 4.5s", "finished 40 steps in 4.5s", 1, 1),
+    ("rank 0: finished 60 steps in 0.1s", "finished 60 steps in 0.1s", 0, None),
 ]
 
 
@@ -74,6 +80,10 @@ NOT_PREFIXES = [
     " 40%|████      | 20/50 [00:02<00:03,  9.10it/s]",
     "12:30:01 training started",
     "[441280.839852] Out of memory: Killed process 698405 (python)",  # dmesg uptime
+    # a process named in a message is not a prefix (torch.multiprocessing spawn, LeeDoYup/FixMatch-pytorch#2)
+    "-- Process 0 terminated with the following error:",
+    # rank in prose (sample_logs/torch/ddp_nan_rank2.log's own header line shape is `rank 2/4 ...`)
+    "rank 2/4 (node 1, local_rank 0): torch 2.13.0+cpu, steps 40, batch 64",
 ]
 
 
