@@ -9,6 +9,8 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             (the line's start, after launcher prefixes), never inside prose
   3: / 3:                   Slurm srun --label (a rank; before [defaultM]: the node of one torchrun agent)
   [1,3]<stdout>:            Open MPI --tag-output (job, rank)
+  llama32_1b/0              NeMo-Run's task prefix (nemo_run/run/logs.py print_log_lines:
+                            f"{role_name[-10:]}/{replica_id} "): replica N is a node, not a rank
   (VllmWorker rank=3 pid=P) (EngineCore_0 pid=P) (RayWorkerWrapper pid=P, ip=...)
   svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers (a pod is a node:
                             its replica index, ingest/topology.py pod_index, names ranks only
@@ -37,6 +39,7 @@ _PREFIX = re.compile(
       | \[rank(?P<tag>\d+)\][ \t]+(?=\S)
       | (?:rank|process)[ ](?P<said>\d+):[ \t]+(?=\S)
       | (?P<srun>\d{1,5}):[ \t]+(?=\S)
+      | [A-Za-z][\w.\-]{0,9}/(?P<replica>\d{1,5})[ ](?=\S)
       | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
       | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
         (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
@@ -143,7 +146,7 @@ def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> 
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
-    rank = local = proc = ts = srun = pod = None
+    rank = local = proc = ts = srun = pod = replica = None
     pos = 0
     match = _PREFIX.match
     found = False
@@ -166,6 +169,8 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             rank = int(m.group("said"))
         elif m.group("srun") is not None:
             srun = int(m.group("srun"))
+        elif m.group("replica") is not None:
+            replica = int(m.group("replica"))
         elif m.group("mpirank") is not None:
             rank = int(m.group("mpirank"))
         elif m.group("pod") is not None:
@@ -192,7 +197,14 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
         return text, base
     node = base.node
     topo = base.topo if base.__class__ is Base else None
-    if srun is not None:
+    if replica is not None and srun is None:
+        # NeMo-Run's `role/N ` (torchx's replica N: one node's torchrun agent), like srun's label
+        # over torchrun, but never a rank by itself
+        if node is None:
+            node = f"node{replica}"
+        if rank is None and local is not None and topo is not None:
+            rank = topo.global_rank(replica, local)
+    elif srun is not None:
         if local is not None and node is None:
             node = f"node{srun}"  # `1: [default3]:`: srun's task is one torchrun agent per node
             if rank is None and topo is not None:

@@ -36,7 +36,8 @@ from typing import Optional
 HEAD_BYTES = 1 << 20  # the part of an input read ahead for its topology
 
 _SRUN = rb"(?m)^[ \t]*(?:(?P<label>\d{1,5}):[ \t]+)?"
-_COMPOSED = re.compile(rb"(?m)^[ \t]*(\d{1,5}):[ \t]+\[(?!rank)[A-Za-z_]+?(\d+)\]:(?:\[rank(\d+)\]:)?")
+_COMPOSED = re.compile(rb"(?m)^(?:[ \t]*(\d{1,5}):[ \t]+|(?:\x1b\[[0-9;]*m)?[A-Za-z][\w.\-]{0,9}/(\d{1,5})(?:\x1b\[[0-9;]*m)? )"
+                       rb"\[(?!rank)[A-Za-z_]+?(\d+)\]:(?:\[rank(\d+)\]:)?")
 _BOTH = re.compile(rb"(?m)^[ \t]*\[(?!rank)[A-Za-z_]+?(\d+)\]:\[rank(\d+)\]:")
 _PLAIN_LOCAL = re.compile(rb"(?m)^[ \t]*\[(?!rank)[A-Za-z_]+?(\d+)\]:")
 _RDZV_FIELD = re.compile(_SRUN + rb"[ \t]*(?P<key>group_rank|local_ranks|global_ranks)=(?P<val>\[[\d, ]*\]|\d+)[ \t]*$")
@@ -144,7 +145,7 @@ def learn(head: bytes, whole: bool) -> Topology:
     for m in _RDZV_BACKEND.finditer(head):
         if m.group(1) != b"static":
             t.static = False
-    composed = _COMPOSED.findall(head) if b"]:" in head else []
+    composed = [(a or b, lo, r) for a, b, lo, r in _COMPOSED.findall(head)] if b"]:" in head else []
     if composed:
         t.srun_nodes = True
 
