@@ -142,7 +142,7 @@ def learn(head: bytes, whole: bool) -> Topology:
     t = Topology()
     if _NOT_STATIC in head:
         t.static = False
-    for m in _RDZV_BACKEND.finditer(head):
+    for m in (_RDZV_BACKEND.finditer(head) if b"rdzv_backend" in head else ()):
         if m.group(1) != b"static":
             t.static = False
     composed = [(a or b, lo, r) for a, b, lo, r in _COMPOSED.findall(head)] if b"]:" in head else []
@@ -190,32 +190,33 @@ def learn(head: bytes, whole: bool) -> Topology:
             t.offsets_from = "lines that show both the local and the global rank ([defaultM]:[rankN]:)"
 
     counts: list = []  # (per node, evidence)
-    nproc = {int(a or b) for a, b in _NPROC.findall(head)}
+    nproc = {int(a or b) for a, b in _NPROC.findall(head)} if b"nproc_per_node" in head else set()
     if _one(nproc):
         counts.append((_one(nproc), "torchrun's launch configs (nproc_per_node)"))
     if _one(sizes):
         counts.append((_one(sizes), "torchrun's rendezvous result (local_ranks)"))
-    ds = {(int(a), int(b), int(c)) for a, b, c in _DS_TOPO.findall(head)}
+    ds = {(int(a), int(b), int(c)) for a, b, c in _DS_TOPO.findall(head)} if b"num_local_procs=" in head else set()
     nnodes = {a for a, _, _ in ds}
     if ds:
         if _one({b for _, b, _ in ds}):
             counts.append((_one({b for _, b, _ in ds}), "DeepSpeed's launcher (num_local_procs)"))
         t.node_index = _one({c for _, _, c in ds})
     for rx, what in ((_DS_MAPPING, "global_rank_mapping"), (_DS_WORLD, "WORLD INFO DICT")):
-        for m in rx.finditer(head):
+        for m in (rx.finditer(head) if what.encode() in head else ()):
             lists = _lists(m.group(1))
             if lists and _one({len(v) for v in lists}):
                 counts.append((len(lists[0]), f"DeepSpeed's launcher ({what})"))
                 nnodes.add(len(lists))
-    local_world = {int(x) for x in _LOCAL_WORLD.findall(head)}
+    local_world = ({int(x) for x in _LOCAL_WORLD.findall(head)}
+                   if b"local_world_size" in head or b"LOCAL_WORLD_SIZE" in head else set())
     if _one(local_world):
         counts.append((_one(local_world), "local_world_size"))
     nodes = {}
-    for k, v in _NODES.findall(head):
+    for k, v in (_NODES.findall(head) if b"_nodes" in head else ()):
         nodes[k] = int(v)
     if nodes.get(b"min_nodes") is not None and nodes.get(b"min_nodes") == nodes.get(b"max_nodes"):
         nnodes.add(nodes[b"min_nodes"])
-    world = {int(x) for x in _WORLD.findall(head)}
+    world = {int(x) for x in _WORLD.findall(head)} if b"WORLD_SIZE" in head else set()
     pods = {p.decode("ascii", "replace") for p in _POD.findall(head)} if head.startswith(b"[pod/") or b"\n[pod/" in head else set()
     if pods:
         t.kubeflow_masters = frozenset(m.group("job") for m in map(_KUBEFLOW_POD.fullmatch, pods)

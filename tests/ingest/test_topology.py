@@ -184,3 +184,12 @@ def test_a_fragment_with_no_continuation_stays_as_printed():
     assert rejoin(region) == region
     stacked = b"[default0]:[rank0]:[W1129 19:37:42.411 reducer.cpp:1529] Warning\n0: [default1]:[rank9]: Traceback\n"
     assert rejoin(stacked) == stacked
+
+
+def test_nemo_run_replicas_over_torchrun_with_a_count():
+    # NeMo-Run prints each torchx replica's lines under `role/N ` (nemo_run/run/logs.py), in front of
+    # torchrun's --tee prefix (sample_logs/public/504.log: `i.pretrain/0 [default2]:[rank2]: ...`)
+    lines = _rank_lines()
+    console = "\n".join([USING_NPROC] + [f"i.pretrain/1 {ln}" for ln in lines]) + "\n"
+    f = _nan_finding(_diagnose(console))
+    assert f.initiating_rank == 8 + 2
