@@ -17,7 +17,7 @@ import numpy as np
 from nanscope.ingest.claimable import Claimable
 from nanscope.ingest.native import NativeLane
 from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, ReadAhead, Source, open_binary, scan_candidates
-from nanscope.ingest.topology import HEAD_BYTES, learn
+from nanscope.ingest.topology import HEAD_BYTES, learn, local_ranks
 from nanscope.metricsrows import MetricsRows
 from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Origin, Record, StepEvent
@@ -111,6 +111,11 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     stream = ReadAhead(raw_stream, HEAD_BYTES)
     base = origin_from_path(None if source.is_stdin else source.name, source.layout_rank)
     topo = learn(stream.head, stream.whole)
+    if source.layout_rank is not None and base.rank == source.layout_rank and base.node is None \
+            and len(local_ranks(stream.head)) >= 2:
+        # `job-1.out` among siblings that print several torchrun local ranks each: one file per
+        # node (Slurm's %n / %t with one torchrun agent per node), so its number is the node's
+        base = Origin(node=f"node{source.layout_rank}")
     base = with_topology(base, topo)
     states: dict = {}
     made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)

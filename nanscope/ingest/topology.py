@@ -137,6 +137,11 @@ def _one(values: set) -> Optional[int]:
     return next(iter(values)) if len(values) == 1 else None
 
 
+def local_ranks(head: bytes) -> set:
+    """The local ranks `[defaultM]:` lines at a line start show (without srun's label)."""
+    return {int(x) for x in _PLAIN_LOCAL.findall(head)} if b"]:" in head else set()
+
+
 def learn(head: bytes, whole: bool) -> Topology:
     """The topology an input's first bytes show (whole: they are the entire input)."""
     t = Topology()

@@ -193,3 +193,15 @@ def test_nemo_run_replicas_over_torchrun_with_a_count():
     console = "\n".join([USING_NPROC] + [f"i.pretrain/1 {ln}" for ln in lines]) + "\n"
     f = _nan_finding(_diagnose(console))
     assert f.initiating_rank == 8 + 2
+
+
+def test_sibling_files_that_each_print_several_local_ranks_are_one_file_per_node(tmp_path):
+    # Slurm --output=job-%t.out with one torchrun agent per task: job-0.out, job-1.out are nodes,
+    # not ranks (each holds [default0]..[default3]); torchrun's count names the global rank
+    lines = _rank_lines()
+    healthy = [ln for ln in lines if not ln.startswith("[default2]:")]
+    (tmp_path / "job-0.out").write_text("\n".join([USING_NPROC.replace("=8.", "=4.")] + healthy) + "\n")
+    (tmp_path / "job-1.out").write_text("\n".join([USING_NPROC.replace("=8.", "=4.")] + lines) + "\n")
+    report = api.diagnose([str(tmp_path)])
+    assert _nan_finding(report).initiating_rank == 1 * 4 + 2
+    assert {s.label for s in report.ranks} >= {"rank 0 (node0)", "rank 6 (node1)"}
