@@ -19,7 +19,8 @@ Only within one read chunk (2 MiB) of the input, and only when the line with the
 a candidate (holds a parser's keyword): the reader looks for inner prefixes among the candidates
 (one RE2 pass over them, not over every line). The rule, conservative: a launcher prefix *inside* a line, of the same kind as the one that starts
 it (same torchrun role, same Open MPI job), right after a character no prefix follows (not a line
-start, blank, NUL, `:` or `]`), marks the text before it as a fragment of the first prefix's process.
+start, NUL or `]`; a `:` only after a character that ends no prefix; a blank only after a character that ends no prefix or timestamp, so srun's
+`1: `, Ray's `(pid=..) ` and kubectl's `...Z ` are no split), marks the text before it as a fragment of the first prefix's process.
 That fragment is moved into the same process's next line of the region, right after its prefix:
 the line where the process's write ended. The line that held it keeps the other process's part.
 No line is added or removed, so line numbers stay where an editor puts them. A fragment whose
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import re
 
-MID = re.compile(rb"(?<=[^\s:\]\x00])(?:\[[A-Za-z_]+\d+\]:|\[\d+,\d+\]<std(?:out|err)>:)")
+MID = re.compile(rb"(?:(?<=[^\s:\]\x00])|(?<=[^\s:\])Z0-9\x00][ \t])|(?<=[^\s\]>\x00]:))(?:\[[A-Za-z_]+\d+\]:|\[\d+,\d+\]<std(?:out|err)>:)")
 # a line's first launcher prefix (after any wrapper such as srun's label or a timestamp)
 _FIRST = re.compile(rb"\[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:|\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err)>:")
 
@@ -46,7 +47,7 @@ def _who(m: "re.Match[bytes]") -> tuple:
 
 
 # the same test in RE2 (pyarrow), for a chunk's candidate lines
-MID_RE2 = r"[^\s:\]\x00]\[(?:[A-Za-z_]+\d+\]:|\d+,\d+\]<std(?:out|err)>:)"
+MID_RE2 = r"(?:[^\s:\]\x00]|[^\s:\])Z0-9\x00][ \t]|[^\s\]>\x00]:)\[(?:[A-Za-z_]+\d+\]:|\d+,\d+\]<std(?:out|err)>:)"
 
 
 def rejoin(region: bytes) -> bytes:
@@ -78,10 +79,20 @@ def rejoin(region: bytes) -> bytes:
             who = _who(first)
             if who in pending:
                 break  # the same process split twice before finishing a line: leave the rest
-            pending[who] = (i, line[first.end():mid.start()])
+            frag = line[first.end():mid.start()]
             line = line[:first.start()] + line[mid.start():]
             first = _FIRST.match(line, first.start())
+            if first is not None and _who(first) == who:  # its own rest came right behind it
+                line = line[:first.end()] + frag + line[first.end():]
+                at = first.end() + len(frag)
+                continue
+            pending[who] = (i, frag)
             at = first.end() if first is not None else len(line)
+            if first is not None and _who(first) in pending and _who(first) != who:
+                j, earlier = pending.pop(_who(first))  # the next segment ends an earlier fragment
+                line = line[:first.end()] + earlier + line[first.end():]
+                moved.setdefault(i, []).append(j)
+                at = first.end() + len(earlier)
         lines[i] = line
     if not moved:
         return region

@@ -11,6 +11,8 @@ timestamp comes from the kubelet inside the stream, so after the prefix), and th
 
 from __future__ import annotations
 
+import re
+
 from conftest import SAMPLES
 from nanscope import api
 from nanscope.ingest.interleave import rejoin
@@ -205,3 +207,53 @@ def test_sibling_files_that_each_print_several_local_ranks_are_one_file_per_node
     report = api.diagnose([str(tmp_path)])
     assert _nan_finding(report).initiating_rank == 1 * 4 + 2
     assert {s.label for s in report.ranks} >= {"rank 0 (node0)", "rank 6 (node1)"}
+
+
+def _tee(seed: int, any_cut: bool = False) -> tuple[bytes, dict]:
+    """What torchrun's tail_logfile threads write to one stdout when each worker's readline() may
+    return a partial line (at most one cut per line; unless any_cut, after a letter or `=,.:`, where
+    the rule can tell a split from a prefix): `[defaultN]:` + piece, pieces of different
+    workers in a random order, each worker's in its own order. Returns the output and, per worker,
+    its lines as the worker printed them."""
+    import random
+
+    rng = random.Random(seed)
+    per: dict = {}
+    for ln in _rank_lines():
+        k = ln[:ln.index("]:") + 2]
+        per.setdefault(k, []).append(ln[len(k):])
+    queues = {k: [] for k in per}
+    for k, msgs in per.items():
+        for m in msgs:
+            cuts = [c for c in range(1, len(m) - 1) if any_cut or m[c - 1].isalpha() or m[c - 1] in "=,.:"]
+            if cuts and rng.random() < 0.3:
+                cut = rng.choice(cuts)
+                queues[k] += [m[:cut], m[cut:] + "\n"]
+            else:
+                queues[k].append(m + "\n")
+    out = []
+    while any(queues.values()):
+        k = rng.choice([k for k, q in queues.items() if q])
+        out.append(k + queues[k].pop(0))
+    return "".join(out).encode(), per
+
+
+def test_rejoin_moves_bytes_and_never_adds_a_line():
+    # any cut, also where the rule cannot tell a split (after a digit and a blank: a timestamp's end)
+    for seed in range(20):
+        data, _ = _tee(seed, any_cut=True)
+        got = rejoin(data)
+        assert got.count(b"\n") == data.count(b"\n")
+        text = [sorted(re.sub(rb"\[default\d\]:", b"", x)) for x in (got, data)]
+        assert text[0] == text[1]  # the workers' text, moved, none lost or made up
+
+
+def test_rejoin_restores_every_workers_lines_from_tee_interleaving():
+    for seed in range(20):
+        data, per = _tee(seed)
+        got = rejoin(data)
+        assert got.count(b"\n") == data.count(b"\n")
+        lines = got.decode().split("\n")
+        for k, msgs in per.items():
+            mine = [ln[len(k):] for ln in lines if ln.startswith(k) and ln[len(k):]]
+            assert [m for m in mine] == [m for m in msgs if m], (seed, k)
