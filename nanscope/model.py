@@ -224,6 +224,7 @@ class InputInfo:
     long_lines: int = 0
     nul_bytes: int = 0
     error: Optional[str] = None
+    topology: Optional[str] = None  # how global ranks were derived from nodes and local ranks, if they were
 
 
 @dataclass(slots=True)

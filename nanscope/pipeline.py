@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
-from nanscope.ingest.prefixes import origin_from_path, peel, strip_ansi
+from nanscope.ingest.prefixes import Base, node_rank, origin_from_path, peel, strip_ansi, with_topology
 import numpy as np
 
 from nanscope.ingest.claimable import Claimable
 from nanscope.ingest.native import NativeLane
-from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, Source, open_binary, scan_candidates
+from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, ReadAhead, Source, open_binary, scan_candidates
+from nanscope.ingest.topology import HEAD_BYTES, learn, local_ranks
 from nanscope.metricsrows import MetricsRows
 from nanscope.ingest.timestamps import parse_ts
 from nanscope.model import Diagnostic, Event, InputInfo, Loc, Origin, Record, StepEvent
@@ -107,9 +108,17 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     puts those in place)."""
     parsers = tuple(parsers)
     dispatch = dispatch_for(parsers)
-    stream, size = open_binary(source)
+    raw_stream, size = open_binary(source)
     info.size = size
+    stream = ReadAhead(raw_stream, HEAD_BYTES)
     base = origin_from_path(None if source.is_stdin else source.name, source.layout_rank)
+    topo = learn(stream.head, stream.whole)
+    if source.layout_rank is not None and base.rank == source.layout_rank and base.node is None \
+            and len(local_ranks(stream.head)) >= 2:
+        # `job-1.out` among siblings that print several torchrun local ranks each: one file per
+        # node (Slurm's %n / %t with one torchrun agent per node), so its number is the node's
+        base = Origin(node=f"node{source.layout_rank}")
+    base = with_topology(base, topo)
     states: dict = {}
     made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)
     name = source.name
@@ -182,7 +191,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 events = p.parse(rec, st) if rules is None else p.parse_rules(rec, st, rules)
                 pending = st.get("pending")
                 if pending is not None and pending.stream is None:
-                    _place(pending, text, msg, origin, key)
+                    _place(pending, text, msg, origin, key, base)
                 if events is not None:
                     formats[p.name] = formats.get(p.name, 0) + 1
                     break
@@ -193,7 +202,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 info.event_lines += 1
             for ev in events:
                 if ev.stream is None:
-                    _place(ev, text, msg, origin, key)
+                    _place(ev, text, msg, origin, key, base)
                 yield ev
         if held_any:
             yield Hold([])  # every natively read row before what the parsers still hold
@@ -201,6 +210,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
         for (pname, key), st in states.items():
             for ev in by_name[pname].flush(st):
                 yield ev
+        info.topology = topo.evidence()
     finally:
         if not source.is_stdin:
             try:
@@ -447,17 +457,23 @@ def parse_line(raw: bytes, lineno: int, name: str, base, parser_names: tuple, he
                 events = [st["pending"]]
             for ev in events:
                 if ev.stream is None:
-                    _place(ev, text, msg, origin, key)
+                    _place(ev, text, msg, origin, key, base)
             return events
     return []
 
 
-def _place(ev: Event, text: str, msg: str, origin, key: tuple) -> None:
-    """Give an event its line as printed, its origin, its rank and its stream (once)."""
+def _place(ev: Event, text: str, msg: str, origin, key: tuple, base=None) -> None:
+    """Give an event its line as printed, its origin, its rank and its stream (once). A local
+    rank the message names (torchrun's agent: `failed (exitcode: 1) local_rank: 3`) on a known
+    node is a global rank when the input's topology says how (ingest/topology.py)."""
     ev.text = text  # evidence shows the line as printed, prefixes included
     ev.origin = origin
     if ev.rank is None:
         ev.rank = origin.rank
+        if ev.rank is None and base.__class__ is Base and origin.local_rank is None and origin.node is not None:
+            lr = ev.fields.get("local_rank") if isinstance(ev.fields, dict) else None
+            if isinstance(lr, int) and not isinstance(lr, bool):
+                ev.rank = node_rank(origin.node, lr, base.topo)
     ev.stream = key if ev.rank == origin.rank else ("rank", origin.node, ev.rank)
     if not isinstance(ev, StepEvent):
         ts = parse_ts(msg)

@@ -4,10 +4,17 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
   [rank3]:                  torch's global-rank prefix (exception hook, c10 logging)
   [default3]: [trainer3]:   torchrun --tee / log_line_prefix_template: a *local* rank
   [3]:                      torchrun with log_line_prefix_template="[${rank}]:"
+  [rank3] (no colon)        a user's own tag (`[rank0] layer_partition: ...`, mlc-ai/pith-train#47)
+  rank 3: / process 3:      a user's print that starts with its rank; only where a prefix can be
+                            (the line's start, after launcher prefixes), never inside prose
   3: / 3:                   Slurm srun --label (a rank; before [defaultM]: the node of one torchrun agent)
   [1,3]<stdout>:            Open MPI --tag-output (job, rank)
+  llama32_1b/0              NeMo-Run's task prefix (nemo_run/run/logs.py print_log_lines:
+                            f"{role_name[-10:]}/{replica_id} "): replica N is a node, not a rank
   (VllmWorker rank=3 pid=P) (EngineCore_0 pid=P) (RayWorkerWrapper pid=P, ip=...)
-  svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers
+  svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers (a pod is a node:
+                            its replica index, ingest/topology.py pod_index, names ranks only
+                            with the processes per pod known)
   2024-05-01T12:00:00.123Z  kubectl logs --timestamps (the time is kept as the line's timestamp)
 """
 
@@ -15,10 +22,12 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import Optional
 
 from nanscope.ingest.timestamps import parse_ts
-from nanscope.model import Origin
+from nanscope.ingest.topology import Topology
+from nanscope.model import Origin, _reduce
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 
@@ -27,7 +36,10 @@ _PREFIX = re.compile(
     [ \t]*(?:
         \[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:[ \t]?
       | \[(?P<bare>\d+)\]:(?=[ \t]*\S)[ \t]?
+      | \[rank(?P<tag>\d+)\][ \t]+(?=\S)
+      | (?:rank|process)[ ](?P<said>\d+):[ \t]+(?=\S)
       | (?P<srun>\d{1,5}):[ \t]+(?=\S)
+      | [A-Za-z][\w.\-]{0,9}/(?P<replica>\d{1,5})[ ](?=\S)
       | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
       | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
         (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
@@ -37,7 +49,7 @@ _PREFIX = re.compile(
       | \[(?P<sgtp>TP\d+(?:[ ]EP\d+)?)\][ \t]
       | \((?P<proc>[A-Za-z][\w\-]*?)(?:(?:_?TP|-)(?P<ptag>\d+))?(?:[ \t]+(?:rank=(?P<prank>\d+)|TP(?P<ptp>\d+)))?[ \t]+pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \(pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
-      | \[(?:pod/)?[\w.\-]+/[\w.\-]+\][ \t]
+      | \[(?:pod/)?(?P<pod>[\w.\-]+)/[\w.\-]*\][ \t]
       | (?P<svc>[A-Za-z][\w.\-]*)[ \t]+\|[ \t]
     )
     """,
@@ -54,6 +66,26 @@ _LAYOUT_NODE = re.compile(r"node[_\-]?(\d+)", re.I)
 # Sibling files that differ only in a trailing number (Slurm `--output=job-%j-%t.out`,
 # `train_%t.log`): that number is the rank when two or more such siblings share the stem.
 _SIBLING = re.compile(r"(?P<stem>.*?[A-Za-z][^/]*?[_\-.])(?P<n>\d+)(?P<ext>(?:\.[A-Za-z]+)*)$")
+
+
+_NODE_NUMBER = re.compile(r"node(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Base(Origin):
+    """The origin an input's name implies, with what its text says about its nodes (Topology):
+    what peel starts from for each of its lines."""
+
+    topo: Optional[Topology] = None
+
+    __reduce__ = _reduce
+
+
+def with_topology(base: Origin, topo: Topology) -> Origin:
+    """base with topo for peel, or base itself when the text said nothing about its nodes."""
+    if not topo:
+        return base
+    return Base(base.rank, base.local_rank, base.node, base.ts, base.proc, topo)
 
 
 def strip_ansi(text: str) -> str:
@@ -114,7 +146,7 @@ def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> 
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
-    rank = local = proc = ts = srun = None
+    rank = local = proc = ts = srun = pod = replica = None
     pos = 0
     match = _PREFIX.match
     found = False
@@ -131,10 +163,18 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
                 local = int(m.group("n"))
         elif m.group("bare") is not None:
             rank = int(m.group("bare"))
+        elif m.group("tag") is not None:
+            rank = int(m.group("tag"))
+        elif m.group("said") is not None:
+            rank = int(m.group("said"))
         elif m.group("srun") is not None:
             srun = int(m.group("srun"))
+        elif m.group("replica") is not None:
+            replica = int(m.group("replica"))
         elif m.group("mpirank") is not None:
             rank = int(m.group("mpirank"))
+        elif m.group("pod") is not None:
+            pod = m.group("pod")
         if m.group("rfc") is not None:
             ts = parse_ts(m.group("rfc"))
         elif m.group("tsr") is not None:
@@ -156,11 +196,47 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
     if not found:
         return text, base
     node = base.node
-    if srun is not None:
+    topo = base.topo if base.__class__ is Base else None
+    if replica is not None and srun is None:
+        # NeMo-Run's `role/N ` (torchx's replica N: one node's torchrun agent), like srun's label
+        # over torchrun, but never a rank by itself
+        if node is None:
+            node = f"node{replica}"
+        if rank is None and local is not None and topo is not None:
+            rank = topo.global_rank(replica, local)
+    elif srun is not None:
         if local is not None and node is None:
             node = f"node{srun}"  # `1: [default3]:`: srun's task is one torchrun agent per node
+            if rank is None and topo is not None:
+                rank = topo.global_rank(srun, local)
         elif rank is None and local is None:
-            rank = srun  # srun --label over the ranks themselves
-    if rank is None and local is not None and node is None:
+            if topo is not None and topo.srun_nodes:
+                node = node or f"node{srun}"  # the agent's own line, or a worker's without torchrun's prefix
+            else:
+                rank = srun  # srun --label over the ranks themselves
+    elif pod is not None:
+        # kubectl logs --prefix: one pod is one replica (node); its index is a rank only with
+        # the processes per pod known (ingest/topology.py pod_index)
+        node = pod
+        index = topo.pod_index(pod) if topo is not None else None
+        if rank is None and index is not None:
+            rank = topo.global_rank(index, 0 if local is None and topo.per_node == 1 else local) \
+                if (local is not None or topo.per_node == 1) else None
+    elif rank is None and local is not None and topo is not None:
+        rank = node_rank(node, local, topo)
+    if rank is None and local is not None and node is None and (topo is None or topo.node_index is None):
         rank = local  # one node: torchrun's local rank is the global rank
     return text[pos:], Origin(rank=rank, local_rank=local, node=node, proc=proc, ts=ts)
+
+
+def node_rank(node: Optional[str], local: int, topo: Topology) -> Optional[int]:
+    """The global rank of a local rank printed in this input, whose node is the input's own (a
+    per-node file `node1/...`, or the node_rank its launcher printed); None when unknown."""
+    if topo.file_offset is not None:
+        if topo.file_offset == 0 and node is None:
+            return local  # one node, as without a topology (nothing to report)
+        return topo.global_rank(None, local)
+    if topo.node_index is not None:
+        return topo.global_rank(topo.node_index, local, launcher_index=False)
+    m = _NODE_NUMBER.fullmatch(node or "")
+    return topo.global_rank(int(m.group(1)), local) if m else None

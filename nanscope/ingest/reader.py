@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from nanscope.columns import _arrow, _np_bool, _take  # noqa: F401 - the ingest floor reads them from here
 from nanscope.errors import InputError
+from nanscope.ingest.interleave import MID, MID_RE2, rejoin
 from nanscope.ingest.prefixes import layout_ranks
 from nanscope.metricsrows import MetricsRows
 from nanscope.model import InputInfo
@@ -182,6 +183,42 @@ def _is_terminal(raw: BinaryIO) -> bool:
         return raw.isatty()
     except (OSError, ValueError):
         return False
+
+
+class ReadAhead:
+    """A stream whose first bytes were read ahead (for what they say about the job, see
+    ingest/topology.py) and are handed out again first. A read error met while reading ahead is
+    raised where the scan would have met it, after the bytes before it."""
+
+    def __init__(self, stream: BinaryIO, n: int):
+        self._stream = stream
+        self._error: Optional[BaseException] = None
+        try:
+            self.head = stream.read(n)
+        except (EOFError, zlib.error, OSError) as e:
+            self.head, self._error = b"", e
+        self.whole = self._error is None and len(self.head) < n  # the head is the entire input
+        self._pos = 0
+
+    def read(self, n: int) -> bytes:
+        if self._pos < len(self.head):
+            out = self.head[self._pos:self._pos + n]
+            self._pos += len(out)
+            if self._pos >= len(self.head):
+                self.head = b""
+                self._pos = 0
+            return out
+        if self._error is not None:
+            e, self._error = self._error, None
+            raise e
+        return self._stream.read(n)
+
+    @property
+    def truncated(self) -> bool:
+        return bool(getattr(self._stream, "truncated", False))
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 def _peek(raw: BinaryIO, n: int) -> bytes:
@@ -582,6 +619,9 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
         data = bytes(region)
         newlines = data.count(b"\n")
         idx, cands, found = prefilter.candidates_small(data)
+        if any(MID.search(c) for c in cands):  # a line two ranks' writes split (ingest/interleave.py)
+            data = rejoin(data)
+            idx, cands, found = prefilter.candidates_small(data)
         if len(data) > max_line:
             for i, line in enumerate(data.split(b"\n")):
                 n = sum(1 for piece in _TERMINATOR.split(line) if len(piece) > max_line)
@@ -593,6 +633,9 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
     lines = _split_lines(region)
     newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
     cand, at = prefilter.keep(lines)
+    if len(cand) and _arrow()[1].any(_arrow()[1].match_substring_regex(cand, MID_RE2)).as_py():
+        lines = _split_lines(memoryview(rejoin(bytes(region))))  # two ranks' writes split a line
+        cand, at = prefilter.keep(lines)
     held.add(cand, at + lineno, len(region))
     if len(region) > max_line:
         pc = _arrow()[1]

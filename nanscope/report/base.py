@@ -98,6 +98,7 @@ def report_record(r: Report, do_redact: bool = True) -> dict:
                 "recognised_share": round(min(1.0, sum(i.formats.values()) / i.lines), 4) if i.lines else 0.0,
                 "complete": i.complete, "error": i.error,
                 "replaced_bytes": i.replaced_bytes, "long_lines": i.long_lines, "nul_bytes": i.nul_bytes,
+                **({"topology": i.topology} if i.topology else {}),
             }
             for i in r.inputs
         ],

@@ -184,6 +184,9 @@ def render(report: Report, out: IO[str], options) -> None:
         _finding(console, f, redact_secrets, width, i)
     if report.ranks:
         _rank_table(console, report, width)
+    for i in report.inputs:
+        if i.topology:
+            console.print(Text(f"ranks in {terminal(i.path, 200)}: {_safe(i.topology, 500)}", style="dim"))
     for d in report.diagnostics:
         t = Text(f"note [{d.code}] ", style="yellow")
         where = f"{terminal(d.source, 200)}" + (f":{d.line}" if d.line else "") + ": " if d.source else ""

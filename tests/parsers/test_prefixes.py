@@ -56,6 +56,15 @@ PEEL = [
     ("svc-1  | hello", "hello", None, None),
     # kubectl logs --prefix
     ("[pod/trainer-0/main] step=1, loss=2.3", "step=1, loss=2.3", None, None),
+    # NeMo-Run's task prefix (sample_logs/public/504.log, nemo_run/run/logs.py): the replica is a node
+    ("i.pretrain/0 [default2]:[rank2]: RuntimeError: Rank 2, node dcfai-xe9680-01, device 2, iteration -1: x",
+     "RuntimeError: Rank 2, node dcfai-xe9680-01, device 2, iteration -1: x", 2, 2),
+    # a user's own tag without a colon (mlc-ai/pith-train#47)
+    ("[rank0] layer_partition: 48 layers / 4 stages -> [12, 12, 12, 12]",
+     "layer_partition: 48 layers / 4 stages -> [12, 12, 12, 12]", 0, None),
+    # a user's print that starts with its rank (sample_logs/faults/ddp_straggler.log)
+    ("[default1]:rank 1: finished 40 steps in 4.5s", "finished 40 steps in 4.5s", 1, 1),
+    ("rank 0: finished 60 steps in 0.1s", "finished 60 steps in 0.1s", 0, None),
 ]
 
 
@@ -74,6 +83,10 @@ NOT_PREFIXES = [
     " 40%|████      | 20/50 [00:02<00:03,  9.10it/s]",
     "12:30:01 training started",
     "[441280.839852] Out of memory: Killed process 698405 (python)",  # dmesg uptime
+    # a process named in a message is not a prefix (torch.multiprocessing spawn, LeeDoYup/FixMatch-pytorch#2)
+    "-- Process 0 terminated with the following error:",
+    # rank in prose (sample_logs/torch/ddp_nan_rank2.log's own header line shape is `rank 2/4 ...`)
+    "rank 2/4 (node 1, local_rank 0): torch 2.13.0+cpu, steps 40, batch 64",
 ]
 
 
@@ -193,3 +206,12 @@ def test_peel_more(line, msg, rank):
 def test_a_time_stamp_alone_is_not_a_prefix():
     line = "2024-11-20 14:37:16 DEBUG:filelock:Lock 140341412642880 acquired on /root/.triton/autotune/x.lock"
     assert peel(line, Origin()) == (line, Origin())
+
+
+def test_nemo_run_replica_is_a_node_not_a_rank():
+    # NVIDIA-NeMo/Run#251: the agent's own line under NeMo-Run's `role/replica ` prefix
+    line = ("llama32_1b/0 I0601 20:17:03.073000 616467 site-packages/torch/distributed/elastic/agent/server/api.py:677] "
+            "[default] Rendezvous'ing worker group")
+    msg, origin = peel(line, Origin())
+    assert msg.startswith("I0601 20:17:03.073000") and (origin.rank, origin.node) == (None, "node0")
+    assert peel("i.pretrain/1 [default3]:x", Origin())[1] == Origin(rank=None, local_rank=3, node="node1")
