@@ -108,9 +108,13 @@ job fsdp2_nan_one_rank "" --wrap fsdp2 --steps 30 --fault input-nan --fault-rank
 #    gradient all-reduce); gloo's timeout is 10 s.
 job stall_timeout "" --steps 30 --fault stall --fault-rank 2 --fault-step 10 --sleep 25 --pg-timeout 10
 
-# 6. Global rank 1 all-reduces its loss once more than the others from step 10 on
-#    (TORCH_DISTRIBUTED_DEBUG=DETAIL: torch checks each collective's fingerprint).
-TORCH_DISTRIBUTED_DEBUG=DETAIL job extra_collective "" --steps 30 --fault extra-collective --fault-rank 1 --fault-step 10 --pg-timeout 30
+# 6. Global rank 1 all-reduces its loss once more than the others from step 10 on: its extra
+#    1-element all_reduce meets the others' next DDP gradient bucket all-reduce.
+job extra_collective "" --steps 30 --fault extra-collective --fault-rank 1 --fault-step 10 --pg-timeout 15
+
+# 6b. The same job with TORCH_DISTRIBUTED_DEBUG=DETAIL (torch would check every collective's
+#     fingerprint): on this CPU build every worker dies of SIGSEGV before its first line.
+TORCH_DISTRIBUTED_DEBUG=DETAIL job debug_detail_segv "" --steps 30 --fault extra-collective --fault-rank 1 --fault-step 10 --pg-timeout 15
 
 # 7. --max-restarts 1: global rank 3 raises at step 10 of attempt 0 only; attempt 1 runs to the end.
 #    Each agent also keeps torchrun's per-rank files (--log-dir).
