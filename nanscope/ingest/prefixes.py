@@ -85,16 +85,18 @@ def layout_ranks(paths: list[str]) -> dict[str, int]:
 
 def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> Origin:
     """Rank / node hints from a documented per-rank layout: rank_3.log, node1/rank_3.out,
-    torchrun's --log-dir attempt_0/3/stdout.log, a family of siblings (`layout_rank`, from
+    torchrun's --log-dir attempt_0/3/stdout.log (a local rank when a node folder is above it), a family of siblings (`layout_rank`, from
     layout_ranks). The file name is looked at first, then the folders from the nearest up.
     Prefixes inside the file win over these hints (see peel)."""
     if not path:
         return Origin()
     norm = path.replace(os.sep, "/")
-    rank = node = None
+    rank = node = attempt_local = None
     m = _ATTEMPT_RANK.search(norm)
     if m:
-        rank = int(m.group(1))
+        # torchelastic names these folders by LOCAL rank (multiprocessing/api.py reify: one subdir per
+        # local rank, 0..nproc_per_node-1); it is the global rank only on one node.
+        rank = attempt_local = int(m.group(1))
     parts = [p for p in norm.split("/") if p and p not in (".", "..")]
     parts[-1:] = [_stem(parts[-1])] if parts else []
     for i, part in enumerate(reversed(parts)):
@@ -108,6 +110,8 @@ def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> 
             m = _LAYOUT_NODE.fullmatch(part)
             if m:
                 node = f"node{int(m.group(1))}"
+    if attempt_local is not None and node is not None:
+        return Origin(local_rank=attempt_local, node=node)  # node1/.../attempt_0/1/: local rank 1 of node 1
     return Origin(rank=rank, node=node)
 
 
@@ -156,6 +160,8 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
     if not found:
         return text, base
     node = base.node
+    if local is None:
+        local = base.local_rank  # a torchelastic attempt_K/<local rank>/ file under a node folder
     if srun is not None:
         if local is not None and node is None:
             node = f"node{srun}"  # `1: [default3]:`: srun's task is one torchrun agent per node

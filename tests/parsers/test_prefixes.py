@@ -141,6 +141,16 @@ def test_origin_from_path(path, rank, node):
     assert (o.rank, o.node) == (rank, node)
 
 
+def test_torchelastic_attempt_folder_under_a_node_folder_is_a_local_rank():
+    """torchelastic names attempt_K/<N>/ by local rank; under node1/ (one --log-dir per agent, as in
+    sample_logs/multinode/restart_attempts_logdir) N=1 is not global rank 1, and a [rankN]: prefix in
+    the file keeps that local rank."""
+    o = origin_from_path("logs/node1/job_x1/attempt_0/1/stderr.log")
+    assert (o.rank, o.local_rank, o.node) == (None, 1, "node1")
+    msg, got = peel("[rank3]: ValueError: bad sample", o)
+    assert (msg, got.rank, got.local_rank, got.node) == ("ValueError: bad sample", 3, 1, "node1")
+
+
 def test_sibling_files_that_differ_in_a_trailing_number_are_a_per_rank_family():
     from nanscope.ingest.prefixes import layout_ranks
 
