@@ -5,9 +5,11 @@
 # rendezvous on localhost, --tee 3), each running torch_multinode.py on 2 CPU workers over gloo:
 # global rank = node * 2 + local rank.  As under `srun --label torchrun ...` (one Slurm task per
 # node), each agent's stdout+stderr is prefixed line by line with its task id and both are
-# appended to one console file.  The label is Slurm's: write_labelled_message.c writes
-# snprintf("%0*d: ", label_width, taskid) before every line, label_width = _wid(num_tasks) from
-# step_io.c (digits of num_tasks - 1: 2 tasks -> "0: ", 11..100 tasks -> "00: ").
+# appended to one console file.  The label is Slurm's: src/common/write_labelled_message.c writes
+# "%*d: " (task id right-aligned, space-padded; Slurm 17.11+, commit 748ebdde09; "%0*d: ",
+# zero-padded, in 1.4-17.02) before every line, width = _wid(num_tasks) from src/api/step_io.c
+# (the digits of num_tasks - 1).  With 2 tasks both give "0: " / "1: "; with 11..100 tasks
+# " 3: " (or "03: " before 17.11).
 #
 # The only post-processing is rewrite_paths below (as in make_torch_logs.sh / make_fault_logs.sh):
 #   <python prefix of TORCH_PY, a venv> -> /venv

@@ -166,6 +166,10 @@ def test_sibling_files_that_differ_in_a_trailing_number_are_a_per_rank_family():
     # srun --label in front of torchrun --tee: the srun task is the node's agent, [defaultM] its local rank
     ("0: [default3]:step 5 | loss nan", None, 3, "node0"),
     ("1: [default3]:step 5 | loss nan", None, 3, "node1"),
+    # Slurm pads the task id to the width of the largest one: "%*d: " (17.11+), "%0*d: " before
+    # (SchedMD/slurm src/common/write_labelled_message.c; 11+ agents)
+    (" 1: [default3]:step 5 | loss nan", None, 3, "node1"),
+    ("01: [default3]:step 5 | loss nan", None, 3, "node1"),
     # torch's own [rankK]: behind them names the global rank
     ("1: [default3]:[rank11]: Traceback (most recent call last):", 11, 3, "node1"),
     # srun --label alone: the task is the rank
