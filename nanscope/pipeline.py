@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
-from nanscope.ingest.prefixes import origin_from_path, peel, strip_ansi
+from nanscope.ingest.prefixes import SrunAgents, origin_from_path, peel, strip_ansi
 import numpy as np
 
 from nanscope.ingest.claimable import Claimable
@@ -108,6 +108,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     stream, size = open_binary(source)
     info.size = size
     base = origin_from_path(None if source.is_stdin else source.name, source.layout_rank)
+    srun_agents = SrunAgents()
     states: dict = {}
     made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)
     name = source.name
@@ -135,6 +136,9 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
         for lineno, raw, found in items:
             if found.__class__ is Claimed:
                 batches, counts, hf = found.payload
+                if not srun_agents.nodes:
+                    for b in batches:
+                        srun_agents.see(b.origin, base)
                 n = sum(len(b) for b in batches)
                 info.candidate_lines += n
                 info.event_lines += n
@@ -168,6 +172,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             else:
                 steps = plan(found)
             msg, origin = peel(text, base)
+            origin = srun_agents.fix(text, origin, base)
             rec = Record(Loc(name, lineno), msg, origin, text)
             key = stream_key(origin, name)
             have = made.get(key, -1)

@@ -174,9 +174,10 @@ _MULTINODE_WRONG = {
                              "node x processes-per-node + local rank, so the NaN-first rank (3) is unknown and "
                              "nan-rank-local cannot fire",
     "fsdp2_nan_one_rank.log": "same: `0: [default1]:` (global rank 1) is never composed into a global rank",
-    "extra_collective.log": "node 1's agent line `1: torch.distributed.DistNetworkError` (srun label, no "
-                            "[defaultM]) is read as rank 1 and wins as the first failure (rank-crash-cascade); "
-                            "the gloo size-mismatch collective-desync is found but not put first",
+    "extra_collective.log": "collective-desync comes first but with no rank: the gloo size-mismatch line is "
+                            "`0: [default1]:` (global rank 1), never composed; with no ranks the collateral "
+                            "(peer-connection-lost, worker-terminated, the agent's DistNetworkError) is not "
+                            "grouped under it",
     "handled_exception.log": "a FileNotFoundError printed by traceback.print_exc() is taken as uncaught although "
                              "the same rank logs steps 5-29 and 'finished' after it (a handled exception is not fatal)",
 }

@@ -56,6 +56,36 @@ _LAYOUT_NODE = re.compile(r"node[_\-]?(\d+)", re.I)
 _SIBLING = re.compile(r"(?P<stem>.*?[A-Za-z][^/]*?[_\-.])(?P<n>\d+)(?P<ext>(?:\.[A-Za-z]+)*)$")
 
 
+_SRUN_ALONE = re.compile(r"[ \t]*(\d{1,5}):[ \t]+(?!\[[A-Za-z_]*\d+\]:)")
+
+
+class SrunAgents:
+    """Per input: srun --label in front of torchrun --tee (`1: [default3]:`) makes srun's task a
+    node's torchrun agent. Once a line has shown that, a line with the label alone (`1: [W... TCPStore]`,
+    `1: torch.distributed.DistNetworkError: ...`) is node 1's agent talking, not rank 1."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self) -> None:
+        self.nodes = False
+
+    def see(self, origin: Optional[Origin], base: Origin) -> None:
+        """Learn from a line's origin (also the rows the native lane reads, so both lanes agree):
+        peel sets a node only from the srun label in front of [defaultM]: (or from the path)."""
+        if not self.nodes and origin is not None:
+            self.nodes = origin.local_rank is not None and origin.node is not None and base.node is None
+
+    def fix(self, text: str, origin: Origin, base: Origin) -> Origin:
+        if not self.nodes:
+            self.see(origin, base)
+            return origin
+        if origin.rank is not None and origin.local_rank is None and origin.node is None:
+            m = _SRUN_ALONE.match(text)
+            if m is not None and int(m.group(1)) == origin.rank:
+                return Origin(node=f"node{origin.rank}", ts=origin.ts, proc=origin.proc)
+        return origin
+
+
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 

@@ -207,3 +207,18 @@ def test_peel_more(line, msg, rank):
 def test_a_time_stamp_alone_is_not_a_prefix():
     line = "2024-11-20 14:37:16 DEBUG:filelock:Lock 140341412642880 acquired on /root/.triton/autotune/x.lock"
     assert peel(line, Origin()) == (line, Origin())
+
+
+def test_srun_label_alone_is_the_node_agent_once_the_file_shows_label_over_tee():
+    """sample_logs/multinode/extra_collective.log (srun --label over torchrun --tee, 2 nodes): node 1's
+    agent prints `1: torch.distributed.DistNetworkError: ...` with no [defaultM]: that is the agent of
+    node 1, not rank 1; the workers' `1: [default0]:[rank2]:` lines keep their rank."""
+    from conftest import SAMPLES
+    from nanscope import api
+    from nanscope.model import ErrorEvent
+
+    evs = [e for e in api.events([str(SAMPLES / "multinode" / "extra_collective.log")]) if isinstance(e, ErrorEvent)]
+    agent = [e for e in evs if "DistNetworkError" in (e.text or "") and e.text.startswith("1: torch.")]
+    assert agent and all(e.rank is None and e.origin.node == "node1" for e in agent)
+    worker = [e for e in evs if (e.text or "").startswith("1: [default0]:[rank2]: RuntimeError")]
+    assert worker and all(e.rank == 2 for e in worker)
