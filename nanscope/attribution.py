@@ -446,6 +446,15 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         if sig.role == "collateral" and not _own_failure(f):
             # a timeout, a lost peer, an abort: the one rank shown waited on (or lost) another one
             return 9
+        local = sorted({m.stream for m in f.matches if isinstance(m.stream, tuple) and m.stream[:1] == ("local",)},
+                       key=str)
+        if only is None and len(local) > 1:
+            # `1: [default1]:` without the processes per node: several processes, no global ranks
+            f.confidence = "low"
+            f.decided_by = (f"tier 4: {len(local)} processes known only by node and local rank show it; the text does "
+                            f"not say how many processes each node runs, so no global rank can be named. Next "
+                            f"time: keep torchrun's start-up lines (nproc_per_node) or log the global rank")
+            return 4
         f.initiating_rank = only
         f.confidence = "high"
         f.decided_by = "one process: the input shows a single rank" if only is not None else "one process: the input has no rank prefixes"

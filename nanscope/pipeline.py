@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
-from nanscope.ingest.prefixes import Base, node_rank, origin_from_path, peel, strip_ansi, with_topology
+from nanscope.ingest.prefixes import Base, SrunAgents, node_rank, origin_from_path, peel, strip_ansi, with_topology
 import numpy as np
 
 from nanscope.ingest.claimable import Claimable
@@ -119,6 +119,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
         # node (Slurm's %n / %t with one torchrun agent per node), so its number is the node's
         base = Origin(node=f"node{source.layout_rank}")
     base = with_topology(base, topo)
+    srun_agents = SrunAgents()
     states: dict = {}
     made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)
     name = source.name
@@ -146,6 +147,9 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
         for lineno, raw, found in items:
             if found.__class__ is Claimed:
                 batches, counts, hf = found.payload
+                if not srun_agents.nodes:
+                    for b in batches:
+                        srun_agents.see(b.origin, base)
                 n = sum(len(b) for b in batches)
                 info.candidate_lines += n
                 info.event_lines += n
@@ -179,6 +183,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             else:
                 steps = plan(found)
             msg, origin = peel(text, base)
+            origin = srun_agents.fix(text, origin, base)
             rec = Record(Loc(name, lineno), msg, origin, text)
             key = stream_key(origin, name)
             have = made.get(key, -1)

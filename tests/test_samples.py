@@ -33,17 +33,23 @@ def test_ground_truth(entry, monkeypatch):
     report = api.diagnose([_rel(entry)])
     found = all_ids(report)
     expected = set(entry.get("expect", []))
-    assert found == expected, f"found {sorted(found)}, expected {sorted(expected)}"
+    # known_gaps: ground truth nanscope cannot reach yet (documented in the folder README);
+    # asserted to still differ, so fixing the gap makes this test say so.
+    gaps = set(entry.get("known_gaps", []))
+    if "expect" in gaps:
+        assert found != expected, "the findings are right now: remove 'expect' from known_gaps"
+    else:
+        assert found == expected, f"found {sorted(found)}, expected {sorted(expected)}"
     if entry.get("healthy"):
-        assert report.verdict == "clean"
-        assert api.exit_code(report) == 0
+        if "healthy" in gaps:
+            assert report.verdict != "clean", "the healthy trap is clean now: remove 'healthy' from known_gaps"
+        else:
+            assert report.verdict == "clean"
+            assert api.exit_code(report) == 0
     if "verdict" in entry:
         assert report.verdict == entry["verdict"]
-    if expected:
-        primary = next(f for f in report.findings if f.id == entry["expect"][0])
-        # known_gaps: ground truth nanscope cannot reach yet (documented in the folder README);
-        # asserted to still differ, so fixing the gap makes this test say so.
-        gaps = set(entry.get("known_gaps", []))
+    primary = next((f for f in report.findings if f.id == entry["expect"][0]), None) if expected else None
+    if primary is not None:
         for key, got in (("first_bad_step", primary.first_step), ("initiating_rank", primary.initiating_rank)):
             if key not in entry:
                 continue

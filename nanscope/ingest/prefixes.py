@@ -88,6 +88,36 @@ def with_topology(base: Origin, topo: Topology) -> Origin:
     return Base(base.rank, base.local_rank, base.node, base.ts, base.proc, topo)
 
 
+_SRUN_ALONE = re.compile(r"[ \t]*(\d{1,5}):[ \t]+(?!\[[A-Za-z_]*\d+\]:)")
+
+
+class SrunAgents:
+    """Per input: srun --label in front of torchrun --tee (`1: [default3]:`) makes srun's task a
+    node's torchrun agent. Once a line has shown that, a line with the label alone (`1: [W... TCPStore]`,
+    `1: torch.distributed.DistNetworkError: ...`) is node 1's agent talking, not rank 1."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self) -> None:
+        self.nodes = False
+
+    def see(self, origin: Optional[Origin], base: Origin) -> None:
+        """Learn from a line's origin (also the rows the native lane reads, so both lanes agree):
+        peel sets a node only from the srun label in front of [defaultM]: (or from the path)."""
+        if not self.nodes and origin is not None:
+            self.nodes = origin.local_rank is not None and origin.node is not None and base.node is None
+
+    def fix(self, text: str, origin: Origin, base: Origin) -> Origin:
+        if not self.nodes:
+            self.see(origin, base)
+            return origin
+        if origin.rank is not None and origin.local_rank is None and origin.node is None:
+            m = _SRUN_ALONE.match(text)
+            if m is not None and int(m.group(1)) == origin.rank:
+                return Origin(node=f"node{origin.rank}", ts=origin.ts, proc=origin.proc)
+        return origin
+
+
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
@@ -117,16 +147,18 @@ def layout_ranks(paths: list[str]) -> dict[str, int]:
 
 def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> Origin:
     """Rank / node hints from a documented per-rank layout: rank_3.log, node1/rank_3.out,
-    torchrun's --log-dir attempt_0/3/stdout.log, a family of siblings (`layout_rank`, from
+    torchrun's --log-dir attempt_0/3/stdout.log (a local rank when a node folder is above it), a family of siblings (`layout_rank`, from
     layout_ranks). The file name is looked at first, then the folders from the nearest up.
     Prefixes inside the file win over these hints (see peel)."""
     if not path:
         return Origin()
     norm = path.replace(os.sep, "/")
-    rank = node = None
+    rank = node = attempt_local = None
     m = _ATTEMPT_RANK.search(norm)
     if m:
-        rank = int(m.group(1))
+        # torchelastic names these folders by LOCAL rank (multiprocessing/api.py reify: one subdir per
+        # local rank, 0..nproc_per_node-1); it is the global rank only on one node.
+        rank = attempt_local = int(m.group(1))
     parts = [p for p in norm.split("/") if p and p not in (".", "..")]
     parts[-1:] = [_stem(parts[-1])] if parts else []
     for i, part in enumerate(reversed(parts)):
@@ -140,6 +172,8 @@ def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> 
             m = _LAYOUT_NODE.fullmatch(part)
             if m:
                 node = f"node{int(m.group(1))}"
+    if attempt_local is not None and node is not None:
+        return Origin(local_rank=attempt_local, node=node)  # node1/.../attempt_0/1/: local rank 1 of node 1
     return Origin(rank=rank, node=node)
 
 
@@ -196,6 +230,8 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
     if not found:
         return text, base
     node = base.node
+    if local is None:
+        local = base.local_rank  # a torchelastic attempt_K/<local rank>/ file under a node folder
     topo = base.topo if base.__class__ is Base else None
     if replica is not None and srun is None:
         # NeMo-Run's `role/N ` (torchx's replica N: one node's torchrun agent), like srun's label

@@ -44,6 +44,9 @@ facebookincubator/gloo gloo/transport/tcp/{unbound_buffer,pair}.cc, inside Pytho
   RuntimeError: [.../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 15000ms for recv operation to complete
   RuntimeError: [.../gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:41364. ...
   [.../pair.cc:534] Read error [10.0.0.2]:27170: Connection reset by peer
+  what():  [enforce fail at .../gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 1384 vs 4.
+      Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?
+      (a collective mismatch; seen from torch 2.13.0+cpu in sample_logs/multinode/extra_collective.log)
 
 Ranks: the `[Rank r]` / `[PG ... Rank r]` a c10d message prints is the rank *within that process group*.
 It is used as the event's rank only when the line has no launcher rank prefix and the group is the
@@ -254,6 +257,22 @@ def _mismatch(m, rec, state):
     )
 
 
+@rule(
+    "gloo-size-mismatch",
+    ("Received data size doesn't match expected size",),
+    r"op\.preamble\.length <= op\.nbytes\. (?P<got>\d+) vs (?P<want>\d+)\. Received data size doesn't match expected size",
+)
+def _gloo_size_mismatch(m, rec, state):
+    """gloo's receive-side check (gloo/transport/tcp/pair.cc GLOO_ENFORCE_LE): a peer sent more bytes than
+    this rank's collective expects, so the two ran different collectives or shapes. The rank that
+    prints it is one side of the mismatch, not necessarily the one whose code path differs."""
+    return _error(
+        rec, "collective_desync",
+        fields={"backend": "gloo", "state": "size_mismatch",
+                "received_bytes": int(m.group("got")), "expected_bytes": int(m.group("want"))},
+    )
+
+
 # --- NCCL errors -----------------------------------------------------------------------------
 
 _REASON_CODE = [
@@ -403,6 +422,6 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch,
+    rules=[_watchdog_timeout, _pg_status, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
            _nccl_error, _nccl_error_detail, _net_ib, _abort, _flight_recorder, _gloo_peer, _nccl_peer],
 )

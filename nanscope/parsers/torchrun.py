@@ -29,7 +29,7 @@ The block's rank is the rank the failure is about (the agent prints it). Without
 
 from __future__ import annotations
 
-from nanscope.model import ErrorEvent, LifecycleEvent
+from nanscope.model import ErrorEvent, LifecycleEvent, Origin
 from nanscope.parsers.base import Parser, rule, signal_of
 from nanscope.parsers.numbers import to_int
 
@@ -44,12 +44,23 @@ def _agent_failed(m, rec, state):
     # The agent names a local rank. An agent line with no prefix and no per-node file is one
     # node's agent talking about its own workers: there the local rank is the global rank.
     o = rec.origin
+    lr = int(m.group("lr"))
     single_node = o.node is None and o.rank is None and o.local_rank is None
-    return ErrorEvent(
+    ev = ErrorEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", error="worker_failed", message=rec.text,
-        exitcode=code, signal=signal_of(code), rank=int(m.group("lr")) if single_node else None,
-        fields={"local_rank": int(m.group("lr")), "pid": int(m.group("pid"))},
+        exitcode=code, signal=signal_of(code), rank=lr if single_node else None,
+        fields={"local_rank": lr, "pid": int(m.group("pid"))},
     )
+    if o.rank is not None and o.local_rank is None and o.node is None:
+        # A launcher label in front of the agent's own line (`1: E... failed (exitcode: -11)
+        # local_rank: 0`, srun --label with one torchrun per node): the agent is not a worker, so the
+        # label is its node (sample_logs/multinode), and the line is about that node's local rank.
+        node = f"node{o.rank}"
+        ev.origin = Origin(local_rank=lr, node=node, ts=o.ts, proc=o.proc)
+        ev.stream = ("local", node, lr)  # set here, so the pipeline does not put the label back as a rank
+        ev.text = rec.raw  # evidence shows the line as printed, label included
+        ev.fields["node"] = node
+    return ev
 
 
 _SIGNUM = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 10: "SIGUSR1", 12: "SIGUSR2",

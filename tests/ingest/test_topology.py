@@ -128,7 +128,8 @@ def test_torchrun_agent_local_rank_on_a_known_node():
     t = learn(console.encode(), whole=True)
     msg, origin = peel(agent, with_topology(Origin(), t))
     assert (origin.rank, origin.node) == (None, "node1")  # srun's label over agents is a node, not rank 1
-    from nanscope.pipeline import scan_all, ScanOptions, ScanResult
+    from nanscope.pipeline import ScanOptions, ScanResult
+    from nanscope.scan import scan_all
     evs = [e for e in scan_all([Source("c.log", None, console.encode())], ScanOptions(native=False), ScanResult())
            if getattr(e, "error", None) == "worker_failed"]
     assert [e.rank for e in evs] == [8 + 3]

@@ -47,6 +47,15 @@ def test_agent_failed_torch_2_1_format(tmp_path):
     assert (e.error, e.exitcode, e.rank) == ("worker_failed", 1, 2)
 
 
+def test_agent_failed_behind_an_srun_label_names_the_node_not_a_rank(tmp_path):
+    """srun --label with one torchrun agent per node (sample_logs/multinode/debug_detail_segv.log):
+    `1: ` is node 1's agent, and its local_rank 0 is not global rank 1 (it is rank 2 there)."""
+    [e] = errors(tmp_path, "1: E1201 09:58:28.141000 26047 torch/distributed/elastic/multiprocessing/api.py:1002] "
+                           "failed (exitcode: -11) local_rank: 0 (pid: 26155) of binary: /venv/bin/python3")
+    assert (e.error, e.signal, e.rank) == ("worker_failed", "SIGSEGV", None)
+    assert (e.origin.node, e.origin.local_rank, e.fields["local_rank"]) == ("node1", 0, 0)
+
+
 @pytest.mark.parametrize("text, cause", [
     ("RuntimeError: [enforce fail at inline_container.cc:778] . PytorchStreamWriter failed writing file data/0: "
      "file write failed", "write_failed"),

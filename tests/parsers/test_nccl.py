@@ -86,6 +86,10 @@ REAL = [
     # sample_logs/torch/ddp_hang_rank3.log (real gloo run)
     ("[default1]:[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 15000ms for recv operation to complete",
      "collective_timeout", 1, {"timeout_ms": 15000}, {"backend": "gloo", "transport_op": "recv"}),
+    # sample_logs/multinode/extra_collective.log (real gloo run: one rank issued an extra all_reduce);
+    # the rank that prints it is one side of the mismatch, so the event claims no other rank
+    ("[default1]:  what():  [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 1384 vs 4. Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?",
+     "collective_desync", 1, None, {"backend": "gloo", "state": "size_mismatch", "received_bytes": 1384, "expected_bytes": 4}),
     # [SRC] NVIDIA/nccl src/proxy.cc INFO, v2.14-HEAD, with NCCL's host:pid:tid prefix, under torchrun --tee
     ("[default0]:node0:2211:2290 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
      "peer_connection_lost", 0, None, {"peer_local_rank": 1, "nccl_info": True}),

@@ -154,6 +154,16 @@ def test_origin_from_path(path, rank, node):
     assert (o.rank, o.node) == (rank, node)
 
 
+def test_torchelastic_attempt_folder_under_a_node_folder_is_a_local_rank():
+    """torchelastic names attempt_K/<N>/ by local rank; under node1/ (one --log-dir per agent, as in
+    sample_logs/multinode/restart_attempts_logdir) N=1 is not global rank 1, and a [rankN]: prefix in
+    the file keeps that local rank."""
+    o = origin_from_path("logs/node1/job_x1/attempt_0/1/stderr.log")
+    assert (o.rank, o.local_rank, o.node) == (None, 1, "node1")
+    msg, got = peel("[rank3]: ValueError: bad sample", o)
+    assert (msg, got.rank, got.local_rank, got.node) == ("ValueError: bad sample", 3, 1, "node1")
+
+
 def test_sibling_files_that_differ_in_a_trailing_number_are_a_per_rank_family():
     from nanscope.ingest.prefixes import layout_ranks
 
@@ -169,6 +179,10 @@ def test_sibling_files_that_differ_in_a_trailing_number_are_a_per_rank_family():
     # srun --label in front of torchrun --tee: the srun task is the node's agent, [defaultM] its local rank
     ("0: [default3]:step 5 | loss nan", None, 3, "node0"),
     ("1: [default3]:step 5 | loss nan", None, 3, "node1"),
+    # Slurm pads the task id to the width of the largest one: "%*d: " (17.11+), "%0*d: " before
+    # (SchedMD/slurm src/common/write_labelled_message.c; 11+ agents)
+    (" 1: [default3]:step 5 | loss nan", None, 3, "node1"),
+    ("01: [default3]:step 5 | loss nan", None, 3, "node1"),
     # torch's own [rankK]: behind them names the global rank
     ("1: [default3]:[rank11]: Traceback (most recent call last):", 11, 3, "node1"),
     # srun --label alone: the task is the rank
@@ -215,3 +229,18 @@ def test_nemo_run_replica_is_a_node_not_a_rank():
     msg, origin = peel(line, Origin())
     assert msg.startswith("I0601 20:17:03.073000") and (origin.rank, origin.node) == (None, "node0")
     assert peel("i.pretrain/1 [default3]:x", Origin())[1] == Origin(rank=None, local_rank=3, node="node1")
+
+
+def test_srun_label_alone_is_the_node_agent_once_the_file_shows_label_over_tee():
+    """sample_logs/multinode/extra_collective.log (srun --label over torchrun --tee, 2 nodes): node 1's
+    agent prints `1: torch.distributed.DistNetworkError: ...` with no [defaultM]: that is the agent of
+    node 1, not rank 1; the workers' `1: [default0]:[rank2]:` lines keep their rank."""
+    from conftest import SAMPLES
+    from nanscope import api
+    from nanscope.model import ErrorEvent
+
+    evs = [e for e in api.events([str(SAMPLES / "multinode" / "extra_collective.log")]) if isinstance(e, ErrorEvent)]
+    agent = [e for e in evs if "DistNetworkError" in (e.text or "") and e.text.startswith("1: torch.")]
+    assert agent and all(e.rank is None and e.origin.node == "node1" for e in agent)
+    worker = [e for e in evs if (e.text or "").startswith("1: [default0]:[rank2]: RuntimeError")]
+    assert worker and all(e.rank == 2 for e in worker)
