@@ -190,10 +190,63 @@ def _exception(m, rec, state):
     if kind == "nan_op":
         op = re.search(r"Function '(\w+)'", msg)
         ev.fields = {**(ev.fields or {}), "op": op.group(1) if op else (ev.fields or {}).get("op")}
-    if kind in ("ddp_unused_parameters", "compile_failed"):
-        state["pending"] = ev  # the rank (DDP) or the inner exception (dynamo) is on the next lines
+    if kind in ("ddp_unused_parameters", "compile_failed") or _RAY_ACTOR_DIED.search(exc_type):
+        state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
         return out
     return out + [ev]
+
+
+# Ray (python/ray/exceptions.py ActorDiedError / RayActorError; the text comes from the GCS death cause):
+#   ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+#   \tclass_name: create_colocated_worker_cls.<locals>.WorkerDict
+#   \tname: 07GxnAWorkerDict_0:3
+#   The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail:
+#   Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes.
+#   (1) The process is killed by SIGKILL by OOM killer due to high memory usage. ...
+# Other details of the same exit: `Worker exits unexpectedly. Worker exits with an exit code None. The worker may
+# have exceeded K8s pod memory limits.`; Ray's docs print the exit type as UNEXPECTED_SYSTEM_EXIT. A system exit
+# is the process vanishing without a Python error (OOM killer, SIGSEGV, `ray stop --force`); USER_ERROR (the
+# actor raised) and INTENDED_* exits are not. The exception names the dead actor; verl names its workers
+# `{prefix}WorkerDict_{pg_idx}:{local_rank}` (verl/single_controller/ray/base.py) and numbers RANK over the
+# placement groups in order, so on placement group 0 the local rank is the rank.
+_RAY_ACTOR_DIED = re.compile(r"(?:^|\.|\()(?:ActorDiedError|RayActorError)\)?$")
+
+
+@rule("ray-actor-name", ("WorkerDict_",), r"^\s*name: \S*WorkerDict_(?P<pg>\d+):(?P<lr>\d+)\s*$", match_start=True)
+def _ray_actor_name(m, rec, state):
+    held = state.get("pending")
+    if held is None or not _RAY_ACTOR_DIED.search(held.exc_type or ""):
+        return None
+    if m.group("pg") == "0" and held.rank is None:
+        held.rank = int(m.group("lr"))
+    held.fields = {**(held.fields or {}), "actor": m.group(0).strip()[len("name: "):]}
+    return []
+
+
+@rule("ray-worker-died", ("Worker exit type:",),
+      r"The actor is dead because its worker process has died\. Worker exit type: (?P<type>\w+)"
+      r"(?: Worker exit detail: (?P<detail>.*))?")
+def _ray_worker_died(m, rec, state):
+    if m.group("type") not in ("SYSTEM_ERROR", "UNEXPECTED_SYSTEM_EXIT"):
+        return None
+    detail = (m.group("detail") or "").strip()
+    held = state.get("pending")
+    fields = {"source": "ray", "exit_type": m.group("type"), "exit_detail": _short_detail(detail)}
+    if held is not None and _RAY_ACTOR_DIED.search(held.exc_type or ""):
+        # The actor's process died with no Python error of its own: the exception above was only Ray
+        # reporting it to the caller. What matters is how the worker exited.
+        state.pop("pending")
+        held.error = "killed"
+        held.signal = None
+        held.fields = {**(held.fields or {}), **fields}
+        return [held]
+    return _release(state) + [ErrorEvent(loc=rec.loc, text=rec.text, framework="ray", error="killed",
+                                         message=m.group(0), fields=fields)]
+
+
+def _short_detail(detail: str) -> str:
+    """The exit detail without Ray's list of possible causes."""
+    return re.split(r" (?:There are some potential root causes|Some common causes include)", detail)[0]
 
 
 # BackendCompilerFailed does not end in Error: its line is read by the exception builder all the same.
@@ -207,5 +260,6 @@ PARSER = Parser(
     framework="python",
     priority=80,
     description="Python tracebacks and exception lines",
-    rules=[_traceback, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _exception],
+    rules=[_traceback, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _ray_actor_name,
+           _ray_worker_died, _exception],
 )
