@@ -14,6 +14,9 @@ pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp
   ... NCCL error is detected by watchdog at work: / Work timeout is detected by watchdog at work:   (2.6)
   [PG ID 0 PG GUID 0(default_pg) Rank 5]  failure detected by watchdog at work sequence id: 120049 PG status:
       last enqueued work: 120051, last completed work: 120048                          (2.7+)
+  [PG ID 0 PG GUID 0(default_pg) Rank 0] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making
+      progress in monitoring enqueued collectives. ...   (HeartbeatMonitor, 2.3+; TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC;
+      the same text for ProcessGroupHCCL / XCCL / CNCL / MCCL backends)
   [Rank 4] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, ...
   [Rank 4] To avoid data inconsistency, we are taking the entire process down.
   Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. ...
@@ -178,6 +181,25 @@ def _pg_status(m, rec, state):
         collective=Collective(pg=pg or known.get("pg"), seq=seq, op=known.get("op"), enqueued=enq, completed=comp,
                               timeout_ms=known.get("timeout_ms")),
         fields={"backend": "nccl", "pg_rank": pg_rank, "status_line": True},
+    )
+
+
+@rule(
+    "heartbeat-stuck",
+    ("watchdog got stuck for",),
+    r"ProcessGroup(?P<backend>\w+)'s watchdog got stuck for (?P<s>\d+) seconds without making progress",
+)
+def _heartbeat_stuck(m, rec, state):
+    # The heartbeat monitor found the watchdog itself blocked (a hung CUDA/NCCL call, often a collective
+    # that never completes): the job hangs; the monitor then dumps debug info and aborts the process.
+    pg, pg_rank, default = _pg(rec.text)
+    if not first_time(state, ("heartbeat", pg, pg_rank), rec.loc.line):
+        return []
+    return _error(
+        rec, "collective_timeout", rank=_rank(rec, pg_rank, default),
+        collective=Collective(pg=pg, timeout_ms=int(m.group("s")) * 1000),
+        fields={"backend": m.group("backend").lower(), "pg_rank": pg_rank, "heartbeat_timeout_s": int(m.group("s")),
+                "watchdog_stuck": True},
     )
 
 
@@ -396,6 +418,6 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch,
+    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch,
            _nccl_error, _nccl_error_detail, _net_ib, _abort, _flight_recorder, _gloo_peer, _nccl_peer],
 )
