@@ -22,6 +22,8 @@ pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp
   Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. ...
   [Rank 0] Collective WorkNCCL(...) raised the following async exception: NCCL error: <reason>
 torch/csrc/distributed/c10d/NCCLUtils.hpp: NCCL error in: <file>:<line>, <ncclGetErrorString>, NCCL version X
+  (a torch build with NCCL 2.26 prints `NCCL error in /root/.../c10d/NCCLUtils.cpp:77, unhandled system error ...`
+  without the colon: VeOmni#131)
   followed by detail lines `ncclSystemError: System call ...`, `ncclRemoteError: A call failed ...`.
 torch/csrc/distributed/c10d/TraceUtils.h (TORCH_NCCL_DESYNC_DEBUG=1):
   \t - [3] Timeout at collective: ALLREDUCE, #17
@@ -36,6 +38,12 @@ NVIDIA/nccl src/transport/net_ib*.cc, every tag from 2.10 to 2.30:
   NET/IB : Got completion from peer ... with status=12 opcode=0 len=0 vendor err 129 (Recv) ...
   NET/IB: Got completion from peer ... with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129 ...
   (plugins: NET/IBP:, NET/IB/GIN:)
+NVIDIA/nccl src/misc/ibvwrap.cc (every wrap_ibv_* call, 2.4 - 2.27):
+  misc/ibvwrap.cc:182 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Invalid argument
+  ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed          (plugin builds)
+  The wrapper returns ncclSystemError. For the calls that set up a connection or register memory
+  (create_qp / modify_qp / create_cq / alloc_pd / reg_mr*) the error ends the communicator; a failed
+  ibv_open_device / ibv_query_* while listing devices only skips that device (net_ib.cc `continue`s).
 NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>   (2.19+)
   <= 2.18: `WARN("Net : Connection closed by remote peer %s", ...)` and
   `WARN("Net : Call to recv from %s failed : %s", ...)` (socketProgressOpt; 2.19+ `socketProgressOpt: Call to
@@ -292,7 +300,7 @@ _KNOWN_REASON = "|".join(re.escape(r) for r, _ in _REASON_CODE)
 @rule(
     "nccl-error",
     ("NCCL error",),
-    r"NCCL error(?: in: (?P<where>[^,\s]+:\d+),\s*|:\s*(?=" + _KNOWN_REASON + r"))(?P<reason>[^,]+?)"
+    r"NCCL error(?: in:? (?P<where>[^,\s]+:\d+),\s*|:\s*(?=" + _KNOWN_REASON + r"))(?P<reason>[^,]+?)"
     r"(?:,\s*NCCL version (?P<ver>[\w.\-+]+))?\s*$",
 )
 def _nccl_error(m, rec, state):
@@ -350,6 +358,23 @@ def _net_ib(m, rec, state):
         rec, "nccl_network",
         fields={"peer": peer, "peer_host": host, "peer_port": port, "code": code, "status_name": m.group("sym")},
     )
+
+
+_IBV_FATAL = ("ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_modify_qp", "ibv_create_cq",
+              "ibv_alloc_pd", "ibv_create_comp_channel")
+
+
+@rule("nccl-ibv-failed", ("NCCL WARN Call to ibv_",),
+      r"NCCL WARN Call to (?P<call>ibv_\w+) failed(?: with error (?P<err>.*?))?\s*$")
+def _ibv_failed(m, rec, state):
+    call = m.group("call")
+    if call not in _IBV_FATAL:
+        return None
+    if not first_time(state, ("ibv", call), rec.loc.line):
+        return []
+    err = (m.group("err") or "").strip()
+    return _error(rec, "nccl_error", fields={"code": "ncclSystemError", "reason": f"{call} failed" + (f": {err}" if err else ""),
+                                            "ibv_call": call, "transport": "ib"})
 
 
 @rule(
@@ -418,6 +443,6 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch,
+    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch,
            _nccl_error, _nccl_error_detail, _net_ib, _abort, _flight_recorder, _gloo_peer, _nccl_peer],
 )
