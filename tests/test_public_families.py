@@ -123,3 +123,28 @@ def test_epoch_pair_lines_and_bracketed_keys_carry_the_nan(tmp_path):
 def test_an_epoch_in_prose_is_no_step(tmp_path):
     f, _ = first(tmp_path, "After epoch 3 the loss 2.5 went down a lot, so we stopped the sweep early.")
     assert f is None
+
+
+def test_kubernetes_oomkilled_container(tmp_path):
+    # kubernetes/kubernetes#131530 (kubectl describe pod)
+    f, _ = first(tmp_path, "State:          Terminated\n  Reason:       OOMKilled\n  Exit Code:    0")
+    assert f.id == "host-oom"
+
+
+@pytest.mark.parametrize("line, expected", [
+    # NVIDIA/nccl#1842: registering memory with the NIC fails: the communicator is lost
+    ("misc/ibvwrap.cc:182 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Invalid argument ", "nccl-error"),
+    # zai-org/ImageReward#65: a NIC that cannot be opened while listing devices is skipped
+    ("65826-86bd789679-2dxbs:80744:80744 [1] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed", None),
+])
+def test_ib_verbs_failures(tmp_path, line, expected):
+    f, _ = first(tmp_path, line)
+    assert (f.id if f else None) == expected
+
+
+def test_nccl_error_without_the_colon_is_an_nccl_error(tmp_path):
+    # ByteDance-Seed/VeOmni#131
+    f, _ = first(tmp_path, "[rank9]: torch.distributed.DistBackendError: NCCL error in /root/source/pytorch/torch/csrc/"
+                           "distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO for "
+                           "details), NCCL version 2.26.6")
+    assert f.id == "nccl-error"
