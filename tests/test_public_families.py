@@ -148,3 +148,27 @@ def test_nccl_error_without_the_colon_is_an_nccl_error(tmp_path):
                            "distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO for "
                            "details), NCCL version 2.26.6")
     assert f.id == "nccl-error"
+
+
+def test_mpirun_first_nonzero_exit_names_the_rank(tmp_path):
+    # horovod/horovod#1421 (sample_logs/public/421.log)
+    f, _ = first(tmp_path, "\n".join([
+        "Primary job  terminated normally, but 1 process returned",
+        "a non-zero exit code. Per user-direction, the job has been aborted.",
+        "mpirun detected that one or more processes exited with non-zero status, thus causing",
+        "the job to be terminated. The first process to do so was:",
+        "",
+        "  Process name: [[29973,1],0]",
+        "  Exit code:    1",
+    ]))
+    assert (f.id, f.initiating_rank) == ("rank-crash-cascade", 0)
+
+
+def test_mpirun_signal_9_is_a_killed_rank(tmp_path):
+    f, _ = first(tmp_path, "mpirun noticed that process rank 3 with PID 4242 on node gpu-01 exited on signal 9 (Killed).")
+    assert (f.id, f.initiating_rank) == ("process-killed", 3)
+
+
+def test_an_exit_code_line_outside_the_mpirun_block_is_nothing(tmp_path):
+    f, _ = first(tmp_path, "  Exit code:    1")
+    assert f is None
