@@ -172,3 +172,16 @@ def test_mpirun_signal_9_is_a_killed_rank(tmp_path):
 def test_an_exit_code_line_outside_the_mpirun_block_is_nothing(tmp_path):
     f, _ = first(tmp_path, "  Exit code:    1")
     assert f is None
+
+
+@pytest.mark.parametrize("line", [
+    # PKU-YuanGroup/Open-Sora-Plan#386 (NCCL <= 2.18) and NVIDIA/nccl#1283 (2.19+ prints the number)
+    "ins-7df6eojsifuykig9:3018451:3018451 [0] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'",
+    "n176-080-198:2657296:2658232 [0] include/alloc.h:102 NCCL WARN Cuda failure 1 'invalid argument'",
+    # NVIDIA/nccl-tests#166
+    "ubuntu:9621:9688 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment "
+    "/dev/shm/nccl-KWfVyt (size 5967872)",
+])
+def test_nccl_warn_failures_that_end_the_communicator(tmp_path, line):
+    f, _ = first(tmp_path, line)
+    assert f.id == "nccl-error"

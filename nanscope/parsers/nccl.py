@@ -44,6 +44,12 @@ NVIDIA/nccl src/misc/ibvwrap.cc (every wrap_ibv_* call, 2.4 - 2.27):
   The wrapper returns ncclSystemError. For the calls that set up a connection or register memory
   (create_qp / modify_qp / create_cq / alloc_pd / reg_mr*) the error ends the communicator; a failed
   ibv_open_device / ibv_query_* while listing devices only skips that device (net_ib.cc `continue`s).
+NVIDIA/nccl src/include/checks.h CUDACHECK (a CUDA call inside NCCL failed; returns ncclUnhandledCudaError):
+  include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'            (<= 2.18: WARN("Cuda failure '%s'"))
+  include/alloc.h:102 NCCL WARN Cuda failure 1 'invalid argument'       (2.19+: WARN("Cuda failure %d '%s'"))
+NVIDIA/nccl src/misc/shmutils.cc (the SHM transport cannot map its segment; ncclSystemError):
+  misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-KWfVyt (size 5967872)
+  misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes
 NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>   (2.19+)
   <= 2.18: `WARN("Net : Connection closed by remote peer %s", ...)` and
   `WARN("Net : Call to recv from %s failed : %s", ...)` (socketProgressOpt; 2.19+ `socketProgressOpt: Call to
@@ -377,6 +383,24 @@ def _ibv_failed(m, rec, state):
                                             "ibv_call": call, "transport": "ib"})
 
 
+@rule("nccl-cuda-failure", ("NCCL WARN Cuda failure",), r"NCCL WARN Cuda failure (?:(?P<num>\d+) )?'(?P<msg>[^']*)'")
+def _nccl_cuda_failure(m, rec, state):
+    msg = m.group("msg")
+    if not first_time(state, ("nccl_cuda", msg), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"code": "ncclUnhandledCudaError", "reason": f"Cuda failure '{msg}'",
+                                            "cuda_error": msg, "out_of_memory": msg == "out of memory"})
+
+
+@rule("nccl-shm-failed", ("Error while creating shared memory segment", "NCCL WARN Error: failed to extend"),
+      r"NCCL WARN (?:Error while creating shared memory segment (?P<seg>\S+)|Error: failed to extend (?P<ext>\S+) to \d+ bytes)")
+def _nccl_shm(m, rec, state):
+    if not first_time(state, ("nccl_shm",), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"code": "ncclSystemError", "reason": "cannot create a /dev/shm segment (shared memory too small)",
+                                            "shm_segment": m.group("seg") or m.group("ext"), "transport": "shm"})
+
+
 @rule(
     "watchdog-abort",
     ("Some NCCL operations have failed or timed out", "we are taking the entire process down"),
@@ -443,6 +467,6 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch,
+    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch,
            _nccl_error, _nccl_error_detail, _net_ib, _abort, _flight_recorder, _gloo_peer, _nccl_peer],
 )
