@@ -185,3 +185,30 @@ def test_an_exit_code_line_outside_the_mpirun_block_is_nothing(tmp_path):
 def test_nccl_warn_failures_that_end_the_communicator(tmp_path, line):
     f, _ = first(tmp_path, line)
     assert f.id == "nccl-error"
+
+
+def test_raylet_system_error_report_is_a_killed_worker(tmp_path):
+    # verl-project/verl#217
+    f, _ = first(tmp_path, "(raylet) A worker died or was killed while executing a task by an unexpected system error. "
+                           "To troubleshoot the problem, check the logs for the dead worker. Worker PID: 3566775 "
+                           "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+                           "connection error code 2. End of file.")
+    assert f.id == "process-killed"
+
+
+def test_ray_task_error_wrapping_torch_oom(tmp_path):
+    # markingprowlik/EasyR1#9
+    f, _ = first(tmp_path, "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_ref_update_actor() "
+                           "(pid=118848, ip=10.130.71.7, actor_id=b2ba64f62469495ea505301701000000)")
+    assert f.id == "cuda-oom"
+
+
+def test_ray_wrapper_and_cause_of_one_actor_death_are_one_finding(tmp_path):
+    # Agent-RL/ReCall#62: RayTaskError(RayActorError) is the same death as the RayActorError below it
+    _, report = first(tmp_path, "\n".join([
+        "ray.exceptions.RayTaskError(RayActorError): ray::main_task() (pid=10066, ip=10.166.157.101)",
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+        "\tname: 5SO3sRWorkerDict_0:1",
+        RAY_DEAD,
+    ]))
+    assert [g.id for g in report.findings] == ["process-killed"]

@@ -18,13 +18,19 @@ from nanscope.parsers.base import Parser, rule
 LOGGER_PREFIX = (r"(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[ ]+\d\d-\d\d[ ]\d\d:\d\d:\d\d(?:\.\d+)?[ ]+"
                  r"\[?[\w./-]+:\d+\]?[ ]+|(?:ERROR|WARNING|CRITICAL):[\w.]+:)?")
 
+# Ray re-raises a task's exception in the caller as `RayTaskError(InnerType)` (ray/exceptions.py
+# RayTaskError.as_instanceof_cause: the class is named f"RayTaskError({cause_cls.__name__})").
 EXC_LINE = re.compile(
-    LOGGER_PREFIX + r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Exited))"
+    LOGGER_PREFIX + r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Exited)"
+    r"(?:\((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*\))?)"
     r"(?::[ \t]*(?P<msg>.*))?$"
 )
 
 # Exceptions whose message says what kind of failure it is (message regex -> error kind).
 _CLASSIFY = [
+    # A Ray task that raised torch's OutOfMemoryError (a device allocation failed inside the task); Ray's own
+    # memory monitor raises ray.exceptions.OutOfMemoryError directly, not wrapped in RayTaskError.
+    (re.compile(r"^(?:\w+\.)*RayTaskError\((?:\w+\.)*OutOfMemoryError\)$"), "cuda_oom"),
     (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|MemoryError"), "host_oom"),
     # gloo's and NCCL's own wordings are the nccl parser's; these are Python's socket errors.
     (re.compile(r"ConnectionResetError|Connection reset by peer|Broken pipe|ECONNRESET"), "peer_connection_lost"),
@@ -177,6 +183,8 @@ def _exception(m, rec, state):
         return None  # a bare word like "ValueError" on its own line is not an exception report
     kind = classify(exc_type, msg, frame, saving)
     fields = {"traceback_line": tb, "raised_in": frame or None} if tb else None
+    if held is not None and _RAY_ACTOR_DIED.search(held.exc_type or "") and _RAY_ACTOR_DIED.search(exc_type):
+        state.pop("pending")  # `RayTaskError(RayActorError): ray::main_task()` then the RayActorError itself: one death
     out = _release(state)
     if held is not None and held.error == "nan_op" and (held.fields or {}).get("from_warning"):
         # The anomaly warning named the op; the exception says what went wrong with it.
@@ -187,6 +195,8 @@ def _exception(m, rec, state):
         loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
         exc_type=exc_type, fields=fields,
     )
+    if kind == "cuda_oom":  # only the Ray wrapper gets here (the CUDA message itself is the cuda parser's)
+        ev.fields = {**(ev.fields or {}), "detail": f"{exc_type} re-raised by Ray from the task ({_short_detail(msg)[:120]})"}
     if kind == "nan_op":
         op = re.search(r"Function '(\w+)'", msg)
         ev.fields = {**(ev.fields or {}), "op": op.group(1) if op else (ev.fields or {}).get("op")}
@@ -223,9 +233,13 @@ def _ray_actor_name(m, rec, state):
     return []
 
 
+# The raylet's own report of the same exit (src/ray/raylet/node_manager.cc):
+#   (raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot
+#   the problem, check the logs for the dead worker. RayTask ID: ... Worker PID: 3566775 Worker exit type:
+#   SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. ...
 @rule("ray-worker-died", ("Worker exit type:",),
-      r"The actor is dead because its worker process has died\. Worker exit type: (?P<type>\w+)"
-      r"(?: Worker exit detail: (?P<detail>.*))?")
+      r"(?:The actor is dead because its worker process has died\.|A worker died or was killed while executing a task "
+      r"by an unexpected system error\..*?) Worker exit type: (?P<type>\w+)(?: Worker exit detail: (?P<detail>.*))?")
 def _ray_worker_died(m, rec, state):
     if m.group("type") not in ("SYSTEM_ERROR", "UNEXPECTED_SYSTEM_EXIT"):
         return None
