@@ -7,6 +7,12 @@ deepspeed/runtime/fp16/loss_scaler.py (current):
 older releases: `[deepscale] OVERFLOW! ...`, `Grad overflow on iteration N`,
 `Reducing dynamic loss scale from A to B`, `[Rank 0] Overflow detected. Skipping step. ...`.
 deepspeed/runtime/engine.py: `[Rank 0] step=10, skipped=2, lr=[0.0001], mom=[(0.9, 0.999)]`.
+deepspeed/launcher/launch.py sigkill_handler (the line number moves: 315/321, 318/324, 428/434, 335/341):
+  [2024-03-20 20:31:29,210] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3353707
+  [2024-03-20 20:31:29,269] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', '--local_rank=4', ...] exits with return code = 1
+The handler runs when a local process exits non-zero: it kills the others, then logs the return code of the
+one that died (negative: the signal that killed it). The command it prints is the argv of the last process
+the launcher spawned, whichever process failed, so its `--local_rank` is no rank evidence.
 
 The overflow message is printed only by rank 0, whichever rank overflowed: its "Rank 0" is the
 printer, never evidence of where the overflow came from.
@@ -20,8 +26,8 @@ from __future__ import annotations
 
 import re
 
-from nanscope.model import ErrorEvent, ScaleEvent, StepEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.model import ErrorEvent, LifecycleEvent, ScaleEvent, StepEvent
+from nanscope.parsers.base import Parser, rule, signal_of
 from nanscope.parsers.numbers import to_float, to_int
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)"
@@ -101,10 +107,27 @@ def _dtype(m, rec, state):
     )
 
 
+@rule("launcher-exit", ("exits with return code",), r"sigkill_handler\].* exits with return code = (?P<code>-?\d+)\s*$")
+def _launcher_exit(m, rec, state):
+    code = int(m.group("code"))
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", error="worker_failed", message=f"exits with return code = {code}",
+        exitcode=code, signal=signal_of(code), fields={"launcher": "deepspeed"},
+    )
+
+
+@rule("launcher-kill", ("Killing subprocess",), r"sigkill_handler\] Killing subprocess (?P<pid>\d+)")
+def _launcher_kill(m, rec, state):
+    return LifecycleEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", action="teardown",
+        fields={"pid": int(m.group("pid")), "signal": "SIGKILL", "launcher": "deepspeed"},
+    )
+
+
 PARSER = Parser(
     name="deepspeed",
     framework="deepspeed",
     priority=20,
     description="DeepSpeed loss scaler, engine progress and launcher lines",
-    rules=[_hysteresis, _overflow, _grad_overflow, _reducing, _minimum, _progress, _dtype],
+    rules=[_hysteresis, _overflow, _grad_overflow, _reducing, _minimum, _progress, _dtype, _launcher_exit, _launcher_kill],
 )

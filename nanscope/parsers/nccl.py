@@ -14,11 +14,16 @@ pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp
   ... NCCL error is detected by watchdog at work: / Work timeout is detected by watchdog at work:   (2.6)
   [PG ID 0 PG GUID 0(default_pg) Rank 5]  failure detected by watchdog at work sequence id: 120049 PG status:
       last enqueued work: 120051, last completed work: 120048                          (2.7+)
+  [PG ID 0 PG GUID 0(default_pg) Rank 0] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making
+      progress in monitoring enqueued collectives. ...   (HeartbeatMonitor, 2.3+; TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC;
+      the same text for ProcessGroupHCCL / XCCL / CNCL / MCCL backends)
   [Rank 4] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, ...
   [Rank 4] To avoid data inconsistency, we are taking the entire process down.
   Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. ...
   [Rank 0] Collective WorkNCCL(...) raised the following async exception: NCCL error: <reason>
 torch/csrc/distributed/c10d/NCCLUtils.hpp: NCCL error in: <file>:<line>, <ncclGetErrorString>, NCCL version X
+  (a torch build with NCCL 2.26 prints `NCCL error in /root/.../c10d/NCCLUtils.cpp:77, unhandled system error ...`
+  without the colon: VeOmni#131)
   followed by detail lines `ncclSystemError: System call ...`, `ncclRemoteError: A call failed ...`.
 torch/csrc/distributed/c10d/TraceUtils.h (TORCH_NCCL_DESYNC_DEBUG=1):
   \t - [3] Timeout at collective: ALLREDUCE, #17
@@ -33,6 +38,18 @@ NVIDIA/nccl src/transport/net_ib*.cc, every tag from 2.10 to 2.30:
   NET/IB : Got completion from peer ... with status=12 opcode=0 len=0 vendor err 129 (Recv) ...
   NET/IB: Got completion from peer ... with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129 ...
   (plugins: NET/IBP:, NET/IB/GIN:)
+NVIDIA/nccl src/misc/ibvwrap.cc (every wrap_ibv_* call, 2.4 - 2.27):
+  misc/ibvwrap.cc:182 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Invalid argument
+  ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed          (plugin builds)
+  The wrapper returns ncclSystemError. For the calls that set up a connection or register memory
+  (create_qp / modify_qp / create_cq / alloc_pd / reg_mr*) the error ends the communicator; a failed
+  ibv_open_device / ibv_query_* while listing devices only skips that device (net_ib.cc `continue`s).
+NVIDIA/nccl src/include/checks.h CUDACHECK (a CUDA call inside NCCL failed; returns ncclUnhandledCudaError):
+  include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'            (<= 2.18: WARN("Cuda failure '%s'"))
+  include/alloc.h:102 NCCL WARN Cuda failure 1 'invalid argument'       (2.19+: WARN("Cuda failure %d '%s'"))
+NVIDIA/nccl src/misc/shmutils.cc (the SHM transport cannot map its segment; ncclSystemError):
+  misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-KWfVyt (size 5967872)
+  misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes
 NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>   (2.19+)
   <= 2.18: `WARN("Net : Connection closed by remote peer %s", ...)` and
   `WARN("Net : Call to recv from %s failed : %s", ...)` (socketProgressOpt; 2.19+ `socketProgressOpt: Call to
@@ -185,6 +202,25 @@ def _pg_status(m, rec, state):
 
 
 @rule(
+    "heartbeat-stuck",
+    ("watchdog got stuck for",),
+    r"ProcessGroup(?P<backend>\w+)'s watchdog got stuck for (?P<s>\d+) seconds without making progress",
+)
+def _heartbeat_stuck(m, rec, state):
+    # The heartbeat monitor found the watchdog itself blocked (a hung CUDA/NCCL call, often a collective
+    # that never completes): the job hangs; the monitor then dumps debug info and aborts the process.
+    pg, pg_rank, default = _pg(rec.text)
+    if not first_time(state, ("heartbeat", pg, pg_rank), rec.loc.line):
+        return []
+    return _error(
+        rec, "collective_timeout", rank=_rank(rec, pg_rank, default),
+        collective=Collective(pg=pg, timeout_ms=int(m.group("s")) * 1000),
+        fields={"backend": m.group("backend").lower(), "pg_rank": pg_rank, "heartbeat_timeout_s": int(m.group("s")),
+                "watchdog_stuck": True},
+    )
+
+
+@rule(
     "gloo-timeout",
     ("Timed out waiting",),
     r"Timed out waiting (?P<ms>\d+)ms for (?P<op>recv|send) operation to complete",
@@ -289,7 +325,7 @@ _KNOWN_REASON = "|".join(re.escape(r) for r, _ in _REASON_CODE)
 @rule(
     "nccl-error",
     ("NCCL error",),
-    r"NCCL error(?: in: (?P<where>[^,\s]+:\d+),\s*|:\s*(?=" + _KNOWN_REASON + r"))(?P<reason>[^,]+?)"
+    r"NCCL error(?: in:? (?P<where>[^,\s]+:\d+),\s*|:\s*(?=" + _KNOWN_REASON + r"))(?P<reason>[^,]+?)"
     r"(?:,\s*NCCL version (?P<ver>[\w.\-+]+))?\s*$",
 )
 def _nccl_error(m, rec, state):
@@ -347,6 +383,41 @@ def _net_ib(m, rec, state):
         rec, "nccl_network",
         fields={"peer": peer, "peer_host": host, "peer_port": port, "code": code, "status_name": m.group("sym")},
     )
+
+
+_IBV_FATAL = ("ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_modify_qp", "ibv_create_cq",
+              "ibv_alloc_pd", "ibv_create_comp_channel")
+
+
+@rule("nccl-ibv-failed", ("NCCL WARN Call to ibv_",),
+      r"NCCL WARN Call to (?P<call>ibv_\w+) failed(?: with error (?P<err>.*?))?\s*$")
+def _ibv_failed(m, rec, state):
+    call = m.group("call")
+    if call not in _IBV_FATAL:
+        return None
+    if not first_time(state, ("ibv", call), rec.loc.line):
+        return []
+    err = (m.group("err") or "").strip()
+    return _error(rec, "nccl_error", fields={"code": "ncclSystemError", "reason": f"{call} failed" + (f": {err}" if err else ""),
+                                            "ibv_call": call, "transport": "ib"})
+
+
+@rule("nccl-cuda-failure", ("NCCL WARN Cuda failure",), r"NCCL WARN Cuda failure (?:(?P<num>\d+) )?'(?P<msg>[^']*)'")
+def _nccl_cuda_failure(m, rec, state):
+    msg = m.group("msg")
+    if not first_time(state, ("nccl_cuda", msg), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"code": "ncclUnhandledCudaError", "reason": f"Cuda failure '{msg}'",
+                                            "cuda_error": msg, "out_of_memory": msg == "out of memory"})
+
+
+@rule("nccl-shm-failed", ("Error while creating shared memory segment", "NCCL WARN Error: failed to extend"),
+      r"NCCL WARN (?:Error while creating shared memory segment (?P<seg>\S+)|Error: failed to extend (?P<ext>\S+) to \d+ bytes)")
+def _nccl_shm(m, rec, state):
+    if not first_time(state, ("nccl_shm",), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"code": "ncclSystemError", "reason": "cannot create a /dev/shm segment (shared memory too small)",
+                                            "shm_segment": m.group("seg") or m.group("ext"), "transport": "shm"})
 
 
 @rule(
@@ -422,6 +493,6 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
+    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
            _nccl_error, _nccl_error_detail, _net_ib, _abort, _flight_recorder, _gloo_peer, _nccl_peer],
 )

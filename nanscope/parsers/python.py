@@ -18,13 +18,19 @@ from nanscope.parsers.base import Parser, rule
 LOGGER_PREFIX = (r"(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[ ]+\d\d-\d\d[ ]\d\d:\d\d:\d\d(?:\.\d+)?[ ]+"
                  r"\[?[\w./-]+:\d+\]?[ ]+|(?:ERROR|WARNING|CRITICAL):[\w.]+:)?")
 
+# Ray re-raises a task's exception in the caller as `RayTaskError(InnerType)` (ray/exceptions.py
+# RayTaskError.as_instanceof_cause: the class is named f"RayTaskError({cause_cls.__name__})").
 EXC_LINE = re.compile(
-    LOGGER_PREFIX + r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Exited))"
+    LOGGER_PREFIX + r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Exited)"
+    r"(?:\((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*\))?)"
     r"(?::[ \t]*(?P<msg>.*))?$"
 )
 
 # Exceptions whose message says what kind of failure it is (message regex -> error kind).
 _CLASSIFY = [
+    # A Ray task that raised torch's OutOfMemoryError (a device allocation failed inside the task); Ray's own
+    # memory monitor raises ray.exceptions.OutOfMemoryError directly, not wrapped in RayTaskError.
+    (re.compile(r"^(?:\w+\.)*RayTaskError\((?:\w+\.)*OutOfMemoryError\)$"), "cuda_oom"),
     (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|MemoryError"), "host_oom"),
     # gloo's and NCCL's own wordings are the nccl parser's; these are Python's socket errors.
     (re.compile(r"ConnectionResetError|Connection reset by peer|Broken pipe|ECONNRESET"), "peer_connection_lost"),
@@ -192,6 +198,8 @@ def _exception(m, rec, state):
     fields = {"traceback_line": tb, "raised_in": frame or None} if tb else None
     if tb and thread is not None:
         fields["thread"] = thread
+    if held is not None and _RAY_ACTOR_DIED.search(held.exc_type or "") and _RAY_ACTOR_DIED.search(exc_type):
+        state.pop("pending")  # `RayTaskError(RayActorError): ray::main_task()` then the RayActorError itself: one death
     out = _release(state)
     if held is not None and held.error == "nan_op" and (held.fields or {}).get("from_warning"):
         # The anomaly warning named the op; the exception says what went wrong with it.
@@ -202,13 +210,72 @@ def _exception(m, rec, state):
         loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
         exc_type=exc_type, fields=fields,
     )
+    if kind == "cuda_oom":  # only the Ray wrapper gets here (the CUDA message itself is the cuda parser's)
+        ev.fields = {**(ev.fields or {}), "detail": f"{exc_type} re-raised by Ray from the task ({_short_detail(msg)[:120]})"}
     if kind == "nan_op":
         op = re.search(r"Function '(\w+)'", msg)
         ev.fields = {**(ev.fields or {}), "op": op.group(1) if op else (ev.fields or {}).get("op")}
-    if kind in ("ddp_unused_parameters", "compile_failed"):
-        state["pending"] = ev  # the rank (DDP) or the inner exception (dynamo) is on the next lines
+    if kind in ("ddp_unused_parameters", "compile_failed") or _RAY_ACTOR_DIED.search(exc_type):
+        state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
         return out
     return out + [ev]
+
+
+# Ray (python/ray/exceptions.py ActorDiedError / RayActorError; the text comes from the GCS death cause):
+#   ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+#   \tclass_name: create_colocated_worker_cls.<locals>.WorkerDict
+#   \tname: 07GxnAWorkerDict_0:3
+#   The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail:
+#   Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes.
+#   (1) The process is killed by SIGKILL by OOM killer due to high memory usage. ...
+# Other details of the same exit: `Worker exits unexpectedly. Worker exits with an exit code None. The worker may
+# have exceeded K8s pod memory limits.`; Ray's docs print the exit type as UNEXPECTED_SYSTEM_EXIT. A system exit
+# is the process vanishing without a Python error (OOM killer, SIGSEGV, `ray stop --force`); USER_ERROR (the
+# actor raised) and INTENDED_* exits are not. The exception names the dead actor; verl names its workers
+# `{prefix}WorkerDict_{pg_idx}:{local_rank}` (verl/single_controller/ray/base.py) and numbers RANK over the
+# placement groups in order, so on placement group 0 the local rank is the rank.
+_RAY_ACTOR_DIED = re.compile(r"(?:^|\.|\()(?:ActorDiedError|RayActorError)\)?$")
+
+
+@rule("ray-actor-name", ("WorkerDict_",), r"^\s*name: \S*WorkerDict_(?P<pg>\d+):(?P<lr>\d+)\s*$", match_start=True)
+def _ray_actor_name(m, rec, state):
+    held = state.get("pending")
+    if held is None or not _RAY_ACTOR_DIED.search(held.exc_type or ""):
+        return None
+    if m.group("pg") == "0" and held.rank is None:
+        held.rank = int(m.group("lr"))
+    held.fields = {**(held.fields or {}), "actor": m.group(0).strip()[len("name: "):]}
+    return []
+
+
+# The raylet's own report of the same exit (src/ray/raylet/node_manager.cc):
+#   (raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot
+#   the problem, check the logs for the dead worker. RayTask ID: ... Worker PID: 3566775 Worker exit type:
+#   SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. ...
+@rule("ray-worker-died", ("Worker exit type:",),
+      r"(?:The actor is dead because its worker process has died\.|A worker died or was killed while executing a task "
+      r"by an unexpected system error\..*?) Worker exit type: (?P<type>\w+)(?: Worker exit detail: (?P<detail>.*))?")
+def _ray_worker_died(m, rec, state):
+    if m.group("type") not in ("SYSTEM_ERROR", "UNEXPECTED_SYSTEM_EXIT"):
+        return None
+    detail = (m.group("detail") or "").strip()
+    held = state.get("pending")
+    fields = {"source": "ray", "exit_type": m.group("type"), "exit_detail": _short_detail(detail)}
+    if held is not None and _RAY_ACTOR_DIED.search(held.exc_type or ""):
+        # The actor's process died with no Python error of its own: the exception above was only Ray
+        # reporting it to the caller. What matters is how the worker exited.
+        state.pop("pending")
+        held.error = "killed"
+        held.signal = None
+        held.fields = {**(held.fields or {}), **fields}
+        return [held]
+    return _release(state) + [ErrorEvent(loc=rec.loc, text=rec.text, framework="ray", error="killed",
+                                         message=m.group(0), fields=fields)]
+
+
+def _short_detail(detail: str) -> str:
+    """The exit detail without Ray's list of possible causes."""
+    return re.split(r" (?:There are some potential root causes|Some common causes include)", detail)[0]
 
 
 # BackendCompilerFailed does not end in Error: its line is read by the exception builder all the same.
@@ -222,5 +289,6 @@ PARSER = Parser(
     framework="python",
     priority=80,
     description="Python tracebacks and exception lines",
-    rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _exception],
+    rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _ray_actor_name,
+           _ray_worker_died, _exception],
 )

@@ -10,6 +10,8 @@ is not one. Examples, all seen in real scripts:
   iter 120: loss 4.2345, time 12.34ms, mfu 1.20%          (nanoGPT)
   Epoch 1 Step 12 Loss 2.3
   Train Epoch: 1 [640/60000 (1%)]\tLoss: 2.300024             (pytorch/examples mnist: its own rule)
+  epoch: 3451 loss: nan                   (a line of nothing but pairs: the epoch is the counter)
+  ... | E6 iter[ 14/ 15] | [Loss] nan | [exp] ./exp/car | [step]   104 | ...   (bracketed keys: own rule)
 """
 
 from __future__ import annotations
@@ -41,10 +43,11 @@ def norm_key(key: str) -> str:
     return key.lower().replace("-", "_")
 
 
-def classify(keys: Sequence[str]) -> Optional[dict[str, int]]:
+def classify(keys: Sequence[str], only_pairs: bool = False) -> Optional[dict[str, int]]:
     """field -> index into `keys` (normalized, first occurrence of each, in line order), or None
     when the line is not a step line: it needs a loss, and a step counter or a grad norm / lr /
-    scale next to it, so prose that mentions a loss is not one."""
+    scale next to it, so prose that mentions a loss is not one. A line that is nothing but pairs
+    (`only_pairs`) may count epochs instead of steps (`epoch: 12 loss: 0.21`)."""
     out: dict[str, int] = {}
     for i, key in enumerate(keys):
         for fld, names in _CLASSES:
@@ -53,15 +56,50 @@ def classify(keys: Sequence[str]) -> Optional[dict[str, int]]:
                 break
     if "loss" not in out:
         return None
-    if not ({"step", "grad_norm", "lr", "loss_scale"} & out.keys()):
+    counters = {"step", "grad_norm", "lr", "loss_scale"} | ({"epoch"} if only_pairs else set())
+    if not (counters & out.keys()):
         return None
     return out
+
+
+_PAIRS_ONLY_REST = re.compile(r"[\s,;|]*")
+
+
+def only_pairs(text: str) -> bool:
+    """Nothing but key/value pairs and separators on the line."""
+    return _PAIRS_ONLY_REST.fullmatch(PAIR.sub("", text)) is not None
 
 
 @rule("step-line", ("loss", "Loss", "LOSS"), PAIR.pattern, re.I)
 def _step(m: "re.Match[str]", rec, state):
     fields: dict[str, str] = {}
     for p in PAIR.finditer(rec.text):
+        fields.setdefault(norm_key(p.group("key")), p.group("val"))
+    keys = list(fields)
+    where = classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(rec.text) else None)
+    if where is None:
+        return None
+    vals = list(fields.values())
+    got = {fld: vals[i] for fld, i in where.items()}
+    step = to_int(got.get("step"))
+    if step is None and not ({"grad_norm", "lr", "loss_scale"} & got.keys()):
+        step = to_int(got.get("epoch"))  # the line counts epochs: that number is its logged point
+    return StepEvent(
+        loc=rec.loc, text=rec.text, framework="pytorch", step=step, loss=to_float(got["loss"]),
+        grad_norm=to_float(got.get("grad_norm")), lr=to_float(got.get("lr")), loss_scale=to_float(got.get("loss_scale")),
+        tokens_per_s=to_float(got.get("tokens_per_s")), epoch=to_float(got.get("epoch")), raw_fields=fields,
+    )
+
+
+# Keys in brackets, `[Loss] 51566519.44 | [exp] ./exp/0125/car | [step]    89 |` (LION's base_trainer and other
+# loguru-style loggers): the same keys, the same two-counter rule.
+BRACKET_PAIR = re.compile(rf"\[(?P<key>{KEY})\][ \t]*[:=]?[ \t]*(?P<val>{NUM})(?![\w.])", re.I)
+
+
+@rule("bracket-pairs", ("[Loss]", "[loss]", "[LOSS]"), BRACKET_PAIR.pattern, re.I)
+def _bracket_pairs(m: "re.Match[str]", rec, state):
+    fields: dict[str, str] = {}
+    for p in BRACKET_PAIR.finditer(rec.text):
         fields.setdefault(norm_key(p.group("key")), p.group("val"))
     keys = list(fields)
     where = classify(keys)
@@ -72,7 +110,7 @@ def _step(m: "re.Match[str]", rec, state):
     return StepEvent(
         loc=rec.loc, text=rec.text, framework="pytorch", step=to_int(got.get("step")), loss=to_float(got["loss"]),
         grad_norm=to_float(got.get("grad_norm")), lr=to_float(got.get("lr")), loss_scale=to_float(got.get("loss_scale")),
-        tokens_per_s=to_float(got.get("tokens_per_s")), epoch=to_float(got.get("epoch")), raw_fields=fields,
+        epoch=to_float(got.get("epoch")), raw_fields=fields,
     )
 
 
@@ -125,5 +163,5 @@ PARSER = Parser(
     framework="pytorch",
     priority=90,
     description="plain PyTorch step prints and PyTorch warnings",
-    rules=[_lr_warning, _clip, _train_epoch, _step],
+    rules=[_lr_warning, _clip, _train_epoch, _bracket_pairs, _step],
 )

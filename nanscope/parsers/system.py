@@ -24,6 +24,11 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          RuntimeError: [enforce fail at inline_container.cc:337] . unexpected pos 11347827264 vs 11347827160
   safetensors            bindings/python/py_src/safetensors/torch.py (_flatten, _remove_duplicate_names), a refused save:
                          Some tensors share memory, this will lead to duplicate memory on disk and potential differences when loading them again: [...]
+  kubernetes             kubectl describe pod (pkg/kubelet: a container the kernel OOM-killed for its cgroup limit):
+                           State:          Terminated
+                             Reason:       OOMKilled
+                         and `Last State: Terminated` / `Reason: OOMKilled` after a restart; kubectl get pods
+                         prints the reason in its STATUS column: `trainer-0   0/1   OOMKilled   3   5m`
   errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save)
 
 Several of these arrive as Python exception lines, which python.py (priority 80) would take as a
@@ -36,6 +41,7 @@ import re
 from typing import Optional
 
 from nanscope.model import ErrorEvent, LifecycleEvent
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.python import EXC_LINE
 
@@ -99,6 +105,20 @@ def _kernel(m, rec, state):
 @rule("kernel-oom-kill-constraint", ("oom-kill:",), r"oom-kill:constraint=\w+.*?,task=(?P<comm>[^,]*),pid=(?P<pid>\d+)")
 def _kernel_constraint(m, rec, state):
     return _kernel_kill(rec, state, int(m.group("pid")), m.group("comm"), "oom_memcg=" in rec.text)
+
+
+@rule(
+    "k8s-oomkilled",
+    ("OOMKilled",),
+    r"^\s*(?:Reason:\s+OOMKilled\s*$|\S+\s+\d+/\d+\s+OOMKilled\s+\d+)",
+    match_start=True,
+)
+def _k8s_oomkilled(m, rec, state):
+    # The container hit its memory limit and the kernel's cgroup OOM killer ended it; Kubernetes only
+    # records the reason (the exit code it shows may be 137 or, for a child process, even 0).
+    if not first_time(state, ("k8s_oomkilled",), rec.loc.line):
+        return []
+    return _err(rec, "host_oom", {"source": "kubernetes", "cgroup": True})
 
 
 @rule(
@@ -233,5 +253,5 @@ PARSER = Parser(
     framework="system",
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell kills, DataLoader workers, corrupt checkpoints",
-    rules=[_kernel, _kernel_constraint, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
 )

@@ -181,10 +181,17 @@ def _kv_tokens(m, rec, state):
 @rule("gpu-blocks", ("# GPU blocks:",), r"# GPU blocks: (?P<gpu>\d+), # CPU blocks: (?P<cpu>\d+)")
 def _gpu_blocks(m, rec, state):
     _seen(state)
-    return LifecycleEvent(
+    gpu = int(m.group("gpu"))
+    start = LifecycleEvent(
         loc=rec.loc, text=rec.text, framework="vllm", action="start",
-        fields={"gpu_blocks": int(m.group("gpu")), "cpu_blocks": int(m.group("cpu"))},
+        fields={"gpu_blocks": gpu, "cpu_blocks": int(m.group("cpu"))},
     )
+    if gpu > 0:
+        return start
+    # V0 worker.py raise_if_cache_size_invalid: `if num_gpu_blocks <= 0: raise ValueError("No available
+    # memory for the cache blocks. ...")`: zero blocks is that start-up failure, whether or not the
+    # traceback made it into the excerpt.
+    return [start, _error(rec, state, "vllm_startup_oom", {"reason": "no_cache_blocks", "gpu_blocks": gpu})]
 
 
 @rule(

@@ -93,10 +93,12 @@ class Machine:
 
 
 class Line(Machine):
-    """Every event that satisfies `when` is a match."""
+    """Every event that satisfies `when` is a match. `sole_evidence` (optional): a match on an
+    event that satisfies it stands only if every event fed satisfies it too (a launcher's record
+    of an exit is the failure only when it is all the input says; decided at finish)."""
 
     name = "line"
-    PARAMS = {"when": (True, "condition")}
+    PARAMS = {"when": (True, "condition"), "sole_evidence": (False, "condition")}
     DEFAULT_EVENTS = ("error",)
 
     def __init__(self, sig_id: str, spec: dict):
@@ -104,10 +106,24 @@ class Line(Machine):
         self.when = self.cond("when")
         self.vwhen = self.vcond("when")
         self.rwhen = compile_rows(self.spec["when"])
+        self.sole = self.cond("sole_evidence") if "sole_evidence" in spec else None
+        self.held: list = []
+        self.other = False
 
     def feed(self, ev: Event, emit: Emit) -> None:
+        if self.sole is not None:
+            if self.sole(ev):
+                if self.when(ev) and len(self.held) < EVIDENCE_PER_MATCH:
+                    self.held.append(ev)
+                return
+            self.other = True
         if self.when(ev):
             emit(self.match(ev, [ev]))
+
+    def finish(self, emit: Emit) -> None:
+        if not self.other:
+            for ev in self.held:
+                emit(self.match(ev, [ev]))
 
     def rows_mask(self, rows: Any) -> Any:
         return self.rwhen(rows)  # a row that fails `when` is no match

@@ -1,0 +1,214 @@
+"""Message families first seen in the blind public cases (sample_logs/public/9NN.log): what a user
+who pastes such a log gets as the first finding, and which rank it names.
+
+Every input below is lines copied from the public thread named in the comment (the same excerpts
+are in sample_logs/public with their provenance), cut to what the family needs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nanscope import api
+
+RAY_DEAD = ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: "
+            "Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. "
+            "(1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. "
+            "(3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.")
+
+
+def first(tmp_path, text: str):
+    p = tmp_path / "job.log"
+    p.write_text(text + "\n", encoding="utf-8")
+    report = api.diagnose([str(p)])
+    return report.findings[0] if report.findings else None, report
+
+
+def test_ray_actor_death_is_a_killed_process_on_the_verl_rank(tmp_path):
+    # Agent-RL/ReCall#62: the exception is only Ray telling the caller; the worker died with no error of its own
+    f, _ = first(tmp_path, "\n".join([
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+        "\tclass_name: create_colocated_worker_cls.<locals>.WorkerDict",
+        "\tpid: 12529",
+        "\tname: 5SO3sRWorkerDict_0:1",
+        "\tip: 10.166.157.101",
+        RAY_DEAD,
+    ]))
+    assert (f.id, f.initiating_rank) == ("process-killed", 1)
+
+
+def test_ray_actor_on_a_later_placement_group_names_no_rank(tmp_path):
+    # RUC-NLPIR/Tool-Star#10: WorkerDict_2:5 is local rank 5 of the third node; its rank depends on the layout
+    f, _ = first(tmp_path, "\n".join([
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+        "\tname: OvenE5WorkerDict_2:5",
+        RAY_DEAD,
+    ]))
+    assert (f.id, f.initiating_rank) == ("process-killed", None)
+
+
+def test_ray_actor_that_raised_is_still_an_exception(tmp_path):
+    # a USER_ERROR exit is the actor's own exception, not a kill
+    f, _ = first(tmp_path, "\n".join([
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+        "The actor is dead because its worker process has died. Worker exit type: USER_ERROR Worker exit detail: "
+        "Worker exits with an exit code 1.",
+    ]))
+    assert f.id == "uncaught-exception"
+
+
+@pytest.mark.parametrize("code, expected", [(-9, "process-killed"), (1, "uncaught-exception")])
+def test_deepspeed_launcher_return_code(tmp_path, code, expected):
+    # deepspeedai/DeepSpeed#3232 (-9) and #5302 (1): only the launcher's lines are in the paste
+    f, _ = first(tmp_path, "\n".join([
+        "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266",
+        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
+        f"'--local_rank=0', '--zero_stage', '2'] exits with return code = {code}",
+    ]))
+    assert (f.id, f.initiating_rank) == (expected, None)  # the printed --local_rank is no rank evidence
+
+
+def test_deepspeed_launcher_after_an_oom_keeps_the_oom_first(tmp_path):
+    # deepspeedai/DeepSpeed#3869
+    f, report = first(tmp_path, "\n".join([
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 978.00 MiB (GPU 0; 4.00 GiB total capacity; "
+        "1.68 GiB already allocated; 0 bytes free; 2.72 GiB reserved in total by PyTorch)",
+        "[2023-07-04 17:31:27,755] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 953850",
+        "[2023-07-04 17:31:27,755] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'infer.py', "
+        "'--local_rank=0'] exits with return code = 1",
+    ]))
+    assert f.id == "cuda-oom"
+    assert "uncaught-exception" not in [g.id for g in report.findings]
+
+
+def test_torchrun_block_alone_blames_its_rank(tmp_path):
+    # isekai-portal/Link-Context-Learning#11: the tail of the ChildFailedError report is all there is
+    f, _ = first(tmp_path, "\n".join([
+        "  rank      : 1 (local_rank: 1)",
+        "  exitcode  : 1 (pid: 8181)",
+        "  error_file: <N/A>",
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    ]))
+    assert (f.id, f.initiating_rank) == ("uncaught-exception", 1)
+
+
+def test_heartbeat_monitor_stuck_watchdog_is_a_hang(tmp_path):
+    # the GRPO thread in sample_logs/public/226.log (torch 2.5 wording)
+    f, _ = first(tmp_path, "[rank0]:[E608 14:09:10.210136079 ProcessGroupNCCL.cpp:1484] [PG ID 0 PG GUID 0(default_pg) "
+                           "Rank 0] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in "
+                           "monitoring enqueued collectives. This typically indicates a NCCL/CUDA API (e.g., "
+                           "CudaEventDestroy) hang blocking the watchdog.")
+    assert f.id == "collective-timeout"
+
+
+def test_vllm_v0_zero_gpu_blocks(tmp_path):
+    # netease-youdao/QAnything#302: the ValueError itself is cut from the paste
+    f, _ = first(tmp_path, "INFO 04-27 10:13:05 llm_engine.py:275] # GPU blocks: 0, # CPU blocks: 256")
+    assert f.id == "vllm-startup-oom"
+
+
+def test_epoch_pair_lines_and_bracketed_keys_carry_the_nan(tmp_path):
+    # vpetren/gradnorm_tf#17
+    f, _ = first(tmp_path, "\n".join(["epoch: 3450 loss: 0.21063452526926987"] +
+                                     [f"epoch: {e} loss: nan" for e in range(3451, 3456)]))
+    assert (f.id, f.first_step) == ("nan-persistent", 3451)
+    # nv-tlabs/LION#9
+    f, _ = first(tmp_path, "\n".join(
+        f"2023-01-25 00:21:{s:02d}.074 | INFO     | trainers.base_trainer:train_epochs:256 - [R0] | E{e} iter[ 14/ 15] | "
+        f"[Loss] {loss} | [exp] ./exp/car | [step]   {step} | [url] none | [time] 0.4m (~5h) |"
+        for s, e, loss, step in [(9, 5, "51566519.44", 89), (34, 6, "nan", 104), (40, 7, "nan", 119), (50, 8, "nan", 134)]))
+    assert (f.id, f.first_step) == ("nan-persistent", 104)
+
+
+def test_an_epoch_in_prose_is_no_step(tmp_path):
+    f, _ = first(tmp_path, "After epoch 3 the loss 2.5 went down a lot, so we stopped the sweep early.")
+    assert f is None
+
+
+def test_kubernetes_oomkilled_container(tmp_path):
+    # kubernetes/kubernetes#131530 (kubectl describe pod)
+    f, _ = first(tmp_path, "State:          Terminated\n  Reason:       OOMKilled\n  Exit Code:    0")
+    assert f.id == "host-oom"
+
+
+@pytest.mark.parametrize("line, expected", [
+    # NVIDIA/nccl#1842: registering memory with the NIC fails: the communicator is lost
+    ("misc/ibvwrap.cc:182 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Invalid argument ", "nccl-error"),
+    # zai-org/ImageReward#65: a NIC that cannot be opened while listing devices is skipped
+    ("65826-86bd789679-2dxbs:80744:80744 [1] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed", None),
+])
+def test_ib_verbs_failures(tmp_path, line, expected):
+    f, _ = first(tmp_path, line)
+    assert (f.id if f else None) == expected
+
+
+def test_nccl_error_without_the_colon_is_an_nccl_error(tmp_path):
+    # ByteDance-Seed/VeOmni#131
+    f, _ = first(tmp_path, "[rank9]: torch.distributed.DistBackendError: NCCL error in /root/source/pytorch/torch/csrc/"
+                           "distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO for "
+                           "details), NCCL version 2.26.6")
+    assert f.id == "nccl-error"
+
+
+def test_mpirun_first_nonzero_exit_names_the_rank(tmp_path):
+    # horovod/horovod#1421 (sample_logs/public/421.log)
+    f, _ = first(tmp_path, "\n".join([
+        "Primary job  terminated normally, but 1 process returned",
+        "a non-zero exit code. Per user-direction, the job has been aborted.",
+        "mpirun detected that one or more processes exited with non-zero status, thus causing",
+        "the job to be terminated. The first process to do so was:",
+        "",
+        "  Process name: [[29973,1],0]",
+        "  Exit code:    1",
+    ]))
+    assert (f.id, f.initiating_rank) == ("rank-crash-cascade", 0)
+
+
+def test_mpirun_signal_9_is_a_killed_rank(tmp_path):
+    f, _ = first(tmp_path, "mpirun noticed that process rank 3 with PID 4242 on node gpu-01 exited on signal 9 (Killed).")
+    assert (f.id, f.initiating_rank) == ("process-killed", 3)
+
+
+def test_an_exit_code_line_outside_the_mpirun_block_is_nothing(tmp_path):
+    f, _ = first(tmp_path, "  Exit code:    1")
+    assert f is None
+
+
+@pytest.mark.parametrize("line", [
+    # PKU-YuanGroup/Open-Sora-Plan#386 (NCCL <= 2.18) and NVIDIA/nccl#1283 (2.19+ prints the number)
+    "ins-7df6eojsifuykig9:3018451:3018451 [0] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'",
+    "n176-080-198:2657296:2658232 [0] include/alloc.h:102 NCCL WARN Cuda failure 1 'invalid argument'",
+    # NVIDIA/nccl-tests#166
+    "ubuntu:9621:9688 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment "
+    "/dev/shm/nccl-KWfVyt (size 5967872)",
+])
+def test_nccl_warn_failures_that_end_the_communicator(tmp_path, line):
+    f, _ = first(tmp_path, line)
+    assert f.id == "nccl-error"
+
+
+def test_raylet_system_error_report_is_a_killed_worker(tmp_path):
+    # verl-project/verl#217
+    f, _ = first(tmp_path, "(raylet) A worker died or was killed while executing a task by an unexpected system error. "
+                           "To troubleshoot the problem, check the logs for the dead worker. Worker PID: 3566775 "
+                           "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+                           "connection error code 2. End of file.")
+    assert f.id == "process-killed"
+
+
+def test_ray_task_error_wrapping_torch_oom(tmp_path):
+    # markingprowlik/EasyR1#9
+    f, _ = first(tmp_path, "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_ref_update_actor() "
+                           "(pid=118848, ip=10.130.71.7, actor_id=b2ba64f62469495ea505301701000000)")
+    assert f.id == "cuda-oom"
+
+
+def test_ray_wrapper_and_cause_of_one_actor_death_are_one_finding(tmp_path):
+    # Agent-RL/ReCall#62: RayTaskError(RayActorError) is the same death as the RayActorError below it
+    _, report = first(tmp_path, "\n".join([
+        "ray.exceptions.RayTaskError(RayActorError): ray::main_task() (pid=10066, ip=10.166.157.101)",
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+        "\tname: 5SO3sRWorkerDict_0:1",
+        RAY_DEAD,
+    ]))
+    assert [g.id for g in report.findings] == ["process-killed"]
