@@ -25,7 +25,9 @@ EXC_LINE = re.compile(
 
 # Exceptions whose message says what kind of failure it is (message regex -> error kind).
 _CLASSIFY = [
-    (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|MemoryError"), "host_oom"),
+    # Python's builtin MemoryError, never the tail of another name: `module 'torch' has no attribute
+    # 'OutOfMemoryError'` (an old torch missing the CUDA OOM class) is an AttributeError, not host memory.
+    (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|(?<![\w])MemoryError\b"), "host_oom"),
     # gloo's and NCCL's own wordings are the nccl parser's; these are Python's socket errors.
     (re.compile(r"ConnectionResetError|Connection reset by peer|Broken pipe|ECONNRESET"), "peer_connection_lost"),
     (re.compile(r"Function '(?P<op>\w+)' returned nan values in its (?P<i>\d+)\w* output"), "nan_op"),
@@ -42,6 +44,10 @@ _CLASSIFY = [
     # reducer.cpp ensure_prior_reduction_finished (torch 1.x and 2.x wordings share the first sentence)
     (re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"),
      "ddp_unused_parameters"),
+    # ray python/ray/exceptions.py ActorDiedError.BASE_ERROR_MSG (RayActorError before Ray 2.x): the caller's
+    # report that an actor's worker process went away; the raylet's `Worker unexpectedly exits ...` detail
+    # (system.py) says how. Not an exception of the training code: a process gone without its own error.
+    (re.compile(r"^The actor died unexpectedly before finishing this task"), "killed"),
     # torch/_dynamo/exc.py BackendCompilerFailed (`backend='inductor' raised:`), torch/_inductor/exc.py
     # InductorError (torch >= 2.6 raises it in place of BackendCompilerFailed for inductor).
     (re.compile(r"\bBackendCompilerFailed$|\bInductorError$"), "compile_failed"),

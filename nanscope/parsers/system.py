@@ -25,6 +25,13 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
   safetensors            bindings/python/py_src/safetensors/torch.py (_flatten, _remove_duplicate_names), a refused save:
                          Some tensors share memory, this will lead to duplicate memory on disk and potential differences when loading them again: [...]
   errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save)
+  ray src/ray/raylet/node_manager.cc HandleClientConnectionError, a Ray worker (a Ray Train / vLLM / verl actor)
+                         gone without an exception of its own:
+                         Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection
+                         error code 2. End of file. There are some potential root causes. (1) The process is killed by
+                         SIGKILL by OOM killer due to high memory usage. ...   (older: UNEXPECTED_SYSTEM_EXIT); it follows
+                         `The actor is dead because its worker process has died.` or the raylet's `A worker died or was
+                         killed while executing a task by an unexpected system error.`
 
 Several of these arrive as Python exception lines, which python.py (priority 80) would take as a
 generic `exception`: this parser runs before it and still fills `exc_type`.
@@ -162,6 +169,19 @@ def _killed(m, rec, state):
 
 
 @rule(
+    "ray-worker-died",
+    ("Worker unexpectedly exits with a connection error code",),
+    r"Worker unexpectedly exits with a connection error code (?P<code>\d+)",
+)
+def _ray_worker_died(m, rec, state):
+    # Ray names the likely causes but cannot tell them apart: a SIGKILL (the OOM killer first), `ray stop
+    # --force`, or a native crash. Only the last one leaves its own trace in the worker's log.
+    pid = re.search(r"Worker PID: (\d+)", rec.text)
+    return _err(rec, "killed", {"source": "ray", "pid": int(pid.group(1)) if pid else None,
+                                "connection_error": int(m.group("code"))})
+
+
+@rule(
     "dataloader-worker",
     ("DataLoader worker", "encountered in worker"),
     r"DataLoader worker \(pid(?:\(s\))? (?P<pids>[^)]*)\) (?:is killed by signal: (?P<sig>[^.]+)\.?"
@@ -232,6 +252,6 @@ PARSER = Parser(
     name="system",
     framework="system",
     priority=45,
-    description="kernel OOM killer, Slurm and srun, shell kills, DataLoader workers, corrupt checkpoints",
-    rules=[_kernel, _kernel_constraint, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
+    description="kernel OOM killer, Slurm and srun, shell kills, Ray worker deaths, DataLoader workers, corrupt checkpoints",
+    rules=[_kernel, _kernel_constraint, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
 )
