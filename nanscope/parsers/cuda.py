@@ -164,6 +164,37 @@ def _oom_detail(f: dict) -> str:
     return out
 
 
+# The CUDA-error checks of the C++ inference runtimes, whose message carries cudaGetErrorString ("out of
+# memory" for cudaErrorMemoryAllocation) and not PyTorch's allocator text:
+#   NVIDIA/TensorRT-LLM cpp/include/tensorrt_llm/common/cudaUtils.h check():
+#     fmtstr("[TensorRT-LLM][ERROR] CUDA runtime error in %s: %s", func, _cudaGetErrorEnum(result))
+#     (the TensorRT plugins' _checkCuda: "CUDA runtime error in %s: %s" without the tag)
+#   InternLM/lmdeploy src/turbomind/utils/cuda_utils.h check():
+#     "[TM][ERROR] CUDA runtime error: " + _cudaGetErrorEnum(result) + " " + file + ":" + line
+#     (FasterTransformer, which TurboMind forked: "[FT][ERROR] CUDA runtime error: ...")
+#   TensorRT-LLM tensorrt_llm/_torch/pyexecutor/py_executor_creator.py _maybe_explain_if_oom (1.0+):
+#     "Executor creation failed due to insufficient GPU memory." then the per-component budget lines.
+@rule(
+    "runtime-cuda-oom",
+    ("CUDA runtime error", "Executor creation failed due to insufficient GPU memory"),
+    r"(?:\[(?P<tag>TensorRT-LLM|TM|FT)\]\[ERROR\] )?CUDA runtime error(?: in (?P<call>.+?))?: out of memory\b"
+    r"|(?P<executor>Executor creation failed due to insufficient GPU memory)",
+)
+def _runtime_oom(m, rec, state):
+    runtime = {"TensorRT-LLM": "tensorrt-llm", "TM": "turbomind", "FT": "fastertransformer"}.get(m.group("tag") or "")
+    if m.group("executor"):
+        runtime = "tensorrt-llm"
+        detail = "TensorRT-LLM executor creation failed: not enough free GPU memory for its components"
+    else:
+        call = m.group("call")
+        detail = "CUDA runtime error: out of memory" + (f" in {call.strip()}" if call else "")
+        if runtime:
+            detail += f" ({runtime})"
+    if not first_time(state, ("runtime_oom", runtime, bool(m.group("executor"))), rec.loc.line):
+        return []
+    return _error(rec, "cuda_oom", {"driver": True, "runtime": runtime, "detail": detail})
+
+
 @rule("cublas-alloc", ("CUBLAS_STATUS_ALLOC_FAILED",), r"CUBLAS_STATUS_ALLOC_FAILED(?: when calling `(?P<call>[^`]*)`)?")
 def _cublas_alloc(m, rec, state):
     if not first_time(state, ("cublas_alloc",), rec.loc.line):
@@ -173,7 +204,7 @@ def _cublas_alloc(m, rec, state):
 
 @rule("ecc", ("uncorrectable ECC error encountered",), r"uncorrectable ECC error encountered")
 def _ecc(m, rec, state):
-    if not first_time(state, ("ecc",), rec.loc.line):
+    if not first_time(state, _key(rec, "ecc"), rec.loc.line):
         return []
     return _error(rec, "ecc_error", {"cuda_error": "uncorrectable ECC error encountered"})
 
@@ -264,6 +295,6 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
-    rules=[_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
+    rules=[_oom, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
            _cuda_error],
 )

@@ -435,6 +435,26 @@ def _abort(m, rec, state):
     return _error(rec, "watchdog_abort", rank=_rank(rec, pg_rank, default), fields={"pg_rank": pg_rank})
 
 
+# ProcessGroupNCCL::HeartbeatMonitor (torch 2.2+): when the watchdog thread itself stops making progress
+# (blocked in a hung NCCL/CUDA call), the monitor logs
+#   logPrefix() + "Heartbeat monitor timed out! Process will be terminated after dumping debug info." +
+#   " workMetaList_.size()=" N
+# and exits with "ProcessGroupNCCL's watchdog got stuck for " heartbeatTimeoutInSec_ " seconds without making
+# progress in monitoring enqueued collectives. ..." (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, default 480 s in 2.2,
+# 600 s later). The same abort as the watchdog's, after a hang no collective timeout could report.
+@rule(
+    "heartbeat-abort",
+    ("Heartbeat monitor timed out",),
+    r"Heartbeat monitor timed out! Process will be terminated",
+)
+def _heartbeat_abort(m, rec, state):
+    pg, pg_rank, default = _pg(rec.text)
+    if not first_time(state, ("watchdog_abort", pg_rank), rec.loc.line):
+        return []
+    # its "watchdog got stuck for N seconds" line is heartbeat-stuck's (a collective timeout)
+    return _error(rec, "watchdog_abort", rank=_rank(rec, pg_rank, default), fields={"pg_rank": pg_rank, "heartbeat": True})
+
+
 @rule(
     "flight-recorder-disabled",
     ("FlightRecorder is disabled",),
@@ -494,5 +514,5 @@ PARSER = Parser(
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
-           _nccl_error, _nccl_error_detail, _net_ib, _abort, _flight_recorder, _gloo_peer, _nccl_peer],
+           _nccl_error, _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _nccl_peer],
 )

@@ -30,6 +30,13 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          and `Last State: Terminated` / `Reason: OOMKilled` after a restart; kubectl get pods
                          prints the reason in its STATUS column: `trainer-0   0/1   OOMKilled   3   5m`
   errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save)
+  ray src/ray/raylet/node_manager.cc HandleClientConnectionError, a Ray worker (a Ray Train / vLLM / verl actor)
+                         gone without an exception of its own:
+                         Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection
+                         error code 2. End of file. There are some potential root causes. (1) The process is killed by
+                         SIGKILL by OOM killer due to high memory usage. ...   (older: UNEXPECTED_SYSTEM_EXIT); it follows
+                         `The actor is dead because its worker process has died.` or the raylet's `A worker died or was
+                         killed while executing a task by an unexpected system error.`
 
 Several of these arrive as Python exception lines, which python.py (priority 80) would take as a
 generic `exception`: this parser runs before it and still fills `exc_type`.
@@ -182,6 +189,21 @@ def _killed(m, rec, state):
 
 
 @rule(
+    "ray-worker-died",
+    ("Worker unexpectedly exits with a connection error code",),
+    r"Worker unexpectedly exits with a connection error code (?P<code>\d+)",
+)
+def _ray_worker_died(m, rec, state):
+    # Ray names the likely causes but cannot tell them apart: a SIGKILL (the OOM killer first), `ray stop
+    # --force`, or a native crash. Only the last one leaves its own trace in the worker's log.
+    if "Worker exit type:" in rec.text:
+        return None  # not claimed: the raylet's full report is parsers/python.py's ray-worker-died (its exit type)
+    pid = re.search(r"Worker PID: (\d+)", rec.text)
+    return _err(rec, "killed", {"source": "ray", "pid": int(pid.group(1)) if pid else None,
+                                "connection_error": int(m.group("code"))})
+
+
+@rule(
     "dataloader-worker",
     ("DataLoader worker", "encountered in worker"),
     r"DataLoader worker \(pid(?:\(s\))? (?P<pids>[^)]*)\) (?:is killed by signal: (?P<sig>[^.]+)\.?"
@@ -252,6 +274,6 @@ PARSER = Parser(
     name="system",
     framework="system",
     priority=45,
-    description="kernel OOM killer, Slurm and srun, shell kills, DataLoader workers, corrupt checkpoints",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
+    description="kernel OOM killer, Slurm and srun, shell kills, Ray worker deaths, DataLoader workers, corrupt checkpoints",
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
 )

@@ -283,6 +283,21 @@ def _loss_stopping(m, rec, state):
     return _step_event(rec, "deit", step=None, loss=loss)
 
 
+@rule(
+    "detectron2-anomaly",
+    ("Loss became infinite or NaN",),
+    r"\bLoss became infinite or NaN at iteration=(?P<it>\d+)!",
+)
+def _detectron2_anomaly(m, rec, state):
+    # facebookresearch/detectron2 detectron2/engine/train_loop.py, the non-finite-loss check of
+    # SimpleTrainer: v0.1-0.2 `_detect_anomaly` raises FloatingPointError("Loss became infinite or NaN at
+    # iteration={}!\nloss_dict = {}".format(self.iter, loss_dict)); v0.3+ `write_metrics` raises
+    # f"Loss became infinite or NaN at iteration={storage.iter}!\n" f"loss_dict = {metrics_dict}" (AdelaiDet,
+    # CenterMask2 and other detectron2 projects keep it). The iteration is the one whose loss it was; the
+    # message does not say NaN or inf, nan stands for either.
+    return _step_event(rec, "detectron2", step=int(m.group("it")), loss=float("nan"))
+
+
 @rule("deit-averaged", ("Averaged stats:",), r"^Averaged stats:", match_start=True)
 def _deit_averaged(m, rec, state):
     return []  # epoch averages, not a step
@@ -310,7 +325,7 @@ PARSER = Parser(
     name="trainers",
     framework="trainers",
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
-    description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT and timm step lines",
+    description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm and detectron2 step lines",
     rules=[_torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _loss_stopping, _deit_averaged, _timm, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _nanogpt_eval],
 )
