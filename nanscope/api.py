@@ -97,17 +97,21 @@ def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = Non
     top = attribute(findings, job_ranks)
     return Report(
         tool_version=__version__, inputs=result.inputs, ranks=streams.summaries(), findings=top,
-        diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top),
+        diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top, result.inputs),
         signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0, signatures=sigs,
     )
 
 
-def verdict(findings: list[Finding]) -> str:
+def verdict(findings: list[Finding], inputs: Sequence = ()) -> str:
     """clean: nothing; benign: only benign, info or low findings; retryable: every serious finding
-    is an infrastructure fault; actionable: otherwise."""
+    is an infrastructure fault; actionable: otherwise. incomplete: an input could not be read, or
+    only in part (a damaged or truncated archive, a file nanscope may not open), and nothing
+    serious was found in what was read: never `clean` or `benign` for what was not seen."""
+    serious = [f for f in findings if not f.benign and SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["medium"]]
+    if not serious and any(not i.complete for i in inputs):
+        return "incomplete"
     if not findings:
         return "clean"
-    serious = [f for f in findings if not f.benign and SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["medium"]]
     if not serious:
         return "benign"
     if all(f.retryable for f in serious):
@@ -132,17 +136,23 @@ def with_baseline(report: Report, baseline_path: str, options: Optional[Options]
     return report
 
 
+def incomplete_inputs(report: Report) -> list:
+    """The inputs that could not be read, or only in part."""
+    return [i for i in report.inputs if not i.complete]
+
+
 def exit_code(report: Report, fail_on: str = "medium") -> ExitCode:
-    """0: nothing at or above fail_on; 1: findings; 3: all of those are retryable infrastructure faults.
-    With a baseline, only new findings (and regressions) count."""
-    if fail_on == "never":
-        return ExitCode.CLEAN
-    if fail_on not in SEVERITIES:
+    """1: findings at or above fail_on; 3: all of those are retryable infrastructure faults;
+    else 2 when an input could not be read completely (nothing can be said of what was not read);
+    else 0. Findings go first: what was read shows the job failed either way. With a baseline,
+    only new findings (and regressions) count; fail_on 'never' counts no finding, but an input
+    not read still gives 2."""
+    if fail_on != "never" and fail_on not in SEVERITIES:
         raise NanscopeError(f"--fail-on takes one of {', '.join(SEVERITIES)}, never")
-    level = SEVERITY_ORDER[fail_on]
+    level = SEVERITY_ORDER.get(fail_on, len(SEVERITY_ORDER) + 1)
     hits = [f for f in report.findings if SEVERITY_ORDER[f.severity] >= level and f.baseline_status != "known"]
     if not hits:
-        return ExitCode.CLEAN
+        return ExitCode.ERROR if incomplete_inputs(report) else ExitCode.CLEAN
     if all(f.retryable for f in hits):
         return ExitCode.RETRYABLE
     return ExitCode.FINDINGS

@@ -1,8 +1,9 @@
 """The command line: flags -> Options, call nanscope.api, pick a reporter, return an exit code.
 
-EXIT STATUS: 0 nothing at or above --fail-on; 1 findings at or above --fail-on; 2 usage error,
-unreadable input, bad signature file or internal error; 3 findings, all of them retryable
-infrastructure faults (CI can retry); 130 interrupted. A closed stdout (`| head`) exits 0.
+EXIT STATUS: 0 nothing at or above --fail-on, every input read in full; 1 findings at or above
+--fail-on; 2 usage error, an input not read in full (unreadable, damaged, truncated) with no such
+findings, bad signature file or internal error; 3 findings, all of them retryable infrastructure
+faults (CI can retry); 130 interrupted. A closed stdout (`| head`) exits 0.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import typer
 from nanscope import __version__
 from nanscope.errors import ExitCode, NanscopeError
 
-EXIT_HELP = ("Exit status: 0 nothing at or above --fail-on; 1 findings; 2 usage, input or internal error; "
+EXIT_HELP = ("Exit status: 0 nothing at or above --fail-on and every input read in full; 1 findings; "
+             "2 usage or internal error, or an input not read in full and no findings; "
              "3 all findings are retryable infrastructure faults; 130 interrupted.")
 
 app = typer.Typer(
@@ -86,7 +88,7 @@ def diagnose(
     fmt: str = typer.Option("text", "--format", "-f", help="Report format: text, json, ... (see `nanscope formats`)."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report here (atomically) instead of stdout."),
     fail_on: FailOn = typer.Option(FailOn.medium, "--fail-on", help="Lowest severity that makes the exit status non-zero."),
-    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (errors still exit 2)."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (errors and inputs not read in full still exit 2)."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Only these signature ids or categories (comma separated)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these signature ids or categories."),
     signatures: Optional[List[str]] = typer.Option(None, "--signatures", help="Extra folder of signature TOML files."),
@@ -127,7 +129,7 @@ def diagnose(
             color_on = use_color(color, no_color, out) and output is None
             reporters.render(fmt, report, out, reporters.RenderOptions(color=color_on, redact=not no_redact))
     code = api.exit_code(report, fail_on.value)
-    raise typer.Exit(ExitCode.CLEAN if exit_zero else code)
+    raise typer.Exit(ExitCode.CLEAN if exit_zero and code != ExitCode.ERROR else code)
 
 
 @app.command()

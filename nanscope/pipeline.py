@@ -107,6 +107,10 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     dispatch = dispatch_for(parsers)
     stream, size = open_binary(source)
     info.size = size
+    encoding = getattr(stream, "encoding", None)
+    if encoding is not None:
+        result.diagnostics.append(Diagnostic(
+            "NS-IO-ENCODING", f"read as {_ENCODING_NAMES.get(encoding, encoding)} (not UTF-8); line numbers are the text's", source.name))
     base = origin_from_path(None if source.is_stdin else source.name, source.layout_rank)
     states: dict = {}
     made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)
@@ -229,6 +233,10 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             result.diagnostics.append(Diagnostic(
                 "NS-IO-CHANGED", f"the file shrank while it was read ({size} -> {now if now is not None else 'gone'} bytes): "
                 "it was truncated or rotated; what was read is diagnosed", name))
+
+
+_ENCODING_NAMES = {"utf-16": "UTF-16 (byte-order mark)", "utf-16-le": "UTF-16LE (no byte-order mark)",
+                   "utf-16-be": "UTF-16BE (no byte-order mark)"}
 
 
 class Hold:

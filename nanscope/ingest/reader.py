@@ -84,22 +84,27 @@ def expand_sources(paths: list[str]) -> list[Source]:
 
 
 class _Decompressed:
-    """A decompressing reader that keeps every byte it could decode and notices truncation.
+    """A decompressing reader that keeps every byte it could decode and notices damage.
 
     gzip.GzipFile raises EOFError on a truncated member and drops the data of that read call;
     zstandard's stream_reader returns truncated data with no error at all. Feeding a
     decompressobj ourselves keeps the readable prefix and tells, at the end, whether the last
-    member/frame was complete. Concatenated members (rotated logs joined with cat) are followed.
+    member/frame was complete (`truncated`) or where the data stopped making sense (`damaged`:
+    a bad checksum, a corrupt block, trailing bytes that are not a member/frame). Concatenated
+    members (rotated logs joined with cat) are followed.
     """
 
     READ = 1 << 20
+    PIECE = 4 << 10  # zstd input per decompress call: an error loses at most this call's output
 
-    def __init__(self, raw: BinaryIO, new: "Callable[[], Any]", padding_ok: bool):
+    def __init__(self, raw: BinaryIO, new: "Callable[[], Any]", padding_ok: bool, kind: str):
         self._raw = raw
         self._new = new
         self._d = new()
         self._padding_ok = padding_ok
+        self.kind = kind
         self.truncated = False
+        self.damaged: Optional[str] = None
         self._eof = False
 
     def read(self, n: int) -> bytes:
@@ -120,7 +125,12 @@ class _Decompressed:
     def _feed(self, data: bytes) -> bytes:
         out = bytearray()
         while data:
-            out += self._d.decompress(data)
+            got, err = self._decompress(data)
+            out += got
+            if err is not None:
+                self.damaged = err
+                self._eof = True  # no way to find the next member/frame reliably: stop here
+                break
             if not self._d.eof:
                 break
             rest = self._d.unused_data
@@ -132,18 +142,91 @@ class _Decompressed:
             data = rest
         return bytes(out)
 
+    def _decompress(self, data: bytes) -> tuple[bytes, Optional[str]]:
+        """(what `data` decompresses to, an error message or None). On an error, as much of the
+        output as the decoder gives before the bad byte is kept: zlib's state is copied and the
+        longest prefix that still decodes is found by bisection; zstd is fed in small pieces."""
+        copy = getattr(self._d, "copy", None)
+        if copy is not None:  # zlib
+            saved = copy()
+            try:
+                return self._d.decompress(data), None
+            except Exception as e:  # noqa: BLE001 - zlib.error, the only kind
+                err = f"{type(e).__name__}: {e}"
+            lo, hi, best = 0, len(data), b""
+            while lo < hi:  # the longest prefix that decodes without an error
+                mid = (lo + hi + 1) // 2
+                try:
+                    best_mid = saved.copy().decompress(data[:mid])
+                except Exception:  # noqa: BLE001
+                    hi = mid - 1
+                    continue
+                lo, best = mid, best_mid
+            return best, err
+        out = bytearray()
+        for i in range(0, len(data), self.PIECE):
+            if self._d.eof:
+                return bytes(out), None  # the frame ended inside this piece: _feed takes the rest
+            try:
+                out += self._d.decompress(data[i:i + self.PIECE])
+            except Exception as e:  # noqa: BLE001 - zstandard.ZstdError and kin
+                return bytes(out), f"{type(e).__name__}: {e}"
+        return bytes(out), None
+
     def close(self) -> None:
         self._raw.close()
 
 
 def _gzip_stream(raw: BinaryIO) -> _Decompressed:
-    return _Decompressed(raw, lambda: zlib.decompressobj(wbits=31), padding_ok=True)
+    return _Decompressed(raw, lambda: zlib.decompressobj(wbits=31), padding_ok=True, kind="gzip")
 
 
 def _zstd_stream(raw: BinaryIO) -> _Decompressed:
-    import zstandard  # optional dependency
+    import zstandard  # a dependency; a missing one is reported as an unreadable input
 
-    return _Decompressed(raw, lambda: zstandard.ZstdDecompressor().decompressobj(), padding_ok=False)
+    return _Decompressed(raw, lambda: zstandard.ZstdDecompressor().decompressobj(), padding_ok=False, kind="zstd")
+
+
+class _Transcoded:
+    """A UTF-16 input read as UTF-8, incrementally (line numbers and offsets stay the text's)."""
+
+    READ = 1 << 20
+
+    def __init__(self, raw: BinaryIO, encoding: str):
+        import codecs
+
+        self._raw = raw
+        self._dec = codecs.getincrementaldecoder(encoding)("replace")
+        self.encoding = encoding
+        self._buf = b""
+        self._eof = False
+
+    def read(self, n: int) -> bytes:
+        while len(self._buf) < n and not self._eof:
+            data = self._raw.read(self.READ)
+            self._eof = not data
+            self._buf += self._dec.decode(data, final=self._eof).encode("utf-8", "surrogatepass")
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+def utf16_encoding(head: bytes) -> Optional[str]:
+    """'utf-16' when the input starts with a UTF-16 byte-order mark; 'utf-16-le' / 'utf-16-be' for
+    text without one whose first 64 bytes are ASCII characters each padded with a NUL (a NUL hole is
+    NULs on both sides, and UTF-8 text has no NUL at every other byte); None otherwise."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") and head[:4] != b"\xff\xfe\x00\x00":  # (not UTF-32)
+        return "utf-16"
+    probe = head[: len(head) // 2 * 2][:64]
+    if len(probe) < 8:
+        return None
+    even, odd = probe[0::2], probe[1::2]
+    for zeros, chars, enc in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if not zeros.strip(b"\x00") and all(c == 9 or c == 10 or c == 13 or 0x20 <= c < 0x7F for c in chars):
+            return enc
+    return None
 
 
 def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
@@ -161,14 +244,17 @@ def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
             size = os.fstat(raw.fileno()).st_size
         except OSError:
             size = None
-    head = _peek(raw, 4)
+    head = _peek(raw, 64)
+    enc = utf16_encoding(head)
+    if enc is not None:
+        return _Transcoded(raw, enc), size  # type: ignore[return-value]
     if head.startswith(_GZIP_MAGIC):
         return _gzip_stream(raw), size  # type: ignore[return-value]
     if head.startswith(_ZSTD_MAGIC):
         try:
             return _zstd_stream(raw), size  # type: ignore[return-value]
         except ImportError:
-            raise InputError("zstd input needs the 'zstandard' package (pip install zstandard)", source.name) from None
+            raise InputError("zstd input needs the 'zstandard' package (pip install zstandard); not read", source.name) from None
     return raw, size
 
 
@@ -469,7 +555,11 @@ def scan_candidates(
             info.error = f"input ends early ({type(e).__name__}: {e}) after line {lineno}"
             chunk = b""
         if not chunk:
-            if getattr(stream, "truncated", False):
+            if getattr(stream, "damaged", None):
+                info.complete = False
+                info.error = (f"{stream.kind} input is damaged ({stream.damaged}): read up to line {lineno}, "  # type: ignore[attr-defined]
+                              "the rest could not be decoded")
+            elif getattr(stream, "truncated", False):
                 info.complete = False
                 info.error = f"compressed input ends early (truncated) after line {lineno}"
             break

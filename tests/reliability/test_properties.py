@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -71,6 +72,45 @@ def test_valid_logs_never_crash_and_json_stays_strict(data):
     from nanscope.report.json import dumps
 
     report = diagnose_sources([Source("fuzz.log", None, data)], Options())
+    json.loads(dumps(report), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+
+
+# Real lines, never retyped: every line of the bundled sample logs (read here, at test time).
+_SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
+_REAL = sorted({ln for f in sorted(_SAMPLES.rglob("*.log")) for ln in f.read_bytes().splitlines() if ln.strip()})
+_real_line = st.sampled_from(_REAL)
+
+
+def _mutate(line: bytes, edits: list[tuple[int, int, int]]) -> bytes:
+    """Apply (kind, position, byte) edits: 0 flips a byte, 1 inserts one, 2 deletes one, 3 doubles
+    the tail from there (a line split / interleaved write)."""
+    b = bytearray(line)
+    for kind, pos, val in edits:
+        i = pos % (len(b) + 1)
+        if kind == 0 and i < len(b):
+            b[i] ^= val or 1
+        elif kind == 1:
+            b.insert(i, val)
+        elif kind == 2 and i < len(b):
+            del b[i]
+        elif kind == 3:
+            b[i:i] = b[i:]
+    return bytes(b)
+
+
+_mutated = st.builds(_mutate, _real_line, st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10_000), st.integers(0, 255)), max_size=4))
+_mutated_log = st.lists(st.one_of(_real_line, _mutated), min_size=1, max_size=40).map(lambda ls: b"\n".join(ls) + b"\n")
+
+
+@SETTINGS
+@given(_mutated_log)
+def test_mutated_real_lines_never_crash(data):
+    import json
+
+    from nanscope.report.json import dumps
+
+    report = diagnose_sources([Source("fuzz.log", None, data)], Options())
+    assert report.verdict in ("clean", "benign", "actionable", "retryable", "incomplete")
     json.loads(dumps(report), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
 
 
