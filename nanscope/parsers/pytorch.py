@@ -24,7 +24,7 @@ from nanscope.parsers.numbers import to_float, to_int
 NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
 KEY = r"grad[ _]norm|loss[ _]scale|lm[ _]loss|train[ _]loss|[A-Za-z_][\w./]*"
 SEP = r"[ \t]*[:=][ \t]*|[ \t]+"
-PAIR = re.compile(rf"(?P<key>{KEY})(?:{SEP})(?P<val>{NUM})(?![\w.])", re.I)
+PAIR = re.compile(rf"(?<![\w./])(?P<key>{KEY})(?:{SEP})(?P<val>{NUM})(?![\w.])", re.I)
 
 STEP_KEYS = {"step", "steps", "iter", "iters", "iteration", "global_step", "it", "batch"}
 LOSS_KEYS = {"loss", "train_loss", "train loss", "lm loss", "lm_loss", "total_loss", "loss/train", "train/loss"}
