@@ -300,6 +300,24 @@ def _own_process() -> None:
     reader.OWN_PROCESS = True
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so that every `finally` runs (temporary files of
+    -o and of event exports are removed) before the process exits 143."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+def _catch_sigterm() -> None:
+    import signal
+
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (main() called from a library's thread): leave it
+        pass
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point with one error funnel: never a traceback, never exit 1 for an internal error."""
     from nanscope.output import OutputClosed
@@ -307,6 +325,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or bool(os.environ.get("NANSCOPE_DEBUG"))
     _own_process()
+    _catch_sigterm()
     command = typer.main.get_command(app)
     try:
         command.main(args=args, prog_name="nanscope")
@@ -319,6 +338,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("nanscope: interrupted\n")
         code = ExitCode.INTERRUPTED
+    except Terminated:
+        sys.stderr.write("nanscope: terminated\n")
+        code = ExitCode.TERMINATED
     except (OutputClosed, BrokenPipeError):
         _silence_stdout()
         code = ExitCode.CLEAN

@@ -483,6 +483,11 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
     parsers = select(options.parsers)
     from nanscope.parallel import scan_parallel, should_parallelize
 
+    for src in sources:
+        if src.skip is not None:
+            result.diagnostics.append(Diagnostic("NS-IO-SKIPPED", src.skip, src.name))
+    sources = [s for s in sources if s.skip is None]
+
     jobs = should_parallelize(sources, options.jobs)
     if jobs:
         yield from scan_parallel(sources, options, result, jobs, options.progress)

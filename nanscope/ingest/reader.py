@@ -49,6 +49,7 @@ class Source:
     path: Optional[str]  # None for stdin and in-memory data
     data: Optional[bytes] = None
     layout_rank: Optional[int] = None  # the rank its name gives among per-rank siblings (prefixes.layout_ranks)
+    skip: Optional[str] = None  # why it is not read (a FIFO or device found in a folder): reported, not opened
 
     @property
     def is_stdin(self) -> bool:
@@ -72,15 +73,35 @@ def expand_sources(paths: list[str]) -> list[Source]:
                         found.append(os.path.join(root, f))
             if not found:
                 raise InputError("folder contains no files", p)
-            out.extend(Source(f, f) for f in found)
+            srcs = [Source(f, f, skip=_not_regular(f)) for f in found]
+            if all(s.skip is not None for s in srcs):
+                raise InputError("folder contains no regular files (only FIFOs, sockets or devices)", p)
+            out.extend(srcs)
         elif os.path.exists(p):
             out.append(Source(p, p))
         else:
             raise InputError("no such file or folder", p)
-    ranks = layout_ranks([s.name for s in out if s.path is not None])
+    ranks = layout_ranks([s.name for s in out if s.path is not None and s.skip is None])
     for s in out:
         s.layout_rank = ranks.get(s.name)
     return out
+
+
+def _not_regular(path: str) -> Optional[str]:
+    """Why a file found in a folder is not read, or None: opening a FIFO waits for a writer that
+    may never come, and a device never ends. (A FIFO named on the command line is read: the
+    user asked for it.)"""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # opening it reports the error
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    return f"{kind} inside a folder: not read (name it on the command line to read it)"
 
 
 class _Decompressed:
@@ -235,7 +256,7 @@ def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
         if source.data is not None:
             raw: BinaryIO = io.BufferedReader(io.BytesIO(source.data))  # type: ignore[arg-type]
         else:
-            raw = sys.stdin.buffer if source.is_stdin else open(source.path, "rb")  # type: ignore[arg-type]
+            raw = _stdin() if source.is_stdin else open(source.path, "rb")  # type: ignore[arg-type]
     except OSError as e:
         raise InputError(e.strerror or str(e), source.name) from None
     size = len(source.data) if source.data is not None else None
@@ -256,6 +277,47 @@ def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
         except ImportError:
             raise InputError("zstd input needs the 'zstandard' package (pip install zstandard); not read", source.name) from None
     return raw, size
+
+
+class _PatientPipe(io.RawIOBase):
+    """A pipe read so that a signal always gets through: select() with a short time-out before
+    each read brings the main thread back to the interpreter, where Python runs signal handlers,
+    even when the kernel delivered SIGTERM to one of Arrow's threads (a blocking read in the main
+    thread would never see it)."""
+
+    WAKE_S = 0.25
+
+    def __init__(self, fd: int):
+        super().__init__()
+        self._fd = fd
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        import select
+
+        while not select.select([self._fd], [], [], self.WAKE_S)[0]:
+            pass
+        return os.readv(self._fd, [b])
+
+
+def _stdin() -> BinaryIO:
+    """Standard input for binary reading (a pipe or FIFO through _PatientPipe)."""
+    import stat
+
+    buf = sys.stdin.buffer
+    try:
+        fd = buf.fileno()
+        pipe = os.name == "posix" and stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return buf
+    if not pipe:
+        return buf
+    return io.BufferedReader(_PatientPipe(fd), buffer_size=1 << 16)  # type: ignore[return-value]
 
 
 def _peek(raw: BinaryIO, n: int) -> bytes:
