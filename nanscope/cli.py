@@ -116,6 +116,16 @@ def diagnose(
     sources = expand_sources(paths or ["-"])
     options.jobs = jobs
     options.progress = progress_for(sources, quiet=quiet)
+    streaming = fmt == "jsonl" and not quiet and output in (None, "-")  # begin goes out before reading
+    if streaming:
+        from nanscope.ingest.reader import source_sizes
+        from nanscope.output import StdoutWatch
+        from nanscope.report import jsonl
+
+        with open_output(None) as out:
+            jsonl.write(jsonl.begin(source_sizes(sources)), out)
+        if StdoutWatch.usable():
+            options.progress = StdoutWatch(options.progress)
     try:
         report = api.diagnose_sources(sources, options)
     finally:
@@ -127,7 +137,8 @@ def diagnose(
     if not quiet:
         with open_output(output) as out:
             color_on = use_color(color, no_color, out) and output is None
-            reporters.render(fmt, report, out, reporters.RenderOptions(color=color_on, redact=not no_redact))
+            reporters.render(fmt, report, out, reporters.RenderOptions(color=color_on, redact=not no_redact,
+                                                                       begun=streaming))
     code = api.exit_code(report, fail_on.value)
     raise typer.Exit(ExitCode.CLEAN if exit_zero and code != ExitCode.ERROR else code)
 

@@ -163,9 +163,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 formats[found.parser] = formats.get(found.parser, 0) + n
                 yield found
                 continue
-            text = raw.decode("utf-8", "replace")
-            if "\ufffd" in text:
-                info.replaced_bytes += text.count("\ufffd")
+            text = raw.decode("utf-8", "replace")  # (invalid sequences are counted by the reader, on every line)
             if "\x1b" in text:
                 text = strip_ansi(text)
                 steps = everything  # an escape sequence may have split a keyword in the raw bytes
@@ -221,7 +219,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             name, nul_line))
     if info.replaced_bytes:
         result.diagnostics.append(Diagnostic(
-            "NS-IO-INVALID-UTF8", f"{info.replaced_bytes} invalid UTF-8 sequence(s) replaced with U+FFFD", name))
+            "NS-IO-INVALID-UTF8", f"{info.replaced_bytes} invalid UTF-8 sequence(s) in the input; read as U+FFFD", name))
     if not info.complete:
         result.diagnostics.append(Diagnostic("NS-IO-INCOMPLETE", info.error or "input ends early", name))
     if source.path is not None and size is not None:

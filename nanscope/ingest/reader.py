@@ -9,6 +9,7 @@ its head is kept, the rest is skipped and counted.
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import re
@@ -85,6 +86,20 @@ def expand_sources(paths: list[str]) -> list[Source]:
     for s in out:
         s.layout_rank = ranks.get(s.name)
     return out
+
+
+def source_sizes(sources: Sequence[Source]) -> list[tuple[str, Optional[int]]]:
+    """(name, size in bytes or None) of each input, known before reading (the stream's begin)."""
+    out: list[tuple[str, Optional[int]]] = []
+    for s in sources:
+        if s.data is not None:
+            out.append((s.name, len(s.data)))
+            continue
+        try:
+            out.append((s.name, os.path.getsize(s.path) if s.path is not None and s.skip is None else None))
+        except OSError:
+            out.append((s.name, None))
+    return [(n, z) for (n, z), s in zip(out, sources) if s.skip is None]
 
 
 def _not_regular(path: str) -> Optional[str]:
@@ -655,6 +670,7 @@ def scan_candidates(
             info.long_lines += 1
             marks.setdefault("long", lineno)
             head = carry[:max_line]
+            info.replaced_bytes += invalid_utf8(head, final=False)  # (the cut may split a character)
             if prefilter.search(head):
                 yield lineno, head, ALL
             carry = b""
@@ -665,6 +681,18 @@ def scan_candidates(
         lineno += 1  # the last line had no terminator
     yield from _release(held, prefilter, info, max_line, native, claimable)
     info.lines = lineno - 1
+
+
+def invalid_utf8(data, final: bool = True) -> int:
+    """How many invalid UTF-8 sequences `data` holds (each becomes one U+FFFD when decoded), on
+    every line, not only those a parser reads. Valid input costs one strict decode; a region
+    ends at a line terminator, so no character is cut in two."""
+    try:
+        codecs.utf_8_decode(data, "strict", final)
+        return 0
+    except UnicodeDecodeError:
+        text = codecs.utf_8_decode(data, "replace", final)[0]
+        return text.count("\ufffd") - bytes(data).count("\ufffd".encode())
 
 
 def _runs(idx: list, lines: list, found: list, made: list) -> tuple[list, list, list]:
@@ -749,6 +777,9 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
     """Candidates of a region that ends at a line terminator (or the end of input). A big
     region's join `held` (released once enough input is held); a small one's go out at once,
     after what is held."""
+    info.replaced_bytes += invalid_utf8(region)
+    if _NUL_RUN.search(region):  # a NUL hole: one NUL ends a piece as well as a million (\n, so lines, stay)
+        region = memoryview(_NUL_RUN.sub(b"\x00", region))
     if len(region) < SMALL_REGION:  # a small file: compiling the RE2 program would cost more
         yield from _release(held, prefilter, info, max_line, native, claimable)
         data = bytes(region)
@@ -824,6 +855,7 @@ def _count_long(lines, max_line: int) -> tuple[int, int]:
 
 
 _PIECE = re.compile(rb"[^\r\n\x00]+")
+_NUL_RUN = re.compile(rb"\x00{2,}")
 
 
 def _long_pieces(line: bytes, max_line: int) -> int:
