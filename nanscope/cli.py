@@ -316,13 +316,23 @@ class Terminated(BaseException):
     -o and of event exports are removed) before the process exits 143."""
 
 
+_MAIN_PID = [0]
+
+
 def _on_sigterm(signum, frame) -> None:
+    if os.getpid() != _MAIN_PID[0]:  # a forked --jobs worker, ended by its parent: die as before
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
     raise Terminated()
 
 
 def _catch_sigterm() -> None:
     import signal
 
+    _MAIN_PID[0] = os.getpid()
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (main() called from a library's thread): leave it

@@ -250,10 +250,18 @@ class _Transcoded:
 
 
 def utf16_encoding(head: bytes) -> Optional[str]:
-    """'utf-16' when the input starts with a UTF-16 byte-order mark; 'utf-16-le' / 'utf-16-be' for
+    """'utf-16' when the input starts with a UTF-16 byte-order mark (and what follows is not plain
+    UTF-8 text); 'utf-16-le' / 'utf-16-be' for
     text without one whose first 64 bytes are ASCII characters each padded with a NUL (a NUL hole is
     NULs on both sides, and UTF-8 text has no NUL at every other byte); None otherwise."""
     if head[:2] in (b"\xff\xfe", b"\xfe\xff") and head[:4] != b"\xff\xfe\x00\x00":  # (not UTF-32)
+        rest = head[2:]
+        try:  # UTF-8 text after two junk bytes (no NUL, valid UTF-8) is not UTF-16: ASCII in UTF-16
+            codecs.utf_8_decode(rest, "strict", False)  # has NULs, other UTF-16 text is almost
+            if b"\x00" not in rest and rest:          # never valid UTF-8
+                return None
+        except UnicodeDecodeError:
+            pass
         return "utf-16"
     probe = head[: len(head) // 2 * 2][:64]
     if len(probe) < 8:

@@ -130,3 +130,10 @@ def test_nul_hole_is_not_taken_for_utf16():
     assert utf16_encoding(b"\x00" * 64) is None
     assert utf16_encoding(b"s\x00t\x00e\x00p\x00 \x001\x00") == "utf-16-le"
     assert utf16_encoding(b"step 1 | loss 2.0") is None
+
+
+def test_two_junk_bytes_that_look_like_a_bom_before_utf8_text_stay_utf8():
+    from nanscope.ingest.reader import utf16_encoding
+
+    assert utf16_encoding(b"\xff\xfe step 3 | loss 2.0\n") is None
+    assert utf16_encoding(b"\xff\xfe" + "步骤 3 损失".encode("utf-16-le")) == "utf-16"
