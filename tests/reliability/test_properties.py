@@ -1,8 +1,9 @@
-"""Property tests (hypothesis): random bytes never crash the pipeline; chunk boundaries never change
-what is read; the order of per-rank files never changes the diagnosis; sanitizers are idempotent.
+"""Property tests (hypothesis): random bytes and mutated real lines never crash the pipeline; chunk
+boundaries never change what is read; the order of per-rank files never changes the diagnosis;
+sanitizers are idempotent.
 
-A longer fuzz run: NANSCOPE_FUZZ_EXAMPLES=20000 python -m pytest tests/reliability/test_properties.py
-(see README, "Fuzzing")."""
+A longer fuzz run (the one recorded in README, "Fuzzing"): NANSCOPE_FUZZ_EXAMPLES=20000 python -m
+pytest tests/reliability/test_properties.py -k "random_bytes or mutated" --hypothesis-show-statistics"""
 
 from __future__ import annotations
 
