@@ -110,17 +110,21 @@ def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = Non
     top = attribute(findings, job_ranks, last)
     return Report(
         tool_version=__version__, inputs=result.inputs, ranks=summaries, findings=top,
-        diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top),
+        diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top, result.inputs),
         signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0, signatures=sigs,
     )
 
 
-def verdict(findings: list[Finding]) -> str:
+def verdict(findings: list[Finding], inputs: Sequence = ()) -> str:
     """clean: nothing; benign: only benign, info or low findings; retryable: every serious finding
-    is an infrastructure fault; actionable: otherwise."""
+    is an infrastructure fault; actionable: otherwise. incomplete: an input could not be read, or
+    only in part (a damaged or truncated archive, a file nanscope may not open), and nothing
+    serious was found in what was read: never `clean` or `benign` for what was not seen."""
+    serious = [f for f in findings if not f.benign and SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["medium"]]
+    if not serious and any(not i.complete for i in inputs):
+        return "incomplete"
     if not findings:
         return "clean"
-    serious = [f for f in findings if not f.benign and SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["medium"]]
     if not serious:
         return "benign"
     if all(f.retryable for f in serious):
@@ -157,32 +161,41 @@ def fleet(root: str, pattern: Optional[str] = None, options: Optional[Options] =
 
 
 def write_reports(report: Report, outputs: Sequence[str] = (), default_format: str = "text", redact: bool = True,
-                  stdout: bool = True, color: Callable[[object], bool] = lambda stream: False) -> None:
+                  stdout: bool = True, color: Callable[[object], bool] = lambda stream: False,
+                  begun: bool = False) -> None:
     """Render one Report into several outputs: each `FORMAT:PATH` (a file, atomically), `FORMAT`
     (stdout) or a plain PATH (the default_format report there); see nanscope.report.outputs.
-    `color(stream)` says whether the stdout report may be coloured."""
+    `color(stream)` says whether the stdout report may be coloured; `begun`: a jsonl report to stdout
+    had its begin message written before the logs were read."""
     from nanscope import report as reporters
     from nanscope.report.outputs import plan, write_all
 
     specs = plan(default_format, list(outputs), list(reporters.FORMATS), stdout=stdout)
 
     def render(fmt: str, rep: Report, out, is_stdout: bool) -> None:
-        reporters.render(fmt, rep, out, reporters.RenderOptions(color=is_stdout and color(out), redact=redact))
+        reporters.render(fmt, rep, out, reporters.RenderOptions(color=is_stdout and color(out), redact=redact,
+                                                                begun=begun and is_stdout))
 
     write_all(report, specs, render)
 
 
+def incomplete_inputs(report: Report) -> list:
+    """The inputs that could not be read, or only in part."""
+    return [i for i in report.inputs if not i.complete]
+
+
 def exit_code(report: Report, fail_on: str = "medium") -> ExitCode:
-    """0: nothing at or above fail_on; 1: findings; 3: all of those are retryable infrastructure faults.
-    With a baseline, only new findings (and regressions) count."""
-    if fail_on == "never":
-        return ExitCode.CLEAN
-    if fail_on not in SEVERITIES:
+    """1: findings at or above fail_on; 3: all of those are retryable infrastructure faults;
+    else 2 when an input could not be read completely (nothing can be said of what was not read);
+    else 0. Findings go first: what was read shows the job failed either way. With a baseline,
+    only new findings (and regressions) count; fail_on 'never' counts no finding, but an input
+    not read still gives 2."""
+    if fail_on != "never" and fail_on not in SEVERITIES:
         raise NanscopeError(f"--fail-on takes one of {', '.join(SEVERITIES)}, never")
-    level = SEVERITY_ORDER[fail_on]
+    level = SEVERITY_ORDER.get(fail_on, len(SEVERITY_ORDER) + 1)
     hits = [f for f in report.findings if SEVERITY_ORDER[f.severity] >= level and f.baseline_status != "known"]
     if not hits:
-        return ExitCode.CLEAN
+        return ExitCode.ERROR if incomplete_inputs(report) else ExitCode.CLEAN
     if all(f.retryable for f in hits):
         return ExitCode.RETRYABLE
     return ExitCode.FINDINGS

@@ -39,10 +39,12 @@ def load(path: str, diagnose_log: Callable[[str], Report]) -> dict:
     `diagnose_log`, the caller's diagnosis with its options: this floor does not run one)."""
     if path.endswith(".json"):
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            with open(path, "rb") as fh:
+                data = json.loads(fh.read().decode("utf-8"))
         except OSError as e:
             raise InputError(e.strerror or str(e), path) from None
+        except UnicodeDecodeError as e:
+            raise InputError(f"not a nanscope JSON report: invalid UTF-8 at byte {e.start}", path) from None
         except json.JSONDecodeError as e:
             raise InputError(f"not a nanscope JSON report: {e}", path) from None
         if not isinstance(data, dict) or "findings" not in data or "schema_version" not in data:

@@ -1,8 +1,9 @@
 """The command line: flags -> Options, call nanscope.api, pick a reporter, return an exit code.
 
-EXIT STATUS: 0 nothing at or above --fail-on; 1 findings at or above --fail-on; 2 usage error,
-unreadable input, bad signature file or internal error; 3 findings, all of them retryable
-infrastructure faults (CI can retry); 130 interrupted. A closed stdout (`| head`) exits 0.
+EXIT STATUS: 0 nothing at or above --fail-on, every input read in full; 1 findings at or above
+--fail-on; 2 usage error, an input not read in full (unreadable, damaged, truncated) with no such
+findings, bad signature file or internal error; 3 findings, all of them retryable infrastructure
+faults (CI can retry); 130 interrupted. A closed stdout (`| head`) exits 0.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import typer
 from nanscope import __version__
 from nanscope.errors import ExitCode, NanscopeError
 
-EXIT_HELP = ("Exit status: 0 nothing at or above --fail-on; 1 findings; 2 usage, input or internal error; "
+EXIT_HELP = ("Exit status: 0 nothing at or above --fail-on and every input read in full; 1 findings; "
+             "2 usage or internal error, or an input not read in full and no findings; "
              "3 all findings are retryable infrastructure faults; 130 interrupted.")
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
@@ -96,7 +98,7 @@ def diagnose(
                                                help="Also write FORMAT into PATH (FORMAT alone: stdout; a PATH alone: the "
                                                     "--format report, atomically). Repeatable; the logs are read once."),
     fail_on: FailOn = typer.Option(FailOn.medium, "--fail-on", help="Lowest severity that makes the exit status non-zero."),
-    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (errors still exit 2)."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (errors and inputs not read in full still exit 2)."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Only these signature ids or categories (comma separated)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these signature ids or categories."),
     signatures: Optional[List[str]] = typer.Option(None, "--signatures", help="Extra folder of signature TOML files."),
@@ -130,7 +132,7 @@ def diagnose(
     cfg = _settings(ctx, config_file)
     if cfg["format"] not in reporters.FORMATS:
         raise typer.BadParameter(f"unknown format '{cfg['format']}'; known: {', '.join(reporters.FORMATS)}", param_hint="--format")
-    plan(cfg["format"], cfg["output"], list(reporters.FORMATS))  # a bad --output fails before the logs are read
+    specs = plan(cfg["format"], cfg["output"], list(reporters.FORMATS), stdout=not quiet)  # a bad --output fails before the logs are read
     options = api.Options(signatures=cfg["signatures"], select=cfg["select"], ignore=cfg["ignore"],
                           parsers=cfg["parser"] or None)
     from nanscope.ingest.reader import expand_sources
@@ -141,6 +143,16 @@ def diagnose(
     options.jobs = cfg["jobs"]
     options.engine = cfg["engine"]
     options.progress = progress_for(sources, quiet=quiet)
+    streaming = any(sp.path is None and sp.fmt == "jsonl" for sp in specs)  # begin goes out before reading
+    if streaming:
+        from nanscope.ingest.reader import source_sizes
+        from nanscope.output import StdoutWatch, open_output
+        from nanscope.report import jsonl
+
+        with open_output(None) as out:
+            jsonl.write(jsonl.begin(source_sizes(sources)), out)
+        if StdoutWatch.usable():
+            options.progress = StdoutWatch(options.progress)
     try:
         report = api.diagnose_sources(sources, options)
     finally:
@@ -151,9 +163,9 @@ def diagnose(
         api.with_baseline(report, cfg["baseline"], options)
     choice = Color.never if no_color else Color(cfg["color"])
     api.write_reports(report, cfg["output"], cfg["format"], redact=cfg["redact"], stdout=not quiet,
-                      color=lambda stream: use_color(choice, False, stream))
+                      color=lambda stream: use_color(choice, False, stream), begun=streaming)
     code = api.exit_code(report, cfg["fail-on"])
-    raise typer.Exit(ExitCode.CLEAN if cfg["exit-zero"] else code)
+    raise typer.Exit(ExitCode.CLEAN if cfg["exit-zero"] and code != ExitCode.ERROR else code)
 
 
 # diagnose's parameters that are settings: parameter name -> (config key, value as given -> setting)
@@ -485,6 +497,34 @@ def _own_process() -> None:
     columns.OWN_PROCESS = True
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so that every `finally` runs (temporary files of
+    -o and of event exports are removed) before the process exits 143."""
+
+
+_MAIN_PID = [0]
+
+
+def _on_sigterm(signum, frame) -> None:
+    if os.getpid() != _MAIN_PID[0]:  # a forked --jobs worker, ended by its parent: die as before
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    raise Terminated()
+
+
+def _catch_sigterm() -> None:
+    import signal
+
+    _MAIN_PID[0] = os.getpid()
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (main() called from a library's thread): leave it
+        pass
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point with one error funnel: never a traceback, never exit 1 for an internal error."""
     from nanscope.output import OutputClosed
@@ -492,6 +532,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or bool(os.environ.get("NANSCOPE_DEBUG"))
     _own_process()
+    _catch_sigterm()
     command = typer.main.get_command(app)
     try:
         command.main(args=args, prog_name="nanscope")
@@ -504,6 +545,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("nanscope: interrupted\n")
         code = ExitCode.INTERRUPTED
+    except Terminated:
+        sys.stderr.write("nanscope: terminated\n")
+        code = ExitCode.TERMINATED
     except (OutputClosed, BrokenPipeError):
         _silence_stdout()
         code = ExitCode.CLEAN

@@ -12,6 +12,7 @@ class ExitCode(IntEnum):
     ERROR = 2  # usage, config, unreadable input or internal error
     RETRYABLE = 3  # findings at or above --fail-on, all of them retryable infrastructure faults
     INTERRUPTED = 130  # SIGINT
+    TERMINATED = 143  # SIGTERM (128 + 15), after removing any temporary file
 
 
 class NanscopeError(Exception):

@@ -40,6 +40,39 @@ def settle_mode(tmp: str, path: str, directory: bool = False) -> None:
     os.chmod(tmp, final_mode(path, directory))
 
 
+class StdoutWatch:
+    """A progress callback that stops the run (OutputClosed) once the reader of a piped stdout has
+    gone, so `nanscope diagnose --format jsonl big.log | head -1` does not read big.log to the
+    end: its begin line went out first, and after head exits every chunk read asks poll() whether
+    the pipe's read end is closed (POLLERR). Wraps the progress bar, if any."""
+
+    def __init__(self, inner=None):
+        import select
+
+        self.inner = inner
+        self._poll = select.poll()
+        self._poll.register(sys.stdout.fileno(), 0)  # POLLERR / POLLHUP are always reported
+
+    @staticmethod
+    def usable() -> bool:
+        import stat
+
+        try:
+            return hasattr(__import__("select"), "poll") and stat.S_ISFIFO(os.fstat(sys.stdout.fileno()).st_mode)
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    def __call__(self, nbytes: int, nlines: int) -> None:
+        if self.inner is not None:
+            self.inner(nbytes, nlines)
+        if self._poll.poll(0):
+            raise OutputClosed()
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
+
+
 @contextlib.contextmanager
 def open_output(path: Optional[str], binary: bool = False) -> Iterator[IO]:
     if path is None or path == "-":

@@ -111,6 +111,10 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     raw_stream, size = open_binary(source)
     info.size = size
     stream = ReadAhead(raw_stream, HEAD_BYTES)
+    encoding = getattr(raw_stream, "encoding", None)
+    if encoding is not None:
+        result.diagnostics.append(Diagnostic(
+            "NS-IO-ENCODING", f"read as {_ENCODING_NAMES.get(encoding, encoding)} (not UTF-8); line numbers are the text's", source.name))
     base = origin_from_path(None if source.is_stdin else source.name, source.layout_rank)
     topo = learn(stream.head, stream.whole)
     if source.layout_rank is not None and base.rank == source.layout_rank and base.node is None \
@@ -174,9 +178,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 formats[found.parser] = formats.get(found.parser, 0) + n
                 yield found
                 continue
-            text = raw.decode("utf-8", "replace")
-            if "\ufffd" in text:
-                info.replaced_bytes += text.count("\ufffd")
+            text = raw.decode("utf-8", "replace")  # (invalid sequences are counted by the reader, on every line)
             if "\x1b" in text:
                 text = strip_ansi(text)
                 steps = everything  # an escape sequence may have split a keyword in the raw bytes
@@ -234,7 +236,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             name, nul_line))
     if info.replaced_bytes:
         result.diagnostics.append(Diagnostic(
-            "NS-IO-INVALID-UTF8", f"{info.replaced_bytes} invalid UTF-8 sequence(s) replaced with U+FFFD", name))
+            "NS-IO-INVALID-UTF8", f"{info.replaced_bytes} invalid UTF-8 sequence(s) in the input; read as U+FFFD", name))
     if not info.complete:
         result.diagnostics.append(Diagnostic("NS-IO-INCOMPLETE", info.error or "input ends early", name))
     if source.path is not None and size is not None:
@@ -246,6 +248,10 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
             result.diagnostics.append(Diagnostic(
                 "NS-IO-CHANGED", f"the file shrank while it was read ({size} -> {now if now is not None else 'gone'} bytes): "
                 "it was truncated or rotated; what was read is diagnosed", name))
+
+
+_ENCODING_NAMES = {"utf-16": "UTF-16 (byte-order mark)", "utf-16-le": "UTF-16LE (no byte-order mark)",
+                   "utf-16-be": "UTF-16BE (no byte-order mark)"}
 
 
 class Hold:

@@ -8,7 +8,7 @@ from typing import Iterator, Sequence
 
 from nanscope.errors import InputError
 from nanscope.ingest.reader import Source
-from nanscope.model import Event, InputInfo
+from nanscope.model import Diagnostic, Event, InputInfo
 from nanscope.parallel import scan_parallel, should_parallelize
 from nanscope.parsers.registry import select
 from nanscope.pipeline import ScanOptions, ScanResult, in_order, note_unreadable, scan_source
@@ -19,6 +19,10 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
     Several files are read by worker processes (nanscope.parallel), or by Dask tasks with
     options.engine (nanscope.dask_scan), with the same result."""
     parsers = select(options.parsers)
+    for src in sources:
+        if src.skip is not None:  # a FIFO, socket or device inside a folder (reader.expand_sources)
+            result.diagnostics.append(Diagnostic("NS-IO-SKIPPED", src.skip, src.name))
+    sources = [s for s in sources if s.skip is None]
     if options.engine not in (None, "local"):
         from nanscope.dask_scan import parse_engine, scan_dask  # the optional extra: only when chosen
 

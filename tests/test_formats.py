@@ -102,7 +102,7 @@ def test_jsonl_is_typed_messages_of_strict_json(sample, reports):
     types = [m["type"] for m in msgs]
     assert types[0] == "begin" and types[-2:] == ["summary", "end"]
     assert set(types[1:-2]) <= {"finding"}
-    assert all(m["v"] == 1 and set(m) == {"type", "v", "data"} for m in msgs)
+    assert all(m["v"] == 2 and set(m) == {"type", "v", "data"} for m in msgs)
     full = strict_json(_render("json", reports[sample]))
     assert [m["data"] for m in msgs if m["type"] == "finding"] == full["findings"]
     summary = next(m for m in msgs if m["type"] == "summary")["data"]

@@ -9,6 +9,7 @@ its head is kept, the rest is skipped and counted.
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import re
@@ -51,6 +52,7 @@ class Source:
     path: Optional[str]  # None for stdin and in-memory data
     data: Optional[bytes] = None
     layout_rank: Optional[int] = None  # the rank its name gives among per-rank siblings (prefixes.layout_ranks)
+    skip: Optional[str] = None  # why it is not read (a FIFO or device found in a folder): reported, not opened
 
     @property
     def is_stdin(self) -> bool:
@@ -74,34 +76,73 @@ def expand_sources(paths: list[str]) -> list[Source]:
                         found.append(os.path.join(root, f))
             if not found:
                 raise InputError("folder contains no files", p)
-            out.extend(Source(f, f) for f in found)
+            srcs = [Source(f, f, skip=_not_regular(f)) for f in found]
+            if all(s.skip is not None for s in srcs):
+                raise InputError("folder contains no regular files (only FIFOs, sockets or devices)", p)
+            out.extend(srcs)
         elif os.path.exists(p):
             out.append(Source(p, p))
         else:
             raise InputError("no such file or folder", p)
-    ranks = layout_ranks([s.name for s in out if s.path is not None])
+    ranks = layout_ranks([s.name for s in out if s.path is not None and s.skip is None])
     for s in out:
         s.layout_rank = ranks.get(s.name)
     return out
 
 
+def source_sizes(sources: Sequence[Source]) -> list[tuple[str, Optional[int]]]:
+    """(name, size in bytes or None) of each input, known before reading (the stream's begin)."""
+    out: list[tuple[str, Optional[int]]] = []
+    for s in sources:
+        if s.data is not None:
+            out.append((s.name, len(s.data)))
+            continue
+        try:
+            out.append((s.name, os.path.getsize(s.path) if s.path is not None and s.skip is None else None))
+        except OSError:
+            out.append((s.name, None))
+    return [(n, z) for (n, z), s in zip(out, sources) if s.skip is None]
+
+
+def _not_regular(path: str) -> Optional[str]:
+    """Why a file found in a folder is not read, or None: opening a FIFO waits for a writer that
+    may never come, and a device never ends. (A FIFO named on the command line is read: the
+    user asked for it.)"""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # opening it reports the error
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    return f"{kind} inside a folder: not read (name it on the command line to read it)"
+
+
 class _Decompressed:
-    """A decompressing reader that keeps every byte it could decode and notices truncation.
+    """A decompressing reader that keeps every byte it could decode and notices damage.
 
     gzip.GzipFile raises EOFError on a truncated member and drops the data of that read call;
     zstandard's stream_reader returns truncated data with no error at all. Feeding a
     decompressobj ourselves keeps the readable prefix and tells, at the end, whether the last
-    member/frame was complete. Concatenated members (rotated logs joined with cat) are followed.
+    member/frame was complete (`truncated`) or where the data stopped making sense (`damaged`:
+    a bad checksum, a corrupt block, trailing bytes that are not a member/frame). Concatenated
+    members (rotated logs joined with cat) are followed.
     """
 
     READ = 1 << 20
+    PIECE = 4 << 10  # zstd input per decompress call: an error loses at most this call's output
 
-    def __init__(self, raw: BinaryIO, new: "Callable[[], Any]", padding_ok: bool):
+    def __init__(self, raw: BinaryIO, new: "Callable[[], Any]", padding_ok: bool, kind: str):
         self._raw = raw
         self._new = new
         self._d = new()
         self._padding_ok = padding_ok
+        self.kind = kind
         self.truncated = False
+        self.damaged: Optional[str] = None
         self._eof = False
 
     def read(self, n: int) -> bytes:
@@ -122,7 +163,12 @@ class _Decompressed:
     def _feed(self, data: bytes) -> bytes:
         out = bytearray()
         while data:
-            out += self._d.decompress(data)
+            got, err = self._decompress(data)
+            out += got
+            if err is not None:
+                self.damaged = err
+                self._eof = True  # no way to find the next member/frame reliably: stop here
+                break
             if not self._d.eof:
                 break
             rest = self._d.unused_data
@@ -134,18 +180,99 @@ class _Decompressed:
             data = rest
         return bytes(out)
 
+    def _decompress(self, data: bytes) -> tuple[bytes, Optional[str]]:
+        """(what `data` decompresses to, an error message or None). On an error, as much of the
+        output as the decoder gives before the bad byte is kept: zlib's state is copied and the
+        longest prefix that still decodes is found by bisection; zstd is fed in small pieces."""
+        copy = getattr(self._d, "copy", None)
+        if copy is not None:  # zlib
+            saved = copy()
+            try:
+                return self._d.decompress(data), None
+            except Exception as e:  # noqa: BLE001 - zlib.error, the only kind
+                err = f"{type(e).__name__}: {e}"
+            lo, hi, best = 0, len(data), b""
+            while lo < hi:  # the longest prefix that decodes without an error
+                mid = (lo + hi + 1) // 2
+                try:
+                    best_mid = saved.copy().decompress(data[:mid])
+                except Exception:  # noqa: BLE001
+                    hi = mid - 1
+                    continue
+                lo, best = mid, best_mid
+            return best, err
+        out = bytearray()
+        for i in range(0, len(data), self.PIECE):
+            if self._d.eof:
+                return bytes(out), None  # the frame ended inside this piece: _feed takes the rest
+            try:
+                out += self._d.decompress(data[i:i + self.PIECE])
+            except Exception as e:  # noqa: BLE001 - zstandard.ZstdError and kin
+                return bytes(out), f"{type(e).__name__}: {e}"
+        return bytes(out), None
+
     def close(self) -> None:
         self._raw.close()
 
 
 def _gzip_stream(raw: BinaryIO) -> _Decompressed:
-    return _Decompressed(raw, lambda: zlib.decompressobj(wbits=31), padding_ok=True)
+    return _Decompressed(raw, lambda: zlib.decompressobj(wbits=31), padding_ok=True, kind="gzip")
 
 
 def _zstd_stream(raw: BinaryIO) -> _Decompressed:
-    import zstandard  # optional dependency
+    import zstandard  # a dependency; a missing one is reported as an unreadable input
 
-    return _Decompressed(raw, lambda: zstandard.ZstdDecompressor().decompressobj(), padding_ok=False)
+    return _Decompressed(raw, lambda: zstandard.ZstdDecompressor().decompressobj(), padding_ok=False, kind="zstd")
+
+
+class _Transcoded:
+    """A UTF-16 input read as UTF-8, incrementally (line numbers and offsets stay the text's)."""
+
+    READ = 1 << 20
+
+    def __init__(self, raw: BinaryIO, encoding: str):
+        import codecs
+
+        self._raw = raw
+        self._dec = codecs.getincrementaldecoder(encoding)("replace")
+        self.encoding = encoding
+        self._buf = b""
+        self._eof = False
+
+    def read(self, n: int) -> bytes:
+        while len(self._buf) < n and not self._eof:
+            data = self._raw.read(self.READ)
+            self._eof = not data
+            self._buf += self._dec.decode(data, final=self._eof).encode("utf-8", "surrogatepass")
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+def utf16_encoding(head: bytes) -> Optional[str]:
+    """'utf-16' when the input starts with a UTF-16 byte-order mark (and what follows is not plain
+    UTF-8 text); 'utf-16-le' / 'utf-16-be' for
+    text without one whose first 64 bytes are ASCII characters each padded with a NUL (a NUL hole is
+    NULs on both sides, and UTF-8 text has no NUL at every other byte); None otherwise."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") and head[:4] != b"\xff\xfe\x00\x00":  # (not UTF-32)
+        rest = head[2:]
+        try:  # UTF-8 text after two junk bytes (no NUL, valid UTF-8) is not UTF-16: ASCII in UTF-16
+            codecs.utf_8_decode(rest, "strict", False)  # has NULs, other UTF-16 text is almost
+            if b"\x00" not in rest and rest:          # never valid UTF-8
+                return None
+        except UnicodeDecodeError:
+            pass
+        return "utf-16"
+    probe = head[: len(head) // 2 * 2][:64]
+    if len(probe) < 8:
+        return None
+    even, odd = probe[0::2], probe[1::2]
+    for zeros, chars, enc in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if not zeros.strip(b"\x00") and all(c == 9 or c == 10 or c == 13 or 0x20 <= c < 0x7F for c in chars):
+            return enc
+    return None
 
 
 def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
@@ -154,7 +281,7 @@ def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
         if source.data is not None:
             raw: BinaryIO = io.BufferedReader(io.BytesIO(source.data))  # type: ignore[arg-type]
         else:
-            raw = sys.stdin.buffer if source.is_stdin else open(source.path, "rb")  # type: ignore[arg-type]
+            raw = _stdin() if source.is_stdin else open(source.path, "rb")  # type: ignore[arg-type]
             if source.is_stdin and _is_terminal(raw):
                 # text typed or pasted on a terminal: read it whole, so one Ctrl-D ends it (chunked
                 # reads would each wait for an end-of-file of their own)
@@ -167,14 +294,17 @@ def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
             size = os.fstat(raw.fileno()).st_size
         except OSError:
             size = None
-    head = _peek(raw, 4)
+    head = _peek(raw, 64)
+    enc = utf16_encoding(head)
+    if enc is not None:
+        return _Transcoded(raw, enc), size  # type: ignore[return-value]
     if head.startswith(_GZIP_MAGIC):
         return _gzip_stream(raw), size  # type: ignore[return-value]
     if head.startswith(_ZSTD_MAGIC):
         try:
             return _zstd_stream(raw), size  # type: ignore[return-value]
         except ImportError:
-            raise InputError("zstd input needs the 'zstandard' package (pip install zstandard)", source.name) from None
+            raise InputError("zstd input needs the 'zstandard' package (pip install zstandard); not read", source.name) from None
     return raw, size
 
 
@@ -217,8 +347,61 @@ class ReadAhead:
     def truncated(self) -> bool:
         return bool(getattr(self._stream, "truncated", False))
 
+    @property
+    def damaged(self) -> Optional[str]:
+        return getattr(self._stream, "damaged", None)
+
+    @property
+    def kind(self) -> Optional[str]:
+        return getattr(self._stream, "kind", None)
+
+    @property
+    def encoding(self) -> Optional[str]:
+        return getattr(self._stream, "encoding", None)
+
     def close(self) -> None:
         self._stream.close()
+
+
+class _PatientPipe(io.RawIOBase):
+    """A pipe read so that a signal always gets through: select() with a short time-out before
+    each read brings the main thread back to the interpreter, where Python runs signal handlers,
+    even when the kernel delivered SIGTERM to one of Arrow's threads (a blocking read in the main
+    thread would never see it)."""
+
+    WAKE_S = 0.25
+
+    def __init__(self, fd: int):
+        super().__init__()
+        self._fd = fd
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        import select
+
+        while not select.select([self._fd], [], [], self.WAKE_S)[0]:
+            pass
+        return os.readv(self._fd, [b])
+
+
+def _stdin() -> BinaryIO:
+    """Standard input for binary reading (a pipe or FIFO through _PatientPipe)."""
+    import stat
+
+    buf = sys.stdin.buffer
+    try:
+        fd = buf.fileno()
+        pipe = os.name == "posix" and stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return buf
+    if not pipe:
+        return buf
+    return io.BufferedReader(_PatientPipe(fd), buffer_size=1 << 16)  # type: ignore[return-value]
 
 
 def _peek(raw: BinaryIO, n: int) -> bytes:
@@ -486,7 +669,11 @@ def scan_candidates(
             info.error = f"input ends early ({type(e).__name__}: {e}) after line {lineno}"
             chunk = b""
         if not chunk:
-            if getattr(stream, "truncated", False):
+            if getattr(stream, "damaged", None):
+                info.complete = False
+                info.error = (f"{stream.kind} input is damaged ({stream.damaged}): read up to line {lineno}, "  # type: ignore[attr-defined]
+                              "the rest could not be decoded")
+            elif getattr(stream, "truncated", False):
                 info.complete = False
                 info.error = f"compressed input ends early (truncated) after line {lineno}"
             break
@@ -520,6 +707,7 @@ def scan_candidates(
             info.long_lines += 1
             marks.setdefault("long", lineno)
             head = carry[:max_line]
+            info.replaced_bytes += invalid_utf8(head, final=False)  # (the cut may split a character)
             if prefilter.search(head):
                 yield lineno, head, ALL
             carry = b""
@@ -530,6 +718,18 @@ def scan_candidates(
         lineno += 1  # the last line had no terminator
     yield from _release(held, prefilter, info, max_line, native, claimable)
     info.lines = lineno - 1
+
+
+def invalid_utf8(data, final: bool = True) -> int:
+    """How many invalid UTF-8 sequences `data` holds (each becomes one U+FFFD when decoded), on
+    every line, not only those a parser reads. Valid input costs one strict decode; a region
+    ends at a line terminator, so no character is cut in two."""
+    try:
+        codecs.utf_8_decode(data, "strict", final)
+        return 0
+    except UnicodeDecodeError:
+        text = codecs.utf_8_decode(data, "replace", final)[0]
+        return text.count("\ufffd") - bytes(data).count("\ufffd".encode())
 
 
 def _runs(idx: list, lines: list, found: list, made: list) -> tuple[list, list, list]:
@@ -614,6 +814,9 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
     """Candidates of a region that ends at a line terminator (or the end of input). A big
     region's join `held` (released once enough input is held); a small one's go out at once,
     after what is held."""
+    info.replaced_bytes += invalid_utf8(region)
+    if _NUL_RUN.search(region):  # a NUL hole: one NUL ends a piece as well as a million (\n, so lines, stay)
+        region = memoryview(_NUL_RUN.sub(b"\x00", region))
     if len(region) < SMALL_REGION:  # a small file: compiling the RE2 program would cost more
         yield from _release(held, prefilter, info, max_line, native, claimable)
         data = bytes(region)
@@ -624,7 +827,7 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
             idx, cands, found = prefilter.candidates_small(data)
         if len(data) > max_line:
             for i, line in enumerate(data.split(b"\n")):
-                n = sum(1 for piece in _TERMINATOR.split(line) if len(piece) > max_line)
+                n = _long_pieces(line, max_line) if len(line) > max_line else 0
                 if n:
                     info.long_lines += n
                     marks.setdefault("long", lineno + i)
@@ -687,8 +890,19 @@ def _count_long(lines, max_line: int) -> tuple[int, int]:
     first = -1
     big = pc.indices_nonzero(pc.greater(pc.binary_length(lines), max_line)).to_pylist()
     for i in big:
-        k = sum(1 for piece in _TERMINATOR.split(lines[i].as_py()) if len(piece) > max_line)
+        k = _long_pieces(lines[i].as_py(), max_line)
         if k and first < 0:
             first = i
         n += k
     return n, first
+
+
+_PIECE = re.compile(rb"[^\r\n\x00]+")
+_NUL_RUN = re.compile(rb"\x00{2,}")
+
+
+def _long_pieces(line: bytes, max_line: int) -> int:
+    """How many of the line's pieces (between \r / NUL) are longer than max_line. Only the
+    non-empty pieces are looked at: splitting a NUL hole made one empty bytes object per NUL (8 MiB
+    of NULs: 8 million objects, 30 MB and most of the run)."""
+    return sum(1 for m in _PIECE.finditer(line) if m.end() - m.start() > max_line)

@@ -226,8 +226,8 @@ def _assert_triggered(m, rec, state):
 @rule(
     "device-assert",
     ("Assertion `",),
-    r"(?P<file>\S+\.cuh?):(?P<line>\d+): (?:(?P<func>[^:]+?): )?block: \[(?P<block>[\d,\s]+)\], "
-    r"thread: \[(?P<thread>[\d,\s]+)\] Assertion `(?P<assertion>.*)` failed\.?",
+    r"(?<!\S)(?P<file>\S+\.cuh?):(?P<line>\d+): (?:(?P<func>[^:]+?): )?block: \[(?P<block>[\d,\s]+)\], "
+    r"thread: \[(?P<thread>[\d,\s]+)\] Assertion `(?P<assertion>.{0,4096})` failed\.?",
 )
 def _assert_line(m, rec, state):
     path = m.group("file")
@@ -279,7 +279,7 @@ def _fallen_off_bus(m, rec, state):
 @rule(
     "cuda-error",
     ("CUDA error: ", "cuda runtime error ("),
-    r"(?:CUDA error: |cuda runtime error \((?P<code>\d+)\) : )(?P<err>.+?)(?: at \S+:\d+)?\s*$",
+    r"(?:CUDA error: |cuda runtime error \((?P<code>\d+)\) : )(?P<err>.*?\S)(?: at \S+:\d+)?\s*$",
 )
 def _cuda_error(m, rec, state):
     err = m.group("err").strip()

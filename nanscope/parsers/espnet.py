@@ -61,7 +61,7 @@ def _all_invalid(m, rec, state):
     )
 
 
-_PAIR = re.compile(r"(?P<k>[A-Za-z_]\w*)=(?P<v>" + _F + r")(?![\w.])")
+_PAIR = re.compile(r"(?<!\w)(?P<k>[A-Za-z_]\w*)=(?P<v>" + _F + r")(?![\w.])")
 
 
 @rule("espnet2-step", ("epoch:train:",), r"\b(?P<ep>\d+)epoch:train:(?P<a>\d+)-(?P<b>\d+)batch: (?P<rest>.*)$")

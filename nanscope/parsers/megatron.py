@@ -54,10 +54,10 @@ from nanscope.parsers.python import EXC_LINE
 
 FW = "megatron"
 _LOSS_KEYS = ("lm loss", "lm_loss")
-_FIELD = re.compile(r"^\s*(?P<k>[A-Za-z][^:|]*?)\s*:\s*(?P<v>[^|]*?)\s*$")
+_FIELD = re.compile(r"^\s*(?P<k>[A-Za-z][^:|]*):(?P<v>[^|]*)$")  # k and v are stripped where read
 # Megatron-LM v1 (pretrain_gpt2.py, GLM) printed `' {} {:.6E} |'.format(key, avg)` and
 # `' loss scale {:.1f} |'`: `lm loss 6.758929E+00 | loss scale 64.0 |`, no colon.
-_FIELD_V1 = re.compile(r"^\s*(?P<k>[A-Za-z][A-Za-z _-]*?)\s+(?P<v>[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf|NAN|INF|NaN))\s*$")
+_FIELD_V1 = re.compile(r"^\s*(?P<k>[A-Za-z](?:[ ]?[A-Za-z_-])*)\s+(?P<v>[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf|NAN|INF|NaN))\s*$")
 
 
 def _exc_split(text: str) -> tuple[Optional[str], str]:
@@ -82,11 +82,11 @@ def _iteration(m, rec, state):
     for part in rec.text[m.end():].split("|"):
         f = _FIELD.match(part) or _FIELD_V1.match(part)
         if f is not None:
-            raw.setdefault(f.group("k"), _value(f.group("v")))
+            raw.setdefault(f.group("k").rstrip(), _value(f.group("v").strip()))
     for part in rec.text[: m.start()].split("|"):  # gpt-neox puts samples/sec before the iteration
         f = _FIELD.match(part)
         if f is not None and not f.group("k").startswith("["):
-            raw.setdefault(f.group("k"), _value(f.group("v")))
+            raw.setdefault(f.group("k").rstrip(), _value(f.group("v").strip()))
 
     def num(*keys):
         for k in keys:
@@ -252,7 +252,7 @@ def _verdict(m, rec, state):
 _STRAGGLER = re.compile(r"(?P<k>M[nx]\w+)/Rnk: (?P<v>[-\d.]+)(?P<u>[A-Za-z%]*)/(?P<r>\d+)")
 
 
-@rule("straggler", ("MnRtt/Rnk:",), r"MnRtt/Rnk: [-\d.]+\w*/\d+ \| MxRtt/Rnk:")
+@rule("straggler", ("MnRtt/Rnk:",), r"MnRtt/Rnk: [-\d.]+(?:[^\W\d]\w*)?/\d+ \| MxRtt/Rnk:")
 def _straggler(m, rec, state):
     fields: dict = {}
     for s in _STRAGGLER.finditer(rec.text):

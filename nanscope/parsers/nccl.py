@@ -325,7 +325,7 @@ _KNOWN_REASON = "|".join(re.escape(r) for r, _ in _REASON_CODE)
 @rule(
     "nccl-error",
     ("NCCL error",),
-    r"NCCL error(?: in:? (?P<where>[^,\s]+:\d+),\s*|:\s*(?=" + _KNOWN_REASON + r"))(?P<reason>[^,]+?)"
+    r"NCCL error(?: in:? (?P<where>[^,\s]+:\d+),\s*|:\s*(?=" + _KNOWN_REASON + r"))(?P<reason>[^,\s](?:[^,]*?[^,\s])?)"
     r"(?:,\s*NCCL version (?P<ver>[\w.\-+]+))?\s*$",
 )
 def _nccl_error(m, rec, state):
@@ -470,7 +470,7 @@ def _flight_recorder(m, rec, state):
 @rule(
     "gloo-peer-lost",
     ("Connection closed by peer", "Connection reset by peer"),
-    r"(?:\[[^\]]*gloo[^\]]*\] )?(?:Connection closed by peer (?P<peer>\[[^\]]+\]:\d+)"
+    r"(?:\[[^\][]*gloo[^\]]*\] )?(?:Connection closed by peer (?P<peer>\[[^\]]+\]:\d+)"
     r"|Read error (?P<rpeer>\[[^\]]+\]:\d+): Connection reset by peer)",
 )
 def _gloo_peer(m, rec, state):
@@ -490,7 +490,7 @@ _NCCL_HEAD = re.compile(r"(?:^|\s)(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \
     ("Connection closed by localRank", "Connection closed by remote peer", "Call to recv from"),
     r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)"
     r"|(?:socketProgress|Net) ?: Connection closed by remote peer (?P<peer>\S+)"
-    r"|(?:socketProgressOpt|Net) ?: Call to recv from (?P<rpeer>\S+) failed ?: (?P<why>.+?)\s*$",
+    r"|(?:socketProgressOpt|Net) ?: Call to recv from (?P<rpeer>\S+) failed ?: (?P<why>.*?\S)\s*$",
 )
 def _nccl_peer(m, rec, state):
     if m.group("lr") is not None:

@@ -42,7 +42,7 @@ _BLOCK_SPAN = 8  # lines from the head to `Exit code:` (wrapped head, blank line
 @rule(
     "nonzero-exit-head",
     ("exited with non-zero status",),
-    r"(?P<tool>[\w.\-]+) detected that one or more processes exited with non-zero status",
+    r"(?P<tool>[\w.\-]{1,64}) detected that one or more processes exited with non-zero status",
 )
 def _head(m, rec, state):
     state["ompi_block"] = (rec.loc.line, m.group("tool"))
@@ -82,7 +82,7 @@ def _exit_code(m, rec, state):
 @rule(
     "proc-aborted-signal",
     ("exited on signal",),
-    r"(?P<tool>[\w.\-]+) noticed that (?:process|job) rank (?P<rank>\d+) with PID (?P<pid>\S+) on node "
+    r"(?P<tool>[\w.\-]{1,64}) noticed that (?:process|job) rank (?P<rank>\d+) with PID (?P<pid>\S+) on node "
     r"\"?(?P<node>[^\"\s]+)\"? exited on signal (?P<num>\d+)(?: \((?P<name>[^)]*)\))?",
 )
 def _proc_aborted(m, rec, state):

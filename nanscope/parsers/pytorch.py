@@ -26,7 +26,7 @@ from nanscope.parsers.numbers import to_float, to_int
 NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
 KEY = r"grad[ _]norm|loss[ _]scale|lm[ _]loss|train[ _]loss|[A-Za-z_][\w./]*"
 SEP = r"[ \t]*[:=][ \t]*|[ \t]+"
-PAIR = re.compile(rf"(?P<key>{KEY})(?:{SEP})(?P<val>{NUM})(?![\w.])", re.I)
+PAIR = re.compile(rf"(?<![\w./])(?P<key>{KEY})(?:{SEP})(?P<val>{NUM})(?![\w.])", re.I)
 
 STEP_KEYS = {"step", "steps", "iter", "iters", "iteration", "global_step", "it", "batch"}
 LOSS_KEYS = {"loss", "train_loss", "train loss", "lm loss", "lm_loss", "total_loss", "loss/train", "train/loss"}
@@ -93,7 +93,7 @@ def _step(m: "re.Match[str]", rec, state):
 
 # Keys in brackets, `[Loss] 51566519.44 | [exp] ./exp/0125/car | [step]    89 |` (LION's base_trainer and other
 # loguru-style loggers): the same keys, the same two-counter rule.
-BRACKET_PAIR = re.compile(rf"\[(?P<key>{KEY})\][ \t]*[:=]?[ \t]*(?P<val>{NUM})(?![\w.])", re.I)
+BRACKET_PAIR = re.compile(rf"\[(?P<key>{KEY})\][ \t]*(?:[:=][ \t]*)?(?P<val>{NUM})(?![\w.])", re.I)
 
 
 @rule("bracket-pairs", ("[Loss]", "[loss]", "[LOSS]"), BRACKET_PAIR.pattern, re.I)

@@ -109,7 +109,7 @@ def _kernel(m, rec, state):
     return _kernel_kill(rec, state, int(m.group("pid")), m.group("comm"), bool(m.group("cg")))
 
 
-@rule("kernel-oom-kill-constraint", ("oom-kill:",), r"oom-kill:constraint=\w+.*?,task=(?P<comm>[^,]*),pid=(?P<pid>\d+)")
+@rule("kernel-oom-kill-constraint", ("oom-kill:",), r"oom-kill:constraint=\w+(?:\W.*?)?,task=(?P<comm>[^,]*),pid=(?P<pid>\d+)")
 def _kernel_constraint(m, rec, state):
     return _kernel_kill(rec, state, int(m.group("pid")), m.group("comm"), "oom_memcg=" in rec.text)
 
@@ -161,7 +161,7 @@ def _slurm_cancelled(m, rec, state):
     return LifecycleEvent(loc=rec.loc, text=rec.text, framework="system", action="end", fields=fields)
 
 
-@rule("srun-task", ("srun: error:",), r"srun: error: (?P<node>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.+?)\s*$")
+@rule("srun-task", ("srun: error:",), r"srun: error: (?P<node>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.*?\S)\s*$")
 def _srun_task(m, rec, state):
     tasks = _tasks(m.group("tasks"))
     what = m.group("what")
@@ -224,7 +224,7 @@ def _dataloader(m, rec, state):
 @rule(
     "checkpoint-corrupt",
     ("PytorchStreamReader failed", "Error while deserializing header", "invalid load key"),
-    r"PytorchStreamReader failed (?P<zip>.+?)\s*$"
+    r"PytorchStreamReader failed (?P<zip>.*?\S)\s*$"
     r"|Error while deserializing header: (?P<st>\w+)"
     r"|invalid load key, (?P<key>'[^']*'|\S+?)\.?\s*$",
 )

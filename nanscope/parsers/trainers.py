@@ -49,7 +49,7 @@ from nanscope.parsers.numbers import to_float, to_int
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|inf)"
 _EQ_PAIR = re.compile(r"(?:^|[\s,\[|(])(?P<k>[A-Za-z_][\w/.\-]*)=(?P<v>[^,\s\]]*)")
-_COLON_PAIR = re.compile(r"(?P<k>[A-Za-z_][\w/.\-]*):\s*(?P<v>" + _F + r")(?![\w.])")
+_COLON_PAIR = re.compile(r"(?<![\w/.\-])(?P<k>[A-Za-z_][\w/.\-]*):\s*(?P<v>" + _F + r")(?![\w.])")
 
 
 def _step_event(rec, framework: str, **kw) -> StepEvent:
@@ -69,7 +69,7 @@ def _first(pairs: dict, keys: tuple[str, ...]) -> Optional[float]:
 @rule(
     "torchtitan",
     ("tps:",),
-    r"\bstep:\s*(?P<step>\d+)\s+loss:\s*(?P<loss>" + _F + r")(?P<rest>.*\btps:\s*(?P<tps>[\d,]+).*)$",
+    r"\bstep:\s*(?P<step>\d+)\s+loss:\s*(?P<loss>" + _F + r")(?![\d.])(?P<rest>.*\btps:\s*(?P<tps>[\d,]+).*)$",
 )
 def _torchtitan(m, rec, state):
     rest = m.group("rest")
@@ -109,7 +109,7 @@ def _olmo_loss(m, rec, state):
 
 # --- fairseq -------------------------------------------------------------------------------------
 
-@rule("fairseq-json", ('"num_updates":',), r"\{.*\"num_updates\":")
+@rule("fairseq-json", ('"num_updates":',), r"\{[^{]*\"num_updates\":")
 def _fairseq_json(m, rec, state):
     text = rec.text[m.start():]
     try:
@@ -237,7 +237,7 @@ def _nemo2(m, rec, state):
 @rule(
     "mmcv",
     ("Epoch [", "Epoch(train)", "Iter [", "Iter(train)"),
-    r"\b(?P<kind>Epoch|Iter)(?:\((?P<mode>\w+)\))?\s*(?:\[(?P<ep>\d+)\])?\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\]\s*(?P<rest>.*)$",
+    r"\b(?P<kind>Epoch|Iter)(?:\((?P<mode>\w+)\))?\s*(?:\[(?P<ep>\d+)\]\s*)?\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\]\s*(?P<rest>.*)$",
 )
 def _mmcv(m, rec, state):
     if m.group("mode") not in (None, "train") or (m.group("kind") == "Epoch" and m.group("ep") is None):

@@ -83,7 +83,7 @@ _CPU_KV = re.compile(r"CPU KV cache usage: (?P<v>" + _F + r")%")
 _PREFIX_HIT = re.compile(r"Prefix cache hit rate: (?P<v>" + _F + r")%")
 _PREEMPTIONS = re.compile(r"Preemptions: (?P<v>\d+)")
 _ENGINE = re.compile(r"Engine (?P<v>\d+): ")
-_ANY_EXC = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?::[ \t]|\()")
+_ANY_EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?::[ \t]|\()")
 
 
 def _message(text: str) -> str:
@@ -330,8 +330,8 @@ def _sampler_oom(m, rec, state):
 @rule(
     "dtype-compute-capability",
     ("is only supported on GPUs with compute capability",),
-    r"(?P<dtype>Bfloat16|bfloat16|\w+) is only supported on GPUs with compute capability of at least "
-    r"(?P<need>\d+\.\d+)\. Your (?P<gpu>.+?) GPU has compute capability (?P<have>\d+\.\d+)",
+    r"(?<!\w)(?P<dtype>Bfloat16|bfloat16|\w+) is only supported on GPUs with compute capability of at least "
+    r"(?P<need>\d+\.\d+)\. Your (?P<gpu>.{1,256}?) GPU has compute capability (?P<have>\d+\.\d+)",
 )
 def _dtype(m, rec, state):
     return _error(rec, state, "dtype_unsupported", {

@@ -18,6 +18,7 @@ class RenderOptions:
     color: bool = False
     redact: bool = True
     width: int = 100
+    begun: bool = False  # jsonl: the begin message was written before reading (the CLI, to stdout)
 
 
 # name -> (module, description)

@@ -23,6 +23,7 @@ _VERDICT = {
     "benign": ("✅", "BENIGN", "only benign or informational findings"),
     "actionable": ("❌", "ACTIONABLE", "something went wrong and needs a fix"),
     "retryable": ("🔁", "RETRYABLE", "an infrastructure fault: retry the job"),
+    "incomplete": ("⚠️", "INCOMPLETE", "some input could not be read (see the diagnostics); nothing serious in what was read"),
 }
 
 

@@ -26,6 +26,7 @@ _VERDICT = {
     "benign": ("BENIGN", "bold green", "only benign or informational findings"),
     "actionable": ("ACTIONABLE", "bold red", "something went wrong and needs a fix"),
     "retryable": ("RETRYABLE", "bold yellow", "an infrastructure fault: retry the job"),
+    "incomplete": ("INCOMPLETE", "bold yellow", "some input could not be read (see the diagnostics); nothing serious in what was read"),
 }
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from nanscope.model import Diagnostic, Event, Evidence, Finding
 from nanscope.rankset import fmt_ranks  # noqa: F401 - also imported from here by older code
 from nanscope.signatures.machines import Match
-from nanscope.signatures.predicates import RegexTimeout
+from nanscope.signatures import predicates
 from nanscope.signatures.schema import Signature
 from nanscope.stepbatch import StepBatch
 
@@ -25,7 +25,7 @@ MATCHES_KEPT = 32
 EVIDENCE_PER_FINDING = 6
 HOLD_STEPS = 1024  # step rows gathered per stream into one StepBatch
 HOLD_TOTAL = 8192  # ... and over all streams, before every stream's are fed
-REGEX_TIMEOUTS_BEFORE_DISABLE = 3
+REGEX_TIMEOUTS_BEFORE_DISABLE = predicates.REGEX_TIMEOUTS_BEFORE_GIVING_UP
 
 
 @dataclass
@@ -61,6 +61,7 @@ def _match_order(m: Match) -> tuple:
 
 class Engine:
     def __init__(self, signatures: Iterable[Signature], batch_steps: bool = True):
+        predicates.new_run()
         self.signatures = {s.id: s for s in signatures}
         self.subscribers: dict[str, list] = defaultdict(list)
         self._machines = []
@@ -122,10 +123,9 @@ class Engine:
         for machine in self.subscribers.get(kind, ()):
             if machine.sig in self._disabled:
                 continue
-            try:
-                machine.feed(ev, self._emit)
-            except RegexTimeout as e:
-                self._regex_timeout(machine.sig, str(e), ev)
+            machine.feed(ev, self._emit)
+            if predicates.TIMED_OUT:
+                self._timed_out(machine.sig)
 
     def _release(self, stream: Any) -> None:
         held = self._held.pop(stream, None)
@@ -151,10 +151,9 @@ class Engine:
         for machine in self.subscribers.get("step", ()):
             if machine.sig in self._disabled:
                 continue
-            try:
-                machine.feed_batch(b, self._emit)
-            except RegexTimeout as e:
-                self._regex_timeout(machine.sig, str(e), b.event(0))
+            machine.feed_batch(b, self._emit)
+            if predicates.TIMED_OUT:
+                self._timed_out(machine.sig)
 
     def feed_rows(self, rows: Any) -> None:
         """A MetricsRows, as its events one after the other would be fed: a machine that says
@@ -171,12 +170,17 @@ class Engine:
             mask = machine.rows_mask(rows)
             for i in (range(len(rows)) if mask is None else np.flatnonzero(mask).tolist()):
                 ev = rows.event(i)
-                try:
-                    machine.feed(ev, self._emit)
-                except RegexTimeout as e:
-                    self._regex_timeout(machine.sig, str(e), ev)
+                machine.feed(ev, self._emit)
+                if predicates.TIMED_OUT:
+                    self._timed_out(machine.sig)
                     if machine.sig in self._disabled:
                         break
+
+    def _timed_out(self, sig_id: str) -> None:
+        """Report the searches of `sig_id`'s regexes that ran out of time, each with its own line."""
+        for pattern, ev in predicates.TIMED_OUT:
+            self._regex_timeout(sig_id, pattern, ev)
+        predicates.TIMED_OUT.clear()
 
     def _regex_timeout(self, sig_id: str, pattern: str, ev: Event) -> None:
         self._timeouts[sig_id] += 1

@@ -39,6 +39,17 @@ class RegexTimeout(Exception):
     pass
 
 
+REGEX_TIMEOUTS_BEFORE_GIVING_UP = 3  # per pattern and run: then its searches answer "unknown" at once
+TIMED_OUT: list = []  # (pattern, event) of each search that ran out of time; the engine drains it
+_RUN = [0]
+
+
+def new_run() -> None:
+    """A new diagnosis: patterns that gave up in an earlier one (same process) search again."""
+    _RUN[0] += 1
+    TIMED_OUT.clear()
+
+
 def _getter(path: str) -> Callable[[Any], Any]:
     head, _, rest = path.partition(".")
     if head not in FIELDS:
@@ -130,16 +141,30 @@ def compile_expr(expr: str) -> Pred:
         except regex.error as e:
             raise SignatureError(f"bad regex {pat!r}: {e}") from None
 
-        def search(ev: Any) -> bool:
+        tries = [0, 0]  # (run, time-outs in that run)
+
+        def search(ev: Any) -> Optional[bool]:
+            """True / False, or None when unknown: the search ran out of time on this line (noted
+            in TIMED_OUT with the line, and the line is no match either way: `~` and `!~` both
+            answer False), or the pattern gave up in this run. A time-out never stops the lines
+            after it from being searched."""
             v = get(ev)
             if v is None:
                 return False
+            if tries[0] != _RUN[0]:
+                tries[:] = [_RUN[0], 0]
+            if tries[1] >= REGEX_TIMEOUTS_BEFORE_GIVING_UP:
+                return None
             try:
                 return rx.search(str(v), timeout=REGEX_TIMEOUT_S) is not None
             except TimeoutError:
-                raise RegexTimeout(pat) from None
+                tries[1] += 1
+                TIMED_OUT.append((pat, ev))
+                return None
 
-        return search if op == "~" else (lambda ev: not search(ev))
+        if op == "~":
+            return lambda ev: search(ev) is True
+        return lambda ev: search(ev) is False
     if raw.startswith("@"):
         other = _getter(raw[1:])
         if op not in ("==", "!=", "<", "<=", ">", ">="):

@@ -101,3 +101,22 @@ def test_catastrophic_regex_is_bounded_and_reported(tmp_path):
     diags = [d for d in r["diagnostics"] if d["code"] == "NS-PATTERN-TIMEOUT"]
     assert diags and "redos.toml" in diags[0]["message"]
     assert any("disabled" in d["message"] for d in diags)  # 3 timeouts of 0.25 s, then the signature is off
+
+
+def test_a_timeout_names_its_line_and_does_not_skip_the_rest_of_the_batch(tmp_path):
+    """Issue 20, item 8: step events reach the machines in batches; a regex that times out on one
+    row is reported at that row's line, and the rows after it are still searched."""
+    sig = _sig("team-xy", "\"text ~ '(x+x+)+y'\"").replace('events = ["error"]', 'events = ["step"]')
+    (tmp_path / "xy.toml").write_text(sig)
+    evil = "x" * 5000  # (x+x+)+y backtracks for hours on a run of x with no y
+    lines = ["step 1 | loss 2.0 | grad_norm 0.5 | ok",
+             f"step 2 | loss 2.0 | grad_norm 0.5 | {evil}",
+             f"step 3 | loss 2.0 | grad_norm 0.5 | {evil}",
+             "step 4 | loss 2.0 | grad_norm 0.5 | xxy"]
+    p = run_cli("diagnose", "-", "--signatures", str(tmp_path), "--format", "json",
+                stdin=("\n".join(lines) + "\n").encode())
+    r = json.loads(p.stdout)
+    diags = [d for d in r["diagnostics"] if d["code"] == "NS-PATTERN-TIMEOUT"]
+    assert [d["line"] for d in diags] == [2, 3]
+    hit = next(f for f in r["findings"] if f["id"] == "team-xy")
+    assert [e["line"] for e in hit["evidence"]] == [4]
