@@ -24,6 +24,7 @@ from nanscope.pipeline import STEP_READERS, ScanOptions, ScanResult, scan_all
 from nanscope.signatures.engine import Engine
 from nanscope.signatures.loader import load_or_raise
 from nanscope.signatures.schema import SEVERITIES, Signature
+from nanscope.series import SeriesRecorder
 from nanscope.streams import Streams
 
 __all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "load_signatures", "Report", "Finding"]
@@ -88,17 +89,19 @@ def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = Non
     result = ScanResult()
     scan_opts = dataclasses.replace(_scan_options(options), ahead=engine.apart_from_steps(STEP_READERS))
     job_ranks: set = set()
+    curves = SeriesRecorder()
     for ev in scan_all(sources, scan_opts, result):
         for e in streams.process(ev):
             if e.rank is not None:
                 job_ranks.add(e.rank)
+            curves.feed(e)
             engine.feed(e)
     findings = engine.finish()
     top = attribute(findings, job_ranks)
     return Report(
         tool_version=__version__, inputs=result.inputs, ranks=streams.summaries(), findings=top,
         diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top),
-        signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0, signatures=sigs,
+        signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0, signatures=sigs, series=curves.series(),
     )
 
 

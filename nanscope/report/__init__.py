@@ -29,6 +29,7 @@ FORMATS: dict[str, tuple[str, str]] = {
     "github": ("nanscope.report.github", "GitHub Actions annotations + the report in a stop-commands block"),
     "junit": ("nanscope.report.junit", "JUnit XML: one testcase per signature (GitLab test reports)"),
     "sarif": ("nanscope.report.sarif", "SARIF 2.1.0 for code scanning"),
+    "html": ("nanscope.report.html", "one self-contained HTML page with loss / grad norm / scale plots (no script)"),
 }
 
 
