@@ -66,6 +66,15 @@ def use_color(choice: Color, no_color: bool, stream=None) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
+def use_unicode(stream=None) -> bool:
+    """Block characters in the sparklines: not with NO_COLOR or TERM=dumb, nor on a stream that
+    cannot encode them (a terminal that is not UTF-8)."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    enc = getattr(stream or sys.stdout, "encoding", None) or "ascii"
+    return enc.lower().replace("-", "").replace("_", "") in ("utf8", "utf8sig")
+
+
 def _version(value: bool) -> None:
     if value:
         print(f"nanscope {__version__}")
@@ -125,7 +134,8 @@ def diagnose(
     if not quiet:
         with open_output(output) as out:
             color_on = use_color(color, no_color, out) and output is None
-            reporters.render(fmt, report, out, reporters.RenderOptions(color=color_on, redact=not no_redact))
+            reporters.render(fmt, report, out, reporters.RenderOptions(color=color_on, redact=not no_redact,
+                                                                     unicode=use_unicode(out)))
     code = api.exit_code(report, fail_on.value)
     raise typer.Exit(ExitCode.CLEAN if exit_zero else code)
 

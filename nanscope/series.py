@@ -50,6 +50,7 @@ class Buckets:
     maxs: dict
     nonfinite: dict  # value name -> first step in the bucket where it was non-finite, or -1
     skipped: np.ndarray  # first skipped step, or -1
+    cols: np.ndarray  # the column (0..n-1) of each entry
 
 
 @dataclass
@@ -84,7 +85,7 @@ class RankSeries:
         if len(used) == 0 or n <= 0:
             z = np.zeros(0, dtype=np.int64)
             return Buckets(z, z, z, {k: np.zeros(0) for k in self.mins}, {k: np.zeros(0) for k in self.maxs},
-                           {k: z for k in self.nonfinite}, z)
+                           {k: z for k in self.nonfinite}, z, z)
         start = self.origin + used * self.width
         span = max(1, hi - lo + 1)
         col = np.clip(((start - lo) * n) // span, 0, n - 1)
@@ -96,7 +97,8 @@ class RankSeries:
         sk = np.minimum.reduceat(self.skipped[used], at)
         return Buckets(lo=lo + (cols * span) // n, hi=lo + ((cols + 1) * span) // n - 1,
                        count=np.add.reduceat(self.count[used], at), mins=mins, maxs=maxs,
-                       nonfinite={k: np.where(v == _NONE, -1, v) for k, v in nf.items()}, skipped=np.where(sk == _NONE, -1, sk))
+                       nonfinite={k: np.where(v == _NONE, -1, v) for k, v in nf.items()}, skipped=np.where(sk == _NONE, -1, sk),
+                       cols=cols)
 
 
 class _Curve:

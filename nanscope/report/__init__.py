@@ -18,6 +18,7 @@ class RenderOptions:
     color: bool = False
     redact: bool = True
     width: int = 100
+    unicode: bool = True  # sparkline blocks; False: plain ASCII (no UTF-8 terminal, NO_COLOR, TERM=dumb)
 
 
 # name -> (module, description)

@@ -18,6 +18,7 @@ from nanscope.model import Finding, Report
 from nanscope.redact import redact
 from nanscope.report.base import number
 from nanscope.report.sanitize import gh_defuse, terminal
+from nanscope.report.spark import spark_rows
 from nanscope.signatures.engine import fmt_ranks
 
 _SEV_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "bold yellow", "low": "cyan", "info": "dim"}
@@ -142,6 +143,12 @@ def render(report: Report, out: IO[str], options) -> None:
             table.add_row(Text(terminal(s.label, 60)), str(s.steps), _fmt(s.first_step), _fmt(s.last_step),
                           str(s.nonfinite_steps), str(s.skipped_steps), scale, _fmt(s.last_loss))
         console.print(table)
+        console.print()
+    rows = spark_rows(report.series, getattr(options, "unicode", True))
+    if rows:
+        for line in rows:
+            t = Text(line[0], style="bold" if line[1] else "")
+            console.print(t, soft_wrap=True)
         console.print()
     for d in report.diagnostics:
         t = Text(f"note [{d.code}] ", style="yellow")
