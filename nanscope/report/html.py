@@ -24,18 +24,18 @@ from nanscope.report.svg import Chart, Curve, LaneEvent, Mark, Shade, line_chart
 from nanscope.signatures.engine import fmt_ranks
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-PLOT_W = 600
+PLOT_W = 590
 MAX_OVERLAY = 32  # ranks drawn in the all-ranks charts
 MAX_PER_RANK = 16  # ranks with their own small charts
 MAX_SHADES = 40
 METRICS = (("loss", "loss"), ("grad_norm", "grad norm"), ("loss_scale", "loss scale"))
 
 _CSS = """
-:root{--bg:#fff;--fg:#1b1f24;--mute:#59636e;--line:#d0d7de;--card:#f6f8fa;--init:#cf222e;--other:#8c959f;
+:root{--bg:#fff;--fg:#1b1f24;--mute:#59636e;--line:#d0d7de;--card:#f6f8fa;--init:#8250df;--other:#8c959f;
 --shade:rgba(191,135,0,.16);--nan:#cf222e;--skip:#bf8700;--accent:#0969da;--sev-critical:#a40e26;--sev-high:#cf222e;
 --sev-medium:#9a6700;--sev-low:#0969da;--sev-info:#59636e}
 @media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--mute:#9198a1;--line:#30363d;--card:#161b22;
---init:#ff7b72;--other:#6e7681;--shade:rgba(210,153,34,.22);--nan:#ff7b72;--skip:#d29922;--accent:#58a6ff;
+--init:#d2a8ff;--other:#6e7681;--shade:rgba(210,153,34,.22);--nan:#ff7b72;--skip:#d29922;--accent:#58a6ff;
 --sev-critical:#ff7b72;--sev-high:#ff7b72;--sev-medium:#d29922;--sev-low:#58a6ff;--sev-info:#9198a1}}
 *{box-sizing:border-box}body{margin:0 auto;max-width:1240px;padding:16px 20px;background:var(--bg);color:var(--fg);
 font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}

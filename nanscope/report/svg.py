@@ -112,14 +112,14 @@ def line_chart(ch: Chart) -> str:
         vv = np.log10(v) if log else v
         return ch.top + (1 - (vv - y0) / (y1 - y0)) * ph
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{esc(ch.name)}" '
+    out = [f'<svg class="chart" data-chart="{esc(ch.name)}" '
            f'data-lo="{ch.lo}" data-hi="{ch.hi}" data-left="{ch.left}" data-plot-w="{ch.plot_w}" '
            f'viewBox="0 0 {ch.width} {ch.height}" width="{ch.width}" height="{ch.height}" role="img">',
            f"<title>{esc(ch.title)}</title>",
            f'<rect class="frame" x="{ch.left}" y="{ch.top}" width="{ch.plot_w}" height="{ph}"/>']
     for s in ch.shades:
-        x0, x1 = ch.x(max(s.lo, ch.lo)), ch.x(min(s.hi, ch.hi) + (1 if ch.hi > ch.lo else 0))
-        x1 = min(max(x1, x0 + 2), ch.left + ch.plot_w)
+        x0 = max(ch.x(max(s.lo, ch.lo)) - 1.5, ch.left)
+        x1 = min(ch.x(min(s.hi, ch.hi)) + 1.5, ch.left + ch.plot_w)
         out.append(f'<rect class="shade" x="{x0:.1f}" y="{ch.top}" width="{x1 - x0:.1f}" height="{ph}">'
                    f"<title>{esc(s.title)}</title></rect>")
     # axes: y at the bottom, middle and top of the range; x at the ends and the middle
@@ -186,7 +186,7 @@ def timeline(lanes: list[tuple[str, bool, list]], lo: int, hi: int, width: int =
     left, right, row = 58, 10, 22
     height = 20 + row * len(lanes) + 6
     ch = Chart(title="", lo=lo, hi=hi, width=width, left=left, right=right)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" data-chart="timeline" data-lo="{lo}" '
+    out = [f'<svg class="timeline" data-chart="timeline" data-lo="{lo}" '
            f'data-hi="{hi}" data-left="{left}" data-plot-w="{ch.plot_w}" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" role="img"><title>decisive events per rank, by step</title>']
     for frac in (0.0, 0.5, 1.0):
