@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+import threading
 import time
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from nanscope import __version__
 from nanscope.attribution import SEVERITY_ORDER, attribute
@@ -21,13 +23,14 @@ from nanscope.evaluate import evaluate as run_eval
 from nanscope.ingest.reader import MAX_LINE_BYTES, Source, expand_sources
 from nanscope.model import Event, Finding, Report
 from nanscope.pipeline import STEP_READERS, ScanOptions, ScanResult, scan_all
-from nanscope.signatures.engine import Engine
+from nanscope.signatures.engine import Engine, build_finding
 from nanscope.signatures.loader import load_or_raise
 from nanscope.signatures.schema import SEVERITIES, Signature
 from nanscope.series import SeriesRecorder
 from nanscope.streams import Streams
 
-__all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "load_signatures", "Report", "Finding"]
+__all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "follow", "load_signatures",
+           "Report", "Finding"]
 
 
 @dataclass
@@ -81,28 +84,86 @@ def diagnose(paths: Iterable[str], options: Optional[Options] = None) -> Report:
 
 
 def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = None) -> Report:
-    options = options or Options()
-    t0 = time.monotonic()
-    sigs = load_signatures(options)
-    engine = Engine(sigs)
-    streams = Streams()
-    result = ScanResult()
-    scan_opts = dataclasses.replace(_scan_options(options), ahead=engine.apart_from_steps(STEP_READERS))
-    job_ranks: set = set()
-    curves = SeriesRecorder()
-    for ev in scan_all(sources, scan_opts, result):
-        for e in streams.process(ev):
-            if e.rank is not None:
-                job_ranks.add(e.rank)
-            curves.feed(e)
-            engine.feed(e)
-    findings = engine.finish()
-    top = attribute(findings, job_ranks)
-    return Report(
-        tool_version=__version__, inputs=result.inputs, ranks=streams.summaries(), findings=top,
-        diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top),
-        signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0, signatures=sigs, series=curves.series(),
-    )
+    run = _Run(options or Options())
+    run.feed(scan_all(sources, run.scan_opts, run.result))
+    return run.report()
+
+
+class _Run:
+    """One diagnosis: signatures, streams, engine and the curves, fed events, then a Report."""
+
+    def __init__(self, options: Options, **scan: Any):
+        self.t0 = time.monotonic()
+        self.sigs = load_signatures(options)
+        self.engine = Engine(self.sigs)
+        self.streams = Streams()
+        self.result = ScanResult()
+        self.curves = SeriesRecorder()
+        self.job_ranks: set = set()
+        self.scan_opts = dataclasses.replace(_scan_options(options), ahead=self.engine.apart_from_steps(STEP_READERS),
+                                             **scan)
+
+    def feed(self, evs: Iterable[Event]) -> None:
+        process, engine, curves, ranks = self.streams.process, self.engine, self.curves, self.job_ranks
+        for ev in evs:
+            for e in process(ev):
+                if e.rank is not None:
+                    ranks.add(e.rank)
+                curves.feed(e)
+                engine.feed(e)
+
+    def decided(self) -> list[Finding]:
+        """The findings the machines have decided so far (live mode), attributed as far as the
+        evidence read so far allows; the engine's held steps are fed first."""
+        self.engine.flush()
+        aggs = {**self.engine.peek(), **self.engine.aggregates}
+        gone = {other for agg in aggs.values() for other in agg.sig.supersedes
+                if other in aggs and (aggs[other].streams & agg.streams or not aggs[other].ranks)}
+        return attribute([build_finding(a) for sid, a in list(aggs.items()) if sid not in gone], self.job_ranks)
+
+    def report(self) -> Report:
+        findings = self.engine.finish()
+        top = attribute(findings, self.job_ranks)
+        return Report(
+            tool_version=__version__, inputs=self.result.inputs, ranks=self.streams.summaries(), findings=top,
+            diagnostics=self.result.diagnostics + self.engine.diagnostics, verdict=verdict(top),
+            signatures_loaded=len(self.sigs), elapsed_s=time.monotonic() - self.t0, signatures=self.sigs,
+            series=self.curves.series(),
+        )
+
+
+def follow(path: str, options: Optional[Options] = None, on_finding: Optional[Callable[[Finding], None]] = None,
+           pid: Optional[int] = None, stop: Optional[threading.Event] = None, poll_s: float = 0.05) -> Report:
+    """Live mode: read `path` ('-' for stdin) as it grows and call on_finding(f) once per finding
+    as soon as the machines decide it. Ends at the end of a pipe, when process `pid` exits, or
+    when `stop` is set; returns the final report of everything read."""
+    from nanscope.follow import FollowStream
+
+    run = _Run(options or Options(), native=False, jobs=None)
+    told: set = set()
+
+    def idle() -> None:
+        if on_finding is None:
+            return
+        run.engine.flush()
+        if not (run.engine.aggregates.keys() | run.engine.peek().keys()) - told:
+            return
+        for f in run.decided():
+            if f.id not in told:
+                told.add(f.id)
+                on_finding(f)
+
+    if path == "-":
+        stream = FollowStream(fd=sys.stdin.fileno(), pid=pid, stop=stop, idle=idle, poll_s=poll_s)
+    else:
+        try:
+            stream = FollowStream(path=path, pid=pid, stop=stop, idle=idle, poll_s=poll_s)
+        except OSError as e:
+            raise NanscopeError(f"cannot follow {path}: {e.strerror or e}") from None
+    run.feed(scan_all([Source(name="<stdin>" if path == "-" else path, path=None, stream=stream)],
+                      run.scan_opts, run.result))
+    idle()
+    return run.report()
 
 
 def verdict(findings: list[Finding]) -> str:

@@ -106,6 +106,8 @@ def diagnose(
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in evidence lines."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for several input files (default: one per core when the input is large)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A known-good run (JSON report or log): report what is new or worse; only new findings affect the exit status."),
+    follow: bool = typer.Option(False, "--follow", help="Live: read FILE (or - for a pipe) as it grows, print each finding when it is decided; ends at the end of a pipe, when --pid exits, or on Ctrl-C, then prints the report."),
+    pid: Optional[int] = typer.Option(None, "--pid", help="With --follow: stop when this process exits."),
 ) -> None:
     """Diagnose a job's logs: the root cause, the initiating rank, the fix. """
     from nanscope import api
@@ -120,22 +122,36 @@ def diagnose(
     from nanscope.ingest.reader import expand_sources
     from nanscope.progress import progress_for
 
-    sources = expand_sources(paths or ["-"])
-    options.jobs = jobs
-    options.progress = progress_for(sources, quiet=quiet)
-    try:
-        report = api.diagnose_sources(sources, options)
-    finally:
-        if options.progress is not None:
-            options.progress.close()
-            options.progress = None
+    told: Optional[set] = None
+    if follow or pid is not None:
+        if not follow or len(paths or ["-"]) != 1:
+            raise typer.BadParameter("--follow takes one FILE or - (and --pid needs --follow)", param_hint="--follow")
+        from nanscope.live import follow_cli
+
+        report, told = follow_cli((paths or ["-"])[0], options, fmt, pid, live_to_stdout=output is None and not quiet,
+                                  quiet=quiet, do_redact=not no_redact)
+    else:
+        sources = expand_sources(paths or ["-"])
+        options.jobs = jobs
+        options.progress = progress_for(sources, quiet=quiet)
+        try:
+            report = api.diagnose_sources(sources, options)
+        finally:
+            if options.progress is not None:
+                options.progress.close()
+                options.progress = None
     if baseline:
         api.with_baseline(report, baseline, options)
     if not quiet:
         with open_output(output) as out:
             color_on = use_color(color, no_color, out) and output is None
-            reporters.render(fmt, report, out, reporters.RenderOptions(color=color_on, redact=not no_redact,
-                                                                     unicode=use_unicode(out)))
+            render_opts = reporters.RenderOptions(color=color_on, redact=not no_redact, unicode=use_unicode(out))
+            if told is not None and fmt == "jsonl" and output is None:
+                from nanscope.report.jsonl import render as render_jsonl
+
+                render_jsonl(report, out, render_opts, told=told)  # begin and the told findings went out live
+            else:
+                reporters.render(fmt, report, out, render_opts)
     code = api.exit_code(report, fail_on.value)
     raise typer.Exit(ExitCode.CLEAN if exit_zero else code)
 

@@ -49,10 +49,11 @@ class Source:
     path: Optional[str]  # None for stdin and in-memory data
     data: Optional[bytes] = None
     layout_rank: Optional[int] = None  # the rank its name gives among per-rank siblings (prefixes.layout_ranks)
+    stream: Optional[Any] = None  # an open binary file object to read instead (live mode: follow.FollowStream)
 
     @property
     def is_stdin(self) -> bool:
-        return self.path is None and self.data is None
+        return self.path is None and self.data is None and self.stream is None
 
 
 def expand_sources(paths: list[str]) -> list[Source]:
@@ -149,6 +150,8 @@ def _zstd_stream(raw: BinaryIO) -> _Decompressed:
 def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
     """Open a source for binary reading, unwrapping gzip / zstd by magic bytes."""
     try:
+        if source.stream is not None:
+            return source.stream, None
         if source.data is not None:
             raw: BinaryIO = io.BufferedReader(io.BytesIO(source.data))  # type: ignore[arg-type]
         else:

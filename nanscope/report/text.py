@@ -155,3 +155,12 @@ def render(report: Report, out: IO[str], options) -> None:
         where = f"{terminal(d.source, 200)}" + (f":{d.line}" if d.line else "") + ": " if d.source else ""
         t.append(where + terminal(d.message, 500))
         console.print(t)
+
+
+def live_line(f: Finding, do_redact: bool = True) -> str:
+    """One line per finding as live mode decides it (`diagnose --follow`)."""
+    rank = f"initiating rank {f.initiating_rank}" if f.initiating_rank is not None else "initiating rank unknown"
+    step = f" at step {f.first_step}" if f.first_step is not None else ""
+    where = f" ({terminal(f.evidence[0].source, 200)}:{f.evidence[0].line})" if f.evidence else ""
+    summary = " ".join(_safe(redact(f.summary) if do_redact else f.summary, 600).split())
+    return f"nanscope: live: {f.severity.upper()} {f.id}{step}, {rank}{where}: {summary}\n"

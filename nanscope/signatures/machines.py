@@ -95,6 +95,13 @@ class Machine:
     def finish(self, emit: Emit) -> None:
         pass
 
+    LIVE: ClassVar[bool] = False  # finish() only reads the state: live mode may ask it early
+
+    def live(self, emit: Emit) -> None:
+        """What finish() would emit now (live mode, `diagnose --follow`); changes nothing."""
+        if self.LIVE:
+            self.finish(emit)
+
 
 class Line(Machine):
     """Every event that satisfies `when` is a match."""
@@ -660,6 +667,13 @@ class FirstAcrossRanks(Machine):
 
     name = "first_across_ranks"
     PARAMS = {"bad": (True, "condition")}
+    LIVE = True
+
+    def live(self, emit: Emit) -> None:
+        """Decided once every rank has logged the first bad step (none can still be bad there)."""
+        bads = [st["first_bad"].step for st in self.state.values() if st["first_bad"] is not None]
+        if bads and all(st["hi"] >= min(bads) for st in self.state.values()):
+            self.finish(emit)
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
@@ -743,6 +757,7 @@ class Cascade(Machine):
 
     name = "cascade"
     PARAMS = {"primary": (True, "condition"), "collateral": (True, "condition"), "teardown": (False, "condition")}
+    LIVE = True
     DEFAULT_EVENTS = ("error", "lifecycle")
 
     def __init__(self, sig_id: str, spec: dict):
@@ -806,6 +821,7 @@ class LauncherBlame(Machine):
 
     name = "launcher_blame"
     PARAMS = {"blame": (True, "condition"), "primary": (True, "condition"), "collateral": (True, "condition")}
+    LIVE = True
     DEFAULT_EVENTS = ("error", "step", "lifecycle")
 
     def __init__(self, sig_id: str, spec: dict):
