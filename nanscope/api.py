@@ -117,9 +117,17 @@ class _Run:
         evidence read so far allows; the engine's held steps are fed first."""
         self.engine.flush()
         aggs = {**self.engine.peek(), **self.engine.aggregates}
-        gone = {other for agg in aggs.values() for other in agg.sig.supersedes
-                if other in aggs and (aggs[other].streams & agg.streams or not aggs[other].ranks)}
-        return attribute([build_finding(a) for sid, a in list(aggs.items()) if sid not in gone], self.job_ranks)
+        also = {sid: [other for other in agg.sig.supersedes
+                      if other in aggs and (aggs[other].streams & agg.streams or not aggs[other].ranks)]
+                for sid, agg in aggs.items()}
+        gone = {other for others in also.values() for other in others}
+        found = []
+        for sid, agg in list(aggs.items()):
+            if sid not in gone:
+                f = build_finding(agg)
+                f.also_matched = f.also_matched + [o for o in also[sid] if o not in f.also_matched]
+                found.append(f)
+        return attribute(found, self.job_ranks)
 
     def report(self) -> Report:
         findings = self.engine.finish()
