@@ -141,10 +141,13 @@ class _Run:
 
 
 def follow(path: str, options: Optional[Options] = None, on_finding: Optional[Callable[[Finding], None]] = None,
-           pid: Optional[int] = None, stop: Optional[threading.Event] = None, poll_s: float = 0.05) -> Report:
+           pid: Optional[int] = None, stop: Optional[threading.Event] = None, poll_s: float = 0.05,
+           stream: Optional[Any] = None, on_start: Optional[Callable[[], None]] = None) -> Report:
     """Live mode: read `path` ('-' for stdin) as it grows and call on_finding(f) once per finding
     as soon as the machines decide it. Ends at the end of a pipe, when process `pid` exits, or
-    when `stop` is set; returns the final report of everything read."""
+    when `stop` is set; returns the final report of everything read. `stream`: a file object to
+    read instead (its `idle` attribute is set to the callback that looks for findings); on_start()
+    is called once everything is ready and reading begins."""
     from nanscope.follow import FollowStream
 
     run = _Run(options or Options(), native=False, jobs=None)
@@ -161,13 +164,21 @@ def follow(path: str, options: Optional[Options] = None, on_finding: Optional[Ca
                 told.add(f.id)
                 on_finding(f)
 
-    if path == "-":
+    if stream is not None:
+        stream.idle = idle
+    elif path == "-":
         stream = FollowStream(fd=sys.stdin.fileno(), pid=pid, stop=stop, idle=idle, poll_s=poll_s)
     else:
         try:
             stream = FollowStream(path=path, pid=pid, stop=stop, idle=idle, poll_s=poll_s)
         except OSError as e:
             raise NanscopeError(f"cannot follow {path}: {e.strerror or e}") from None
+    from nanscope.parsers.registry import select
+    from nanscope.pipeline import dispatch_for
+
+    dispatch_for(select(run.scan_opts.parsers))  # the parsers' keyword search is built before the first line
+    if on_start is not None:
+        on_start()
     run.feed(scan_all([Source(name="<stdin>" if path == "-" else path, path=None, stream=stream)],
                       run.scan_opts, run.result))
     idle()

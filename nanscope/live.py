@@ -44,11 +44,13 @@ def follow_cli(path: str, options: api.Options, fmt: str, pid: Optional[int], li
             raise KeyboardInterrupt
         stop.set()
 
-    if as_json and not quiet:
-        write(jsonl.line(jsonl.begin([{"path": "<stdin>" if path == "-" else path}])))
+    def on_start() -> None:  # ready: the begin message says so
+        if as_json and not quiet:
+            write(jsonl.line(jsonl.begin([{"path": "<stdin>" if path == "-" else path}])))
+
     previous = signal.signal(signal.SIGINT, on_sigint) if threading.current_thread() is threading.main_thread() else None
     try:
-        report = api.follow(path, options, on_finding=on_finding, pid=pid, stop=stop)
+        report = api.follow(path, options, on_finding=on_finding, pid=pid, stop=stop, on_start=on_start)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
