@@ -189,6 +189,19 @@ def test_a_long_many_rank_run_gives_a_small_page():
     assert [(s, r) for s, r, _ in _marks(svg, "nan")] == [(80_000, "rank 5")]
 
 
+def test_a_nan_that_persists_is_one_mark_with_a_bar():
+    from nanscope.model import Report
+
+    rec = SeriesRecorder()
+    for step in range(0, 100_000, 10):
+        rec.feed(_step(0, step, float("nan") if step >= 60_000 else 2.0))
+    text = _html(Report(tool_version="x", inputs=[], ranks=[], findings=[], diagnostics=[], verdict="clean",
+                        signatures_loaded=0, series=rec.series()))
+    svg, _ = _chart(text, "all:loss")
+    assert [s for s, _, _ in _marks(svg, "nan")] == [60_000]
+    assert re.search(r'<rect class="markrun nan"[^>]*><title>rank 0: loss non-finite at step 60000 through step 99\d\d\d</title>', svg)
+
+
 # --- in the browser -----------------------------------------------------------------------------
 
 def _only_chart(text: str, name: str, path: Path) -> tuple[Path, dict]:

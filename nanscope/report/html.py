@@ -56,7 +56,7 @@ svg .grid{stroke:var(--line);stroke-dasharray:2 3}svg .tick{fill:var(--mute);fon
 svg .ctitle{fill:var(--fg);font-size:11px;font-weight:600}svg .strong{fill:var(--init);font-weight:700}
 svg .curve{fill:none;stroke-width:1.2;stroke-linejoin:round}svg .curve.other{stroke:var(--other);stroke-width:1}
 svg .curve.solo{stroke:var(--accent)}svg .curve.init{stroke:var(--init);stroke-width:2.2}
-svg .shade{fill:var(--shade)}svg .mark.nan{fill:var(--nan)}svg .mark.skip{fill:var(--skip)}
+svg .shade{fill:var(--shade)}svg .mark.nan,svg .markrun.nan{fill:var(--nan)}svg .mark.skip,svg .markrun.skip{fill:var(--skip)}
 svg .nanline{stroke:var(--nan);stroke-width:1;stroke-dasharray:3 2;opacity:.7}
 svg .lane{stroke:var(--line)}svg .lane.init{stroke:var(--init)}svg .ev{stroke:var(--bg);stroke-width:1}
 svg .ev.nonfinite{fill:var(--nan)}svg .ev.error,svg .ev.exit{fill:var(--fg)}svg .ev.timeout{fill:var(--accent)}

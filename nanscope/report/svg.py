@@ -138,8 +138,13 @@ def line_chart(ch: Chart) -> str:
         d = _path(ch, c, y)
         if d:
             out.append(f'<path class="curve {c.cls}" d="{d}"><title>{esc(c.title)}</title></path>')
-    for m in ch.marks:
+    for m, last in _runs(ch):
         xx = ch.x(m.step)
+        if last is not None:  # a run of marks (a NaN that persists): one mark at its start, a bar along it
+            x1 = ch.x(last)
+            yb = ch.top if m.kind == "nan" else ch.top + ph - 3
+            out.append(f'<rect class="markrun {m.kind}" x="{xx:.1f}" y="{yb:.1f}" width="{max(x1 - xx, 1):.1f}" height="3">'
+                       f"<title>{esc(m.title)} through step {last}</title></rect>")
         if m.kind == "nan":
             yy = ch.top + 1
             pts = f"{xx - 5:.1f},{yy:.1f} {xx + 5:.1f},{yy:.1f} {xx:.1f},{yy + 9:.1f}"
@@ -151,6 +156,27 @@ def line_chart(ch: Chart) -> str:
                    f"<title>{esc(m.title)}</title></polygon>")
     out.append("</svg>")
     return "".join(out)
+
+
+def _runs(ch: Chart) -> list:
+    """Marks as (first mark, last step or None): marks of one kind and rank whose x positions are
+    within 3 px of each other become one run (a NaN that persists for 50,000 steps is one mark
+    with a bar, not a comb of triangles)."""
+    groups: dict = {}
+    for m in ch.marks:
+        groups.setdefault((m.kind, m.rank), []).append(m)
+    out = []
+    for ms in groups.values():
+        ms.sort(key=lambda m: m.step)
+        start, prev = ms[0], ms[0]
+        for m in ms[1:] + [None]:
+            if m is not None and ch.x(m.step) - ch.x(prev.step) <= 3:
+                prev = m
+                continue
+            out.append((start, prev.step if prev is not start else None))
+            if m is not None:
+                start = prev = m
+    return sorted(out, key=lambda r: r[0].step)
 
 
 def _path(ch: Chart, c: Curve, y) -> str:
