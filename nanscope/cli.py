@@ -71,7 +71,11 @@ def use_unicode(stream=None) -> bool:
     cannot encode them (a terminal that is not UTF-8)."""
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
-    enc = getattr(stream or sys.stdout, "encoding", None) or "ascii"
+    return _utf8(stream or sys.stdout)
+
+
+def _utf8(stream) -> bool:
+    enc = getattr(stream, "encoding", None) or "ascii"
     return enc.lower().replace("-", "").replace("_", "") in ("utf8", "utf8sig")
 
 
@@ -145,6 +149,8 @@ def diagnose(
     if not quiet:
         with open_output(output) as out:
             color_on = use_color(color, no_color, out) and output is None
+            if out is sys.stdout and not _utf8(out) and hasattr(out, "reconfigure"):
+                out.reconfigure(errors="replace")  # a character the terminal cannot show is a '?', not a crash
             render_opts = reporters.RenderOptions(color=color_on, redact=not no_redact, unicode=use_unicode(out))
             if told is not None and fmt == "jsonl" and output is None:
                 from nanscope.report.jsonl import render as render_jsonl
