@@ -16,7 +16,6 @@ reads what the ledger reads, in the same pass.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 

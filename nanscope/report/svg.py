@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from html import escape
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -232,9 +232,3 @@ def timeline(lanes: list[tuple[str, bool, list]], lo: int, hi: int, width: int =
     out.append("</svg>")
     return "".join(out)
 
-
-def spread(values: Sequence[Optional[float]]) -> str:
-    fin = [v for v in values if v is not None and math.isfinite(v)]
-    if not fin:
-        return "-"
-    return f"{fmt(min(fin))} .. {fmt(max(fin))}"
