@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+import threading
 import time
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from nanscope import __version__, baseline
 from nanscope import fleet as fleet_mod
@@ -23,13 +25,14 @@ from nanscope.ingest.reader import MAX_LINE_BYTES, Source, expand_sources
 from nanscope.model import Event, Finding, Report
 from nanscope.pipeline import STEP_READERS, ScanOptions, ScanResult
 from nanscope.scan import scan_all
-from nanscope.signatures.engine import Engine
+from nanscope.signatures.engine import Engine, build_finding
 from nanscope.signatures.loader import load_or_raise
 from nanscope.signatures.schema import SEVERITIES, Signature
+from nanscope.series import SeriesRecorder
 from nanscope.streams import Streams
 
-__all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "fleet", "load_signatures",
-           "with_baseline", "write_reports", "Report", "Finding"]
+__all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "fleet", "follow",
+           "load_signatures", "with_baseline", "write_reports", "Report", "Finding"]
 
 
 @dataclass
@@ -88,31 +91,115 @@ def diagnose(paths: Iterable[str], options: Optional[Options] = None) -> Report:
 
 
 def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = None) -> Report:
-    options = options or Options()
-    t0 = time.monotonic()
-    sigs = load_signatures(options)
-    engine = Engine(sigs)
-    streams = Streams()
-    result = ScanResult()
-    scan_opts = dataclasses.replace(_scan_options(options), ahead=engine.apart_from_steps(STEP_READERS))
-    job_ranks: set = set()
-    for ev in scan_all(sources, scan_opts, result):
-        for e in streams.process(ev):
-            if e.rank is not None:
-                job_ranks.add(e.rank)
-            engine.feed(e)
-    findings = engine.finish()
-    summaries = streams.summaries()
+    run = _Run(options or Options())
+    run.feed(scan_all(sources, run.scan_opts, run.result))
+    return run.report()
+
+
+def _last_steps(summaries: list) -> dict:
+    """Each rank's last logged step (attribution: a rank that logs on after an exception survived it)."""
     last: dict = {}
     for rs in summaries:
         if rs.rank is not None and rs.last_step is not None:
             last[rs.rank] = max(last.get(rs.rank, rs.last_step), rs.last_step)
-    top = attribute(findings, job_ranks, last)
-    return Report(
-        tool_version=__version__, inputs=result.inputs, ranks=summaries, findings=top,
-        diagnostics=result.diagnostics + engine.diagnostics, verdict=verdict(top, result.inputs),
-        signatures_loaded=len(sigs), elapsed_s=time.monotonic() - t0, signatures=sigs,
-    )
+    return last
+
+
+class _Run:
+    """One diagnosis: signatures, streams, engine and the curves, fed events, then a Report."""
+
+    def __init__(self, options: Options, **scan: Any):
+        self.t0 = time.monotonic()
+        self.sigs = load_signatures(options)
+        self.engine = Engine(self.sigs)
+        self.streams = Streams()
+        self.result = ScanResult()
+        self.curves = SeriesRecorder()
+        self.job_ranks: set = set()
+        self.scan_opts = dataclasses.replace(_scan_options(options), ahead=self.engine.apart_from_steps(STEP_READERS),
+                                             **scan)
+
+    def feed(self, evs: Iterable[Event]) -> None:
+        process, engine, curves, ranks = self.streams.process, self.engine, self.curves, self.job_ranks
+        for ev in evs:
+            for e in process(ev):
+                if e.rank is not None:
+                    ranks.add(e.rank)
+                curves.feed(e)
+                engine.feed(e)
+
+    def decided(self) -> list[Finding]:
+        """The findings the machines have decided so far (live mode), attributed as far as the
+        evidence read so far allows; the engine's held steps are fed first."""
+        self.engine.flush()
+        aggs = {**self.engine.peek(), **self.engine.aggregates}
+        also = {sid: [other for other in agg.sig.supersedes
+                      if other in aggs and (aggs[other].streams & agg.streams or not aggs[other].ranks)]
+                for sid, agg in aggs.items()}
+        gone = {other for others in also.values() for other in others}
+        found = []
+        for sid, agg in list(aggs.items()):
+            if sid not in gone:
+                f = build_finding(agg)
+                f.also_matched = f.also_matched + [o for o in also[sid] if o not in f.also_matched]
+                found.append(f)
+        return attribute(found, self.job_ranks, _last_steps(self.streams.summaries()))
+
+    def report(self) -> Report:
+        findings = self.engine.finish()
+        summaries = self.streams.summaries()
+        top = attribute(findings, self.job_ranks, _last_steps(summaries))
+        return Report(
+            tool_version=__version__, inputs=self.result.inputs, ranks=summaries, findings=top,
+            diagnostics=self.result.diagnostics + self.engine.diagnostics, verdict=verdict(top, self.result.inputs),
+            signatures_loaded=len(self.sigs), elapsed_s=time.monotonic() - self.t0, signatures=self.sigs,
+            series=self.curves.series(),
+        )
+
+
+def follow(path: str, options: Optional[Options] = None, on_finding: Optional[Callable[[Finding], None]] = None,
+           pid: Optional[int] = None, stop: Optional[threading.Event] = None, poll_s: float = 0.05,
+           stream: Optional[Any] = None, on_start: Optional[Callable[[], None]] = None) -> Report:
+    """Live mode: read `path` ('-' for stdin) as it grows and call on_finding(f) once per finding
+    as soon as the machines decide it. Ends at the end of a pipe, when process `pid` exits, or
+    when `stop` is set; returns the final report of everything read. `stream`: a file object to
+    read instead (its `idle` attribute is set to the callback that looks for findings); on_start()
+    is called once everything is ready and reading begins."""
+    from nanscope.follow import FollowStream
+
+    run = _Run(options or Options(), native=False, jobs=None)
+    told: set = set()
+
+    def idle() -> None:
+        if on_finding is None:
+            return
+        run.engine.flush()
+        if not (run.engine.aggregates.keys() | run.engine.peek().keys()) - told:
+            return
+        for f in run.decided():
+            if f.id not in told:
+                told.add(f.id)
+                on_finding(f)
+
+    if stream is not None:
+        stream.idle = idle
+    elif path == "-":
+        stream = FollowStream(fd=sys.stdin.fileno(), pid=pid, stop=stop, idle=idle, poll_s=poll_s)
+    else:
+        try:
+            stream = FollowStream(path=path, pid=pid, stop=stop, idle=idle, poll_s=poll_s)
+        except OSError as e:
+            raise NanscopeError(f"cannot follow {path}: {e.strerror or e}") from None
+    from nanscope.parsers.registry import select
+    from nanscope.pipeline import dispatch_for
+
+    dispatch_for(select(run.scan_opts.parsers))  # the parsers' keyword search is built before the first line
+    if on_start is not None:
+        on_start()
+    run.feed(scan_all([Source(name="<stdin>" if path == "-" else path, path=None, stream=stream)],
+                      run.scan_opts, run.result))
+    idle()
+    return run.report()
 
 
 def verdict(findings: list[Finding], inputs: Sequence = ()) -> str:
@@ -162,19 +249,27 @@ def fleet(root: str, pattern: Optional[str] = None, options: Optional[Options] =
 
 def write_reports(report: Report, outputs: Sequence[str] = (), default_format: str = "text", redact: bool = True,
                   stdout: bool = True, color: Callable[[object], bool] = lambda stream: False,
-                  begun: bool = False) -> None:
+                  begun: bool = False, told: Optional[set] = None,
+                  unicode: Callable[[object], bool] = lambda stream: True) -> None:
     """Render one Report into several outputs: each `FORMAT:PATH` (a file, atomically), `FORMAT`
     (stdout) or a plain PATH (the default_format report there); see nanscope.report.outputs.
-    `color(stream)` says whether the stdout report may be coloured; `begun`: a jsonl report to stdout
-    had its begin message written before the logs were read."""
+    `color(stream)` / `unicode(stream)` say whether the stdout report may be coloured / use block
+    characters; `begun`: a jsonl report to stdout had its begin message written before the logs were
+    read; `told`: live mode wrote begin and these findings to stdout already."""
     from nanscope import report as reporters
     from nanscope.report.outputs import plan, write_all
 
     specs = plan(default_format, list(outputs), list(reporters.FORMATS), stdout=stdout)
 
     def render(fmt: str, rep: Report, out, is_stdout: bool) -> None:
-        reporters.render(fmt, rep, out, reporters.RenderOptions(color=is_stdout and color(out), redact=redact,
-                                                                begun=begun and is_stdout))
+        opts = reporters.RenderOptions(color=is_stdout and color(out), redact=redact, begun=begun and is_stdout,
+                                       unicode=unicode(out) if is_stdout else True)
+        if is_stdout and told is not None and fmt == "jsonl":
+            from nanscope.report.jsonl import render as render_jsonl
+
+            render_jsonl(rep, out, opts, told=told)  # begin and the told findings went out live
+        else:
+            reporters.render(fmt, rep, out, opts)
 
     write_all(report, specs, render)
 

@@ -75,6 +75,19 @@ def use_color(choice: Color, no_color: bool, stream=None) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
+def use_unicode(stream=None) -> bool:
+    """Block characters in the sparklines: not with NO_COLOR or TERM=dumb, nor on a stream that
+    cannot encode them (a terminal that is not UTF-8)."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return _utf8(stream or sys.stdout)
+
+
+def _utf8(stream) -> bool:
+    enc = getattr(stream, "encoding", None) or "ascii"
+    return enc.lower().replace("-", "").replace("_", "") in ("utf8", "utf8sig")
+
+
 def _version(value: bool) -> None:
     if value:
         print(f"nanscope {__version__}")
@@ -111,6 +124,8 @@ def diagnose(
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A known-good run (JSON report or log): report what is new or worse; only new findings affect the exit status."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Where files are scanned: local (default), dask (a local Dask cluster) or dask:ADDRESS (needs nanscope[dask])."),
     config_file: Optional[str] = typer.Option(None, "--config", help="Use this config file instead of searching for nanscope.toml / pyproject.toml."),
+    follow: bool = typer.Option(False, "--follow", help="Live: read FILE (or - for a pipe) as it grows, print each finding when it is decided; ends at the end of a pipe, when --pid exits, or on Ctrl-C, then prints the report."),
+    pid: Optional[int] = typer.Option(None, "--pid", help="With --follow: stop when this process exits."),
 ) -> None:
     """Diagnose a job's logs: the root cause, the initiating rank, the fix.
 
@@ -138,35 +153,49 @@ def diagnose(
     from nanscope.ingest.reader import expand_sources
     from nanscope.progress import progress_for
 
-    sources = expand_sources(paths or ["-"])
-    _say_if_waiting(paths, quiet)
-    options.jobs = cfg["jobs"]
-    options.engine = cfg["engine"]
-    options.progress = progress_for(sources, quiet=quiet)
-    streaming = any(sp.path is None and sp.fmt == "jsonl" for sp in specs)  # begin goes out before reading
-    if streaming:
-        from nanscope.ingest.reader import source_sizes
-        from nanscope.output import StdoutWatch, open_output
-        from nanscope.report import jsonl
+    told: Optional[set] = None
+    streaming = False
+    if follow or pid is not None:
+        if not follow or len(paths or ["-"]) != 1:
+            raise typer.BadParameter("--follow takes one FILE or - (and --pid needs --follow)", param_hint="--follow")
+        from nanscope.live import follow_cli
 
-        with open_output(None) as out:
-            jsonl.write(jsonl.begin(source_sizes(sources)), out)
-        if StdoutWatch.usable():
-            options.progress = StdoutWatch(options.progress)
-    try:
-        report = api.diagnose_sources(sources, options)
-    finally:
-        if options.progress is not None:
-            options.progress.close()
-            options.progress = None
+        options.engine = None
+        report, told = follow_cli((paths or ["-"])[0], options, cfg["format"], pid,
+                                  live_to_stdout=any(sp.path is None for sp in specs), quiet=quiet,
+                                  do_redact=cfg["redact"])
+    else:
+        sources = expand_sources(paths or ["-"])
+        _say_if_waiting(paths, quiet)
+        options.jobs = cfg["jobs"]
+        options.engine = cfg["engine"]
+        options.progress = progress_for(sources, quiet=quiet)
+        streaming = any(sp.path is None and sp.fmt == "jsonl" for sp in specs)  # begin goes out before reading
+        if streaming:
+            from nanscope.ingest.reader import source_sizes
+            from nanscope.output import StdoutWatch, open_output
+            from nanscope.report import jsonl
+
+            with open_output(None) as out:
+                jsonl.write(jsonl.begin(source_sizes(sources)), out)
+            if StdoutWatch.usable():
+                options.progress = StdoutWatch(options.progress)
+        try:
+            report = api.diagnose_sources(sources, options)
+        finally:
+            if options.progress is not None:
+                options.progress.close()
+                options.progress = None
     if cfg["baseline"]:
         api.with_baseline(report, cfg["baseline"], options)
     choice = Color.never if no_color else Color(cfg["color"])
+    if not quiet and not _utf8(sys.stdout) and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="replace")  # a character the terminal cannot show is a '?', not a crash
     api.write_reports(report, cfg["output"], cfg["format"], redact=cfg["redact"], stdout=not quiet,
-                      color=lambda stream: use_color(choice, False, stream), begun=streaming)
+                      color=lambda stream: use_color(choice, False, stream), begun=streaming, told=told,
+                      unicode=use_unicode)
     code = api.exit_code(report, cfg["fail-on"])
     raise typer.Exit(ExitCode.CLEAN if cfg["exit-zero"] and code != ExitCode.ERROR else code)
-
 
 # diagnose's parameters that are settings: parameter name -> (config key, value as given -> setting)
 _SETTING_PARAMS = {

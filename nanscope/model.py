@@ -249,3 +249,4 @@ class Report:
     elapsed_s: float = 0.0
     baseline: Optional[dict] = None  # with --baseline: what is new or worse
     signatures: list = field(default_factory=list, repr=False)  # the signatures this run used (SARIF rules, JUnit cases)
+    series: list = field(default_factory=list, repr=False)  # nanscope.series.RankSeries: the curves of the pictures

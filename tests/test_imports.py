@@ -15,13 +15,14 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("model", ("nanscope", "nanscope.errors", "nanscope.model", "nanscope.redact", "nanscope.rankset",
                "nanscope.columns", "nanscope.keys", "nanscope.stepbatch", "nanscope.metricsrows",
                "nanscope.parsers.numbers", "nanscope.schema")),
-    ("ingest and parsers", ("nanscope.ingest", "nanscope.parsers")),
+    ("ingest and parsers", ("nanscope.ingest", "nanscope.parsers", "nanscope.follow")),
     ("pipeline", ("nanscope.pipeline", "nanscope.parallel", "nanscope.dask_scan", "nanscope.scan")),
-    ("streams, engine, attribution", ("nanscope.streams", "nanscope.signatures", "nanscope.attribution")),
+    ("streams, engine, attribution", ("nanscope.streams", "nanscope.series", "nanscope.signatures",
+                                      "nanscope.attribution")),
     ("outputs", ("nanscope.report", "nanscope.export", "nanscope.output", "nanscope.progress", "nanscope.hosts",
                  "nanscope.baseline", "nanscope.evaluate", "nanscope.fleet")),
     ("api", ("nanscope.api", "nanscope.config")),
-    ("cli", ("nanscope.cli", "nanscope.__main__", "nanscope.signatures.selftest")),
+    ("cli", ("nanscope.cli", "nanscope.__main__", "nanscope.live", "nanscope.signatures.selftest")),
 ]
 
 

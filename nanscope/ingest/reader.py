@@ -53,10 +53,11 @@ class Source:
     data: Optional[bytes] = None
     layout_rank: Optional[int] = None  # the rank its name gives among per-rank siblings (prefixes.layout_ranks)
     skip: Optional[str] = None  # why it is not read (a FIFO or device found in a folder): reported, not opened
+    stream: Optional[Any] = None  # an open binary file object to read instead (live mode: follow.FollowStream)
 
     @property
     def is_stdin(self) -> bool:
-        return self.path is None and self.data is None
+        return self.path is None and self.data is None and self.stream is None
 
 
 def expand_sources(paths: list[str]) -> list[Source]:
@@ -278,6 +279,8 @@ def utf16_encoding(head: bytes) -> Optional[str]:
 def open_binary(source: Source) -> tuple[BinaryIO, Optional[int]]:
     """Open a source for binary reading, unwrapping gzip / zstd by magic bytes."""
     try:
+        if source.stream is not None:
+            return source.stream, None
         if source.data is not None:
             raw: BinaryIO = io.BufferedReader(io.BytesIO(source.data))  # type: ignore[arg-type]
         else:

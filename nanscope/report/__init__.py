@@ -19,6 +19,7 @@ class RenderOptions:
     redact: bool = True
     width: int = 100
     begun: bool = False  # jsonl: the begin message was written before reading (the CLI, to stdout)
+    unicode: bool = True  # sparkline blocks; False: plain ASCII (no UTF-8 terminal, NO_COLOR, TERM=dumb)
 
 
 # name -> (module, description)
@@ -31,6 +32,7 @@ FORMATS: dict[str, tuple[str, str]] = {
     "junit": ("nanscope.report.junit", "JUnit XML: one testcase per signature (GitLab test reports)"),
     "sarif": ("nanscope.report.sarif", "SARIF 2.1.0 for code scanning"),
     "gitlab": ("nanscope.report.gitlab", "GitLab Code Quality JSON (artifacts:reports:codequality)"),
+    "html": ("nanscope.report.html", "one self-contained HTML page with loss / grad norm / scale plots (no script)"),
 }
 
 

@@ -40,6 +40,14 @@ def xml(text: str) -> str:
     return _JSON_RAW.sub(_visible, text)
 
 
+def html_text(text: str, max_len: int = 2000) -> str:
+    """Text for an HTML page: control and invisible characters visible (as on the terminal), then
+    every character HTML gives a meaning escaped (also in attribute values)."""
+    from html import escape
+
+    return escape(terminal(text, max_len), quote=True)
+
+
 # --- GitHub Actions runner (actions/toolkit packages/core/src/command.ts; actions/runner ActionCommand.cs)
 
 def gh_data(text: str) -> str:

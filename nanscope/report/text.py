@@ -19,6 +19,7 @@ from nanscope.redact import redact
 from nanscope.report.base import number
 from nanscope.report.sanitize import gh_defuse, terminal
 from nanscope.rankset import fmt_ranks
+from nanscope.report.spark import spark_rows
 
 _SEV_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "bold yellow", "low": "cyan", "info": "dim"}
 _VERDICT = {
@@ -115,7 +116,7 @@ def _fmt(v: object) -> str:
 _MAX_LABEL = 24
 
 
-def _rank_table(console: Console, report: Report, width: int) -> None:
+def _rank_table(console: Console, report: Report, width: int) -> dict[str, str]:
     """The per-rank ledger. A stream without a rank is labelled by its file; a label too long for
     the column becomes `file N`, with the whole path in a legend below (never a truncated path)."""
     table = Table(title="per-rank steps", title_justify="left", show_edge=False, pad_edge=False, box=None)
@@ -141,6 +142,7 @@ def _rank_table(console: Console, report: Report, width: int) -> None:
     for path, key in legend.items():
         console.print(Text(f"{key}: {gh_defuse(path)}"), soft_wrap=True)
     console.print()
+    return legend
 
 
 def render(report: Report, out: IO[str], options) -> None:
@@ -183,13 +185,29 @@ def render(report: Report, out: IO[str], options) -> None:
     console.print()
     for i, f in enumerate(report.findings, 1):
         _finding(console, f, redact_secrets, width, i)
+    names: dict[str, str] = {}
     if report.ranks:
-        _rank_table(console, report, width)
+        names = _rank_table(console, report, width)
     for i in report.inputs:
         if i.topology:
             console.print(Text(f"ranks in {terminal(i.path, 200)}: {_safe(i.topology, 500)}", style="dim"))
+    rows = spark_rows(report.series, getattr(options, "unicode", True), names)
+    if rows:
+        for line in rows:
+            t = Text(line[0], style="bold" if line[1] else "")
+            console.print(t, soft_wrap=True)
+        console.print()
     for d in report.diagnostics:
         t = Text(f"note [{d.code}] ", style="yellow")
         where = f"{terminal(d.source, 200)}" + (f":{d.line}" if d.line else "") + ": " if d.source else ""
         t.append(where + terminal(d.message, 500))
         console.print(t)
+
+
+def live_line(f: Finding, do_redact: bool = True) -> str:
+    """One line per finding as live mode decides it (`diagnose --follow`)."""
+    rank = f"initiating rank {f.initiating_rank}" if f.initiating_rank is not None else "initiating rank unknown"
+    step = f" at step {f.first_step}" if f.first_step is not None else ""
+    where = f" ({terminal(f.evidence[0].source, 200)}:{f.evidence[0].line})" if f.evidence else ""
+    summary = " ".join(_safe(redact(f.summary) if do_redact else f.summary, 600).split())
+    return f"nanscope: live: {f.severity.upper()} {f.id}{step}, {rank}{where}: {summary}\n"

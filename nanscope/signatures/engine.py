@@ -127,6 +127,27 @@ class Engine:
             if predicates.TIMED_OUT:
                 self._timed_out(machine.sig)
 
+    def flush(self) -> None:
+        """Feed every held step to the machines now (live mode: the input may pause for long)."""
+        for stream in list(self._held):
+            self._release(stream)
+
+    def peek(self) -> dict:
+        """signature id -> Aggregate of what the machines that decide at the end would decide now
+        (live mode), apart from the real aggregates; nothing changes."""
+        out: dict = {}
+
+        def emit(m: Match) -> None:
+            agg = out.get(m.signature)
+            if agg is None:
+                agg = out[m.signature] = Aggregate(self.signatures[m.signature])
+            agg.add(m)
+
+        for machine in self._machines:
+            if machine.LIVE and machine.sig not in self._disabled:
+                machine.live(emit)
+        return out
+
     def _release(self, stream: Any) -> None:
         held = self._held.pop(stream, None)
         if not held:

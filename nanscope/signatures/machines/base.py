@@ -91,6 +91,13 @@ class Machine:
     def finish(self, emit: Emit) -> None:
         pass
 
+    LIVE: ClassVar[bool] = False  # finish() only reads the state: live mode may ask it early
+
+    def live(self, emit: Emit) -> None:
+        """What finish() would emit now (live mode, `diagnose --follow`); changes nothing."""
+        if self.LIVE:
+            self.finish(emit)
+
 
 class Line(Machine):
     """Every event that satisfies `when` is a match. `sole_evidence` (optional): a match on an

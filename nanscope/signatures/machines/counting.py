@@ -69,6 +69,13 @@ class FirstAcrossRanks(Machine):
 
     name = "first_across_ranks"
     PARAMS = {"bad": (True, "condition")}
+    LIVE = True
+
+    def live(self, emit: Emit) -> None:
+        """Decided once every rank has logged the first bad step (none can still be bad there)."""
+        bads = [st["first_bad"].step for st in self.state.values() if st["first_bad"] is not None]
+        if bads and all(st["hi"] >= min(bads) for st in self.state.values()):
+            self.finish(emit)
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)

@@ -24,6 +24,7 @@ class Cascade(Machine):
 
     name = "cascade"
     PARAMS = {"primary": (True, "condition"), "collateral": (True, "condition"), "teardown": (False, "condition")}
+    LIVE = True
     DEFAULT_EVENTS = ("error", "lifecycle")
 
     def __init__(self, sig_id: str, spec: dict):
@@ -96,6 +97,7 @@ class LauncherBlame(Machine):
 
     name = "launcher_blame"
     PARAMS = {"blame": (True, "condition"), "primary": (True, "condition"), "collateral": (True, "condition")}
+    LIVE = True
     DEFAULT_EVENTS = ("error", "step", "lifecycle")
 
     def __init__(self, sig_id: str, spec: dict):
