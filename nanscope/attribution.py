@@ -245,8 +245,19 @@ def _sole_named_rank(f: Finding, ranks: set) -> Optional[int]:
     SGLang's unprefixed `Received sigquit`) when a later line of the same finding names one rank
     (`[Rank 1] NCCL watchdog thread terminated with exception: CUDA error: ...`, `[... TP3] Scheduler
     hit an exception`) and no other rank appears anywhere in the input: then no other process is
-    there to have printed the first line. With more ranks in the input, None (it cannot say)."""
-    named = {r for r in f.ranks if r is not None}
+    there to have printed the first line. With more ranks in the input, None (it cannot say). Only a
+    process's own line counts (its prefix, or a line that says it failed itself): a launcher's report
+    that names a task (`srun: error: node: task 4: Out Of Memory`) says who was hit, not who printed
+    the first line."""
+    named: set = set()
+    for m in f.matches:
+        for ev in m.events:
+            own = (getattr(ev, "fields", None) or {}).get("own_failure")
+            origin = getattr(ev, "origin", None)
+            if ev.rank is not None and (own or (origin is not None and origin.rank == ev.rank)):
+                named.add(ev.rank)
+            elif ev.rank is not None:
+                return None
     if len(named) == 1 and ranks == named:
         return next(iter(named))
     return None

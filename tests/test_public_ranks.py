@@ -78,3 +78,23 @@ def test_a_logger_timestamp_before_its_own_message_stays_in_the_message():
     row = next(ln for ln in lines("996.log") if "rank      :" in ln)
     msg, origin = peel(row, Origin())
     assert msg.startswith("  rank      : 0 (local_rank: 0)") and origin.ts is not None
+
+
+def test_tgi_launcher_names_the_shard_that_failed(tmp_path):
+    # 1001 (huggingface/text-generation-inference#1354): shard 0's ValueError, then the launcher's
+    # `Shard 0 failed to start` and `Shard terminated rank=1` (shut down after it)
+    f = diagnose(tmp_path, lines("1001.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("uncaught-exception", 0, "medium")
+    assert [c.id for c in f.collateral] == ["tgi-shard-failed"]
+
+
+def test_tgi_traceback_without_the_launcher_line_names_no_shard(tmp_path):
+    # the shard's traceback and its ` rank=0` span field alone: no launcher line, no rank claimed
+    text = [ln for ln in lines("1001.log") if "text_generation_launcher" not in ln]
+    f = diagnose(tmp_path, text)
+    assert f.id == "uncaught-exception" and f.initiating_rank is None
+
+
+def test_tgi_shard_start_up_progress_is_healthy(tmp_path):
+    # 1021 (text-generation-inference#2657): `Waiting for shard to be ready... rank=N` while loading
+    assert diagnose(tmp_path, lines("1021.log")) is None
