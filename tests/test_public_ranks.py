@@ -98,3 +98,16 @@ def test_tgi_traceback_without_the_launcher_line_names_no_shard(tmp_path):
 def test_tgi_shard_start_up_progress_is_healthy(tmp_path):
     # 1021 (text-generation-inference#2657): `Waiting for shard to be ready... rank=N` while loading
     assert diagnose(tmp_path, lines("1021.log")) is None
+
+
+def test_spawn_process_index_is_the_rank_of_its_traceback(tmp_path):
+    # 1008 (youngwanLEE/centermask2#9): torch.multiprocessing.spawn's `-- Process 1 terminated with
+    # the following error:` over detectron2's launch() (_distributed_worker(local_rank, ...)), one machine
+    f = diagnose(tmp_path, lines("1008.log"))
+    assert (f.id, f.initiating_rank, f.first_step) == ("nan-persistent", 1, 137)
+
+
+def test_anomaly_without_the_spawn_header_names_no_rank(tmp_path):
+    text = [ln for ln in lines("1008.log") if "terminated with the following error" not in ln]
+    f = diagnose(tmp_path, text)
+    assert f.id == "nan-persistent" and f.initiating_rank is None
