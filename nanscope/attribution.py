@@ -128,6 +128,11 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                                    f"(exit status {m.events[0].exitcode}, no other failures); its own output has the error")
             elif m.rank is not None:
                 root.decided_by = f"tier 2: the first primary error ({root.id}) was on rank {m.rank}{when}"
+            elif (own := _sole_named_rank(root, ranks)) is not None:
+                root.initiating_rank = own
+                root.confidence = "medium"
+                root.decided_by = (f"tier 2: the first line of {root.id}{when} names no process; the finding's own "
+                                   f"evidence names rank {own}, the only rank in the input")
             elif not ranks:
                 root.decided_by = f"one process: the input has no rank prefixes (the first primary error: {root.id}{when})"
             else:
@@ -233,6 +238,29 @@ def _handled(findings: list, last_steps: dict) -> set:
         else:
             out.add(id(f))
     return out
+
+
+def _sole_named_rank(f: Finding, ranks: set) -> Optional[int]:
+    """The rank of a finding whose first line names no process (a traceback's bare exception line,
+    SGLang's unprefixed `Received sigquit`) when a later line of the same finding names one rank
+    (`[Rank 1] NCCL watchdog thread terminated with exception: CUDA error: ...`, `[... TP3] Scheduler
+    hit an exception`) and no other rank appears anywhere in the input: then no other process is
+    there to have printed the first line. With more ranks in the input, None (it cannot say). Only a
+    process's own line counts (its prefix, or a line that says it failed itself): a launcher's report
+    that names a task (`srun: error: node: task 4: Out Of Memory`) says who was hit, not who printed
+    the first line."""
+    named: set = set()
+    for m in f.matches:
+        for ev in m.events:
+            own = (getattr(ev, "fields", None) or {}).get("own_failure")
+            origin = getattr(ev, "origin", None)
+            if ev.rank is not None and (own or (origin is not None and origin.rank == ev.rank)):
+                named.add(ev.rank)
+            elif ev.rank is not None:
+                return None
+    if len(named) == 1 and ranks == named:
+        return next(iter(named))
+    return None
 
 
 def _when(f: Finding) -> str:

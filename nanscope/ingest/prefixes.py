@@ -16,6 +16,14 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             its replica index, ingest/topology.py pod_index, names ranks only
                             with the processes per pod known)
   2024-05-01T12:00:00.123Z  kubectl logs --timestamps (the time is kept as the line's timestamp)
+  rank:  3 | 2022-04-03 ... ParlAI's distributed prefix: ParlaiLogger.add_format_prefix puts
+                            f'{prefix} ' before LOGFILE_FORMAT '%(asctime)s %(levelname)-8s | %(message)s'
+                            (CONSOLE_FORMAT '%(asctime)s %(levelname).4s | ...' when interactive),
+                            the prefix being `rank: {rank:2d} |` (parlai/utils/logging.py)
+  2026-09-17 13:40:05   ... a log collector's stamp on every line, peeled only where an indented
+                            continuation follows it (`  rank      : 1 (local_rank: 1)`, `  File ...`):
+                            a logger's own format stamps a record's first line, never its
+                            continuation, so the stamp there is outside the program's output
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ _PREFIX = re.compile(
       | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
         (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
       | \[\d{1,9}\][ \t]+(?=\[(?:rank|default)\d+\]:)
+      | rank:[ ]{1,3}(?P<parlai>\d{1,5})[ ]\|[ ](?=(?:\d{4}-\d\d-\d\d[ ])?\d\d:\d\d:\d\d)
+      | (?P<cts>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d)[ ](?=[ \t]+\S)
       | (?P<tsr>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)[ \t]+(?=\[rank\d+\]:)
       | \[(?P<sgts>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d)(?P<sgtags>(?:[ ](?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)+)\][ \t]
       | \[(?P<sgtp>TP\d+(?:[ ]EP\d+)?)\][ \t]
@@ -209,8 +219,12 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             rank = int(m.group("mpirank"))
         elif m.group("pod") is not None:
             pod = m.group("pod")
+        elif m.group("parlai") is not None:
+            rank = int(m.group("parlai"))
         if m.group("rfc") is not None:
             ts = parse_ts(m.group("rfc"))
+        elif m.group("cts") is not None:
+            ts = parse_ts(m.group("cts"))
         elif m.group("tsr") is not None:
             ts = parse_ts(m.group("tsr"))
         elif m.group("sgtags") is not None or m.group("sgtp") is not None:

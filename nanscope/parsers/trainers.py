@@ -295,7 +295,27 @@ def _detectron2_anomaly(m, rec, state):
     # f"Loss became infinite or NaN at iteration={storage.iter}!\n" f"loss_dict = {metrics_dict}" (AdelaiDet,
     # CenterMask2 and other detectron2 projects keep it). The iteration is the one whose loss it was; the
     # message does not say NaN or inf, nan stands for either.
-    return _step_event(rec, "detectron2", step=int(m.group("it")), loss=float("nan"))
+    ev = _step_event(rec, "detectron2", step=int(m.group("it")), loss=float("nan"))
+    spawned = state.get("spawn_index")
+    if spawned is not None and rec.origin.rank is None and 0 < rec.loc.line - spawned[1] <= _SPAWN_SPAN:
+        ev.rank = spawned[0]
+    return ev
+
+
+# torch/multiprocessing/spawn.py ProcessContext.join re-raises a child's exception in the parent as
+# ProcessRaisedException("\n\n-- Process %d terminated with the following error:\n" + original_trace):
+# the number is the index i of fn(i, *args), which detectron2's launch() passes to _distributed_worker
+# as the local rank (detectron2/engine/launch.py). With no node in the text that is the global rank,
+# as for torchrun's local rank on one node (ingest/prefixes.py); the traceback that follows is that
+# process's own, so the anomaly it ends in is on that rank.
+_SPAWN_SPAN = 400
+
+
+@rule("spawn-process", ("terminated with the following error",),
+      r"^-- Process (?P<i>\d+) terminated with the following error:\s*$", match_start=True)
+def _spawn_process(m, rec, state):
+    state["spawn_index"] = (int(m.group("i")), rec.loc.line)
+    return []
 
 
 @rule("deit-averaged", ("Averaged stats:",), r"^Averaged stats:", match_start=True)
@@ -326,6 +346,6 @@ PARSER = Parser(
     framework="trainers",
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm and detectron2 step lines",
-    rules=[_torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
+    rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
            _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _nanogpt_eval],
 )

@@ -1,0 +1,113 @@
+"""Initiating ranks (and one detection) in the blind public cases of issue 15: what a user who
+pastes such a log gets, read from the excerpts in sample_logs/public (their provenance is in
+MANIFEST.toml beside them), whole or cut to the lines a family needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nanscope import api
+from nanscope.ingest.prefixes import peel
+from nanscope.model import Origin
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+def lines(name: str) -> list[str]:
+    return (PUBLIC / name).read_text(encoding="utf-8").splitlines()
+
+
+def diagnose(tmp_path, text_lines: list[str]):
+    p = tmp_path / "job.log"
+    p.write_text("\n".join(text_lines) + "\n", encoding="utf-8")
+    report = api.diagnose([str(p)])
+    return report.findings[0] if report.findings else None
+
+
+def test_watchdog_line_gives_an_unranked_ecc_traceback_its_rank(tmp_path):
+    # 1012 (kohya-ss/sd-scripts): the bare `RuntimeError: CUDA error: uncorrectable ECC error` comes
+    # first; `[Rank 1] NCCL watchdog thread terminated with exception: ...` is the same failure
+    f = diagnose(tmp_path, lines("1012.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("ecc-error", 1, "medium")
+    assert "rank 1" in f.decided_by
+
+
+def test_unranked_first_line_with_another_rank_in_the_input_claims_none(tmp_path):
+    # the same ECC lines, then another scheduler's own line from 933 (`[... TP3] Scheduler hit an
+    # exception`): two ranks in the input, so the bare first line could be either's
+    ecc = lines("1012.log")
+    other = [ln for ln in lines("933.log") if "TP3] Scheduler hit an exception" in ln]
+    assert other
+    f = diagnose(tmp_path, ecc + other)
+    assert f.id == "ecc-error" and f.initiating_rank is None
+
+
+def test_sglang_sigquit_first_does_not_hide_the_tp_rank(tmp_path):
+    # 933: `Received sigquit from a child process` (no TP tag) comes before `[... TP3] Scheduler hit an exception`
+    f = diagnose(tmp_path, lines("933.log"))
+    assert (f.id, f.initiating_rank) == ("sglang-scheduler-crash", 3)
+
+
+def test_parlai_rank_prefix_is_peeled():
+    # 1009: ParlaiLogger.add_format_prefix puts `rank: {rank:2d} |` before '%(asctime)s %(levelname)-8s | %(message)s'
+    first = lines("1009.log")[0]
+    msg, origin = peel(first, Origin())
+    assert origin.rank == 3
+    assert msg.startswith("2022-04-03 18:44:26,615 CRITICAL | Traceback (most recent call last):")
+
+
+def test_a_rank_colon_in_prose_is_no_parlai_prefix():
+    # the prefix needs ParlAI's ` | <time>` after it: a message that says `rank:  3 | ...` is prose
+    text = "rank:  3 | world size 8"
+    assert peel(text, Origin()) == (text, Origin())
+
+
+def test_collector_timestamps_over_torchrun_failures_block(tmp_path):
+    # 996 (modelscope/ms-swift#8307): a collector stamped every line of ChildFailedError's block
+    f = diagnose(tmp_path, lines("996.log"))
+    assert f is not None and f.id in ("uncaught-exception", "rank-crash-cascade")
+    assert set(f.ranks) == {0, 1}
+
+
+def test_a_logger_timestamp_before_its_own_message_stays_in_the_message():
+    # fairseq's '%(asctime)s | %(levelname)s | %(name)s | %(message)s' (121.log): the stamp is the
+    # record's own, not a collector's; only a stamp before an indented continuation is peeled
+    line = lines("121.log")[0]
+    assert peel(line, Origin()) == (line, Origin())
+    row = next(ln for ln in lines("996.log") if "rank      :" in ln)
+    msg, origin = peel(row, Origin())
+    assert msg.startswith("  rank      : 0 (local_rank: 0)") and origin.ts is not None
+
+
+def test_tgi_launcher_names_the_shard_that_failed(tmp_path):
+    # 1001 (huggingface/text-generation-inference#1354): shard 0's ValueError, then the launcher's
+    # `Shard 0 failed to start` and `Shard terminated rank=1` (shut down after it)
+    f = diagnose(tmp_path, lines("1001.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("uncaught-exception", 0, "medium")
+    assert [c.id for c in f.collateral] == ["tgi-shard-failed"]
+
+
+def test_tgi_traceback_without_the_launcher_line_names_no_shard(tmp_path):
+    # the shard's traceback and its ` rank=0` span field alone: no launcher line, no rank claimed
+    text = [ln for ln in lines("1001.log") if "text_generation_launcher" not in ln]
+    f = diagnose(tmp_path, text)
+    assert f.id == "uncaught-exception" and f.initiating_rank is None
+
+
+def test_tgi_shard_start_up_progress_is_healthy(tmp_path):
+    # 1021 (text-generation-inference#2657): `Waiting for shard to be ready... rank=N` while loading
+    assert diagnose(tmp_path, lines("1021.log")) is None
+
+
+def test_spawn_process_index_is_the_rank_of_its_traceback(tmp_path):
+    # 1008 (youngwanLEE/centermask2#9): torch.multiprocessing.spawn's `-- Process 1 terminated with
+    # the following error:` over detectron2's launch() (_distributed_worker(local_rank, ...)), one machine
+    f = diagnose(tmp_path, lines("1008.log"))
+    assert (f.id, f.initiating_rank, f.first_step) == ("nan-persistent", 1, 137)
+
+
+def test_anomaly_without_the_spawn_header_names_no_rank(tmp_path):
+    text = [ln for ln in lines("1008.log") if "terminated with the following error" not in ln]
+    f = diagnose(tmp_path, text)
+    assert f.id == "nan-persistent" and f.initiating_rank is None
