@@ -96,15 +96,6 @@ def diagnose_sources(sources: Sequence[Source], options: Optional[Options] = Non
     return run.report()
 
 
-def _last_steps(summaries: list) -> dict:
-    """Each rank's last logged step (attribution: a rank that logs on after an exception survived it)."""
-    last: dict = {}
-    for rs in summaries:
-        if rs.rank is not None and rs.last_step is not None:
-            last[rs.rank] = max(last.get(rs.rank, rs.last_step), rs.last_step)
-    return last
-
-
 class _Run:
     """One diagnosis: signatures, streams, engine and the curves, fed events, then a Report."""
 
@@ -143,12 +134,12 @@ class _Run:
                 f = build_finding(agg)
                 f.also_matched = f.also_matched + [o for o in also[sid] if o not in f.also_matched]
                 found.append(f)
-        return attribute(found, self.job_ranks, _last_steps(self.streams.summaries()))
+        return attribute(found, self.job_ranks, self.streams.last_steps())
 
     def report(self) -> Report:
         findings = self.engine.finish()
         summaries = self.streams.summaries()
-        top = attribute(findings, self.job_ranks, _last_steps(summaries))
+        top = attribute(findings, self.job_ranks, self.streams.last_steps())
         return Report(
             tool_version=__version__, inputs=self.result.inputs, ranks=summaries, findings=top,
             diagnostics=self.result.diagnostics + self.engine.diagnostics, verdict=verdict(top, self.result.inputs),

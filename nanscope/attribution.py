@@ -47,7 +47,7 @@ def _before(a: Finding, b: Finding) -> bool:
 
 def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict] = None) -> list[Finding]:
     """Fill initiating_rank / confidence / decided_by / collateral; return top-level findings in order.
-    `last_steps` (rank -> last step it logged) lets a handled exception be told from a crash."""
+    `last_steps` (stream key -> last step it logged) lets a handled exception be told from a crash."""
     ranks = {r for r in job_ranks if r is not None}
     tiers: dict[int, int] = {}
     for f in findings:
@@ -232,8 +232,8 @@ def _handled(findings: list, last_steps: dict) -> set:
         for ev in evs:
             fl = getattr(ev, "fields", None) or {}
             at, after = fl.get("step_at_raise"), fl.get("steps_after", 0)
-            past = [r for r, s in last_steps.items() if r != ev.rank and s is not None and at is not None and s > at]
-            if ev.rank is None or at is None or after < 2 or not past:
+            past = [k for k, s in last_steps.items() if k != ev.stream and s is not None and at is not None and s > at]
+            if ev.stream is None or ev.stream[0] == "source" or at is None or after < 2 or not past:
                 break
         else:
             out.add(id(f))

@@ -270,6 +270,11 @@ class Streams:
         if start < n:
             yield b.slice(start, n) if start else b
 
+    def last_steps(self) -> dict:
+        """Each stream's last logged step, by stream key (attribution: a process that logs on after
+        an exception survived it; a stream known only by node and local rank counts as well)."""
+        return {key: st.summary.last_step for key, st in self._streams.items() if st.summary.last_step is not None}
+
     def summaries(self) -> list[RankSummary]:
         out = []
         for st in self._streams.values():

@@ -174,8 +174,6 @@ _MULTINODE_WRONG = {
                              "the node rank and the console shows no nproc_per_node, so no global rank is composed "
                              "(the report says so); nan-rank-local cannot name a (node, local rank) stream yet",
     "fsdp2_nan_one_rank.log": "same: `0: [default1]:` is never composed into global rank 1 without the topology",
-    "handled_exception.log": "a FileNotFoundError printed by traceback.print_exc() is taken as uncaught although "
-                             "the same rank logs steps 5-29 and 'finished' after it (a handled exception is not fatal)",
 }
 
 
