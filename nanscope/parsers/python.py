@@ -36,6 +36,18 @@ _CLASSIFY = [
     (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|(?<![\w])MemoryError\b"), "host_oom"),
     # gloo's and NCCL's own wordings are the nccl parser's; these are Python's socket errors.
     (re.compile(r"ConnectionResetError|Connection reset by peer|Broken pipe|ECONNRESET"), "peer_connection_lost"),
+    # The rendezvous store never saw every process: torch/csrc/distributed/c10d/TCPStore.cpp raises
+    # DistStoreError "Timed out after 1801 seconds waiting for clients. 1/3 clients joined." (first wording,
+    # pytorch/pytorch#111805: "... waiting for workers. 1/2 workers joined."); the elastic rendezvous
+    # (dynamic_rendezvous.py, etcd_rendezvous.py) raises a bare RendezvousTimeoutError or "The node '...'
+    # rendezvous has timed out after ...". The processes waited for ranks that never joined.
+    (re.compile(r"Timed out after \d+ seconds waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined"
+                r"|(?:^|\.)RendezvousTimeoutError$"), "collective_timeout"),
+    # The store cannot be reached at all: c10d_rendezvous_backend.py RendezvousConnectionError "The connection
+    # to the C10d store has failed. See inner exception for details.", TCPStore's DistNetworkError "The client
+    # socket has timed out after 600000ms while trying to connect to (host, port)."
+    (re.compile(r"(?:^|\.)RendezvousConnectionError$|The connection to the C10d store has failed"
+                r"|The client socket has timed out after \d+ms while trying to connect to"), "peer_connection_lost"),
     (re.compile(r"Function '(?P<op>\w+)' returned nan values in its (?P<i>\d+)\w* output"), "nan_op"),
     # transformers training_args.py TrainingArguments.__post_init__, every release since 4.2x:
     #   "Your setup doesn't support bf16/gpu." [+ " You need torch>=1.10, using Ampere GPU with cuda>=11.0"

@@ -32,6 +32,7 @@ from __future__ import annotations
 from nanscope.model import ErrorEvent, LifecycleEvent, Origin
 from nanscope.parsers.base import Parser, rule, signal_of
 from nanscope.parsers.numbers import to_int
+from nanscope.parsers.python import classify
 
 
 @rule(
@@ -162,10 +163,46 @@ def _block_traceback(m, rec, state):
     )
 
 
+# torch/distributed/elastic/multiprocessing/errors/error_handler.py (ErrorHandler.record_exception, torch
+# 1.9+): when the agent itself raises, it logs the error file's JSON, indented, under the module's logger:
+#   ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{
+#   [ERROR] 2021-09-13 22:18:26,678 error_handler: {
+#     "message": {
+#       "message": "RendezvousTimeoutError: ",
+# The inner "message" is f"{type(e).__name__}: {e}"; py_callstack follows as one escaped string, so no
+# traceback of it is parsed elsewhere.
+_EH_SPAN = 3
+
+
+@rule("error-handler-head", ("error_handler",), r"error_handler:\s?\{\s*$")
+def _error_handler_head(m, rec, state):
+    state["eh_line"] = rec.loc.line
+    return []
+
+
+@rule(
+    "error-handler-message",
+    ('"message": "',),
+    r'^\s*"message": "(?P<type>[A-Za-z_]\w*(?:Error|Exception)): ?(?P<msg>.*?)",?\s*$',
+    match_start=True,
+)
+def _error_handler_message(m, rec, state):
+    head = state.get("eh_line")
+    if head is None or rec.loc.line - head > _EH_SPAN:
+        return None
+    del state["eh_line"]
+    exc_type, msg = m.group("type"), m.group("msg").strip()
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="torchrun", error=classify(exc_type, msg), message=msg or exc_type,
+        exc_type=exc_type, fields={"agent_error": True},
+    )
+
+
 PARSER = Parser(
     name="torchrun",
     framework="torchrun",
     priority=10,
     description="torchrun / torch.distributed.elastic agent lines and ChildFailedError blocks",
-    rules=[_agent_failed, _death_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback],
+    rules=[_agent_failed, _death_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback,
+           _error_handler_head, _error_handler_message],
 )

@@ -126,3 +126,37 @@ def test_anomaly_warning_before_another_error_is_not_nan(tmp_path):
                            "RuntimeError: one of the variables needed for gradient computation has been modified by an "
                            "inplace operation")
     assert [e.error for e in evs] == ["exception"]
+
+
+@pytest.mark.parametrize("text, kind", [
+    # TCPStore master, first wording (pytorch/pytorch#111805) and the current one (OpenRLHF/OpenRLHF#1040 title)
+    ("creating store\ntorch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. "
+     "1/2 workers joined.", "collective_timeout"),
+    ("torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 1/3 clients joined.",
+     "collective_timeout"),
+    # the store cannot be reached (vllm-project/vllm#19670 title)
+    ("torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying to "
+     "connect to (172.17.0.9, 46229).", "peer_connection_lost"),
+])
+def test_rendezvous_store_failures(tmp_path, text, kind):
+    [e] = errors(tmp_path, text)
+    assert (e.error, e.rank) == (kind, None)
+
+
+@pytest.mark.parametrize("text, kind, exc", [
+    # facebookresearch/av_hubert#19: torch 1.x logger name, empty message
+    ('ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n  "message": {\n'
+     '    "message": "RendezvousTimeoutError: ",\n    "extraInfo": {', "collective_timeout", "RendezvousTimeoutError"),
+    # pytorch/pytorch#64926: the agent's own log format
+    ('[ERROR] 2021-09-13 22:18:26,678 error_handler: {\n  "message": {\n    "message": "RendezvousConnectionError: '
+     'The connection to the C10d store has failed. See inner exception for details.",',
+     "peer_connection_lost", "RendezvousConnectionError"),
+])
+def test_elastic_error_handler_json(tmp_path, text, kind, exc):
+    [e] = errors(tmp_path, text)
+    assert (e.error, e.exc_type, e.rank) == (kind, exc, None)
+
+
+def test_a_json_message_outside_the_error_handler_is_no_error(tmp_path):
+    # an API response or config dump with an "...Error: " message string is not the agent failing
+    assert errors(tmp_path, '{\n  "message": "ValueError: bad request",\n}') == []
