@@ -152,6 +152,31 @@ def _oom(m, rec, state):
     return _error(rec, "cuda_oom", fields)
 
 
+# c10/cuda/CUDACachingAllocator.cpp (torch 1.x-2.x), when torch.cuda.set_per_process_memory_fraction caps
+# the process (TGI, ComfyUI and others set it): TORCH_CHECK_WITH(OutOfMemoryError, ..., "Allocation on device ",
+# device, " would exceed allowed memory. (out of memory)", "\nCurrently allocated     : ", ...,
+# "\nRequested               : ", ...). The detail lines follow on their own lines, or flattened with
+# literal `\n` when a server wraps the message (huggingface/text-generation-inference#563).
+_FRACTION_REQUESTED = re.compile(r"Requested\s*: " + _size("tried"))
+
+
+@rule(
+    "cuda-oom-fraction",
+    ("would exceed allowed memory. (out of memory)",),
+    r"Allocation on device (?P<gpu>\d+) would exceed allowed memory\. \(out of memory\)",
+)
+def _oom_fraction(m, rec, state):
+    req = _FRACTION_REQUESTED.search(rec.text, m.end())
+    fields: dict = {"tried_gib": _gib(req, "tried") if req else None, "gpu": int(m.group("gpu")),
+                    "memory_fraction": True}
+    if not first_time(state, ("oom", fields["tried_gib"], fields["gpu"]), rec.loc.line):
+        return []
+    fields["detail"] = ("allocation would exceed the process's allowed memory (set_per_process_memory_fraction)"
+                        + (f", tried to allocate {fields['tried_gib']:.2f} GiB" if fields["tried_gib"] else "")
+                        + f" on GPU {fields['gpu']}")
+    return _error(rec, "cuda_oom", fields)
+
+
 def _oom_detail(f: dict) -> str:
     """The numbers that matter, in one line (the allocator's own message runs to 400 characters)."""
     if f.get("driver"):
@@ -295,6 +320,6 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
-    rules=[_oom, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
+    rules=[_oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
            _cuda_error],
 )

@@ -184,3 +184,21 @@ def test_nvrm_fallen_off_the_bus_without_xid(tmp_path):
                  "               NVRM: fallen off the bus and is not responding to commands.\n", encoding="utf-8")
     rep = api.diagnose([str(p)])
     assert [f.id for f in rep.findings] == ["gpu-fallen-off-bus"]
+
+
+def test_memory_fraction_oom_with_flattened_detail_lines():
+    # huggingface/text-generation-inference#563: the allocator's set_per_process_memory_fraction wording,
+    # its detail lines flattened into the router's panic with literal \n
+    line = ("thread 'main' panicked at 'Unable to warmup model: Generation(\"Allocation on device 0 would exceed allowed "
+            "memory. (out of memory)\\nCurrently allocated     : 16.08 GiB\\nRequested               : 4.83 GiB\\n"
+            "Device limit            : 22.20 GiB\\nFree (according to CUDA): 11.12 MiB\\nPyTorch limit (set by "
+            "user-supplied memory fraction)\\n                        : 22.20 GiB\")', router/src/main.rs:216:18")
+    [e] = _mine(line)
+    assert (e.error, e.fields["gpu"], e.fields["tried_gib"], e.fields["memory_fraction"]) == ("cuda_oom", 0, 4.83, True)
+
+
+def test_memory_fraction_oom_detail_on_its_own_lines():
+    # the same template as an exception, detail lines on their own lines (ComfyUI-style reports)
+    [e] = _mine("torch.OutOfMemoryError: Allocation on device 1 would exceed allowed memory. (out of memory)\n"
+                "Currently allocated     : 9.43 GiB\nRequested               : 640.00 MiB\n")
+    assert (e.error, e.fields["gpu"], e.fields.get("driver")) == ("cuda_oom", 1, None)
