@@ -455,6 +455,20 @@ def _own_evidence(f: Finding, ranks: set) -> int:
     if machine == "first_across_ranks" and f.matches:
         m = f.matches[0]
         bad, good = m.extras.get("bad_ranks", []), m.extras.get("good_ranks", [])
+        processes = m.extras.get("bad_processes")
+        if processes:  # known by node and local rank only (`1: [default1]:` without the processes per node)
+            f.initiating_rank = None
+            if len(processes) == 1:
+                f.confidence = "medium"
+                f.decided_by = (f"tier 1: {processes[0]} had a non-finite value at step {m.step} while "
+                                f"{m.extras.get('good')} were still finite; the text names that process by node "
+                                f"and local rank only, so no global rank is claimed. Next time: keep torchrun's "
+                                f"start-up lines (nproc_per_node) or log the global rank")
+                return 1
+            f.confidence = "low"
+            f.decided_by = (f"tier 4: {', '.join(processes)} went non-finite at the same step {m.step}; the log "
+                            f"cannot tell which was first")
+            return 4
         if len(bad) == 1:
             f.initiating_rank = bad[0]
             f.confidence = "high"

@@ -114,3 +114,14 @@ def test_a_teardown_that_names_every_local_rank_is_no_lost_peer():
     found = _findings("412.log")
     lost = [f for f in found if f["id"] == "nccl-local-peer-exited"]
     assert len(lost) == 1 and lost[0]["summary"].startswith("4 processes on kolyoz2 lost local rank 0")
+
+
+def test_nan_first_process_known_by_node_and_local_rank_only_is_named_without_a_global_rank():
+    # sample_logs/multinode/srun_nan_one_rank.log (run here): `1: [default1]:` alone logs loss nan at
+    # step 12; under a c10d rendezvous with no nproc_per_node no global rank can be composed
+    p = run_cli("diagnose", str(SAMPLES / "multinode/srun_nan_one_rank.log"), "--format", "json", "--exit-zero")
+    local = next(f for f in json.loads(p.stdout)["findings"] if f["id"] == "nan-rank-local")
+    assert local["initiating_rank"] is None and local["first_step"] == 12
+    assert local["summary"].startswith("The NaN started on node1 local rank 1:")
+    assert "node0 local rank 0, node0 local rank 1, node1 local rank 0 were finite" in local["summary"]
+    assert "no global rank is claimed" in local["decided_by"]

@@ -172,7 +172,7 @@ def test_the_framework_run_samples_stay_at_full_marks():
 _MULTINODE_WRONG = {
     "srun_nan_one_rank.log": "`1: [default1]:` is node 1 / local rank 1; under c10d rendezvous srun's task is not "
                              "the node rank and the console shows no nproc_per_node, so no global rank is composed "
-                             "(the report says so); nan-rank-local cannot name a (node, local rank) stream yet",
+                             "(the report says so); nan-rank-local names the process by node and local rank only",
     "fsdp2_nan_one_rank.log": "same: `0: [default1]:` is never composed into global rank 1 without the topology",
 }
 

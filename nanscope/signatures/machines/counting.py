@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from nanscope.model import Event
+from nanscope.rankset import fmt_ranks
 from nanscope.signatures.predicates import compile_rows
 from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, field_getter
 
@@ -64,8 +65,10 @@ class CountWithin(Machine):
 
 
 class FirstAcrossRanks(Machine):
-    """The rank(s) where `bad` first happened while the other ranks were still `good` at that
-    step. Needs step numbers and at least two ranks; emits once, at the end of the input."""
+    """The process(es) where `bad` first happened while the others were still `good` at that
+    step. Needs step numbers and at least two processes; emits once, at the end of the input.
+    A process is a global rank, or, where the text shows only node and local rank (`1: [default1]:`
+    without the processes per node), that pair: the pair still names where the value went bad."""
 
     name = "first_across_ranks"
     PARAMS = {"bad": (True, "condition")}
@@ -82,32 +85,34 @@ class FirstAcrossRanks(Machine):
         self.bad = self.cond("bad")
         self.vbad = self.vcond("bad")
 
+    def _state(self, stream: Any, rank: Any, lo: int, hi: int) -> Any:
+        """This stream's state; None for a stream that is no process (one whole input)."""
+        st = self.state.get(stream)
+        if st is None:
+            if rank is None and not _is_local(stream):
+                return None
+            st = self.state[stream] = {"lo": lo, "hi": hi, "first_bad": None, "rank": rank}
+        st["lo"] = min(st["lo"], lo)
+        st["hi"] = max(st["hi"], hi)
+        return st
+
     def feed_batch(self, b: Any, emit: Emit) -> None:
-        if b.rank is None:
+        if b.rank is None and not _is_local(b.stream):
             return
         bad = self.vbad(b)
         if bad is None:
             return super().feed_batch(b, emit)
-        lo, hi = int(b.step.min()), int(b.step.max())
-        st = self.state.get(b.stream)
-        if st is None:
-            st = self.state[b.stream] = {"lo": lo, "hi": hi, "first_bad": None, "rank": b.rank}
-        st["lo"] = min(st["lo"], lo)
-        st["hi"] = max(st["hi"], hi)
+        st = self._state(b.stream, b.rank, int(b.step.min()), int(b.step.max()))
         if st["first_bad"] is None:
             idx = np.nonzero(bad)[0]
             if len(idx):
                 st["first_bad"] = b.event(int(idx[0]))
 
     def feed(self, ev: Event, emit: Emit) -> None:
-        if ev.step is None or ev.rank is None:
+        if ev.step is None:
             return
-        st = self.state.get(ev.stream)
-        if st is None:
-            st = self.state[ev.stream] = {"lo": ev.step, "hi": ev.step, "first_bad": None, "rank": ev.rank}
-        st["lo"] = min(st["lo"], ev.step)
-        st["hi"] = max(st["hi"], ev.step)
-        if st["first_bad"] is None and self.bad(ev):
+        st = self._state(ev.stream, ev.rank, ev.step, ev.step)
+        if st is not None and st["first_bad"] is None and self.bad(ev):
             st["first_bad"] = ev
 
     def finish(self, emit: Emit) -> None:
@@ -115,14 +120,35 @@ class FirstAcrossRanks(Machine):
         if not bads or len(self.state) < 2:
             return
         s = min(ev.step for ev in bads)
-        first = sorted((ev for ev in bads if ev.step == s), key=lambda e: (e.rank, e.loc.line))
+        first = sorted((ev for ev in bads if ev.step == s), key=lambda e: (_order(e.stream), e.loc.line))
         first_streams = {ev.stream for ev in first}
         good = sorted(
-            st["rank"] for stream, st in self.state.items()
-            if stream not in first_streams and st["lo"] <= s <= st["hi"]
-            and (st["first_bad"] is None or st["first_bad"].step > s)
-        )
+            (stream for stream, st in self.state.items()
+             if stream not in first_streams and st["lo"] <= s <= st["hi"]
+             and (st["first_bad"] is None or st["first_bad"].step > s)), key=_order)
         if not good:
             return
+        ranked = all(self.state[k]["rank"] is not None for k in (*good, *first_streams))
         for ev in first:
-            emit(self.match(ev, [ev], step=s, good_ranks=good, bad_ranks=[e.rank for e in first]))
+            if ranked:
+                emit(self.match(ev, [ev], step=s, good_ranks=[self.state[k]["rank"] for k in good],
+                                bad_ranks=[e.rank for e in first], process=f"rank {ev.rank}",
+                                good=f"ranks {fmt_ranks([self.state[k]['rank'] for k in good])}"))
+            else:  # known by node and local rank only: no global rank is claimed
+                emit(self.match(ev, [ev], step=s, good_ranks=[], bad_ranks=[], process=_who(ev.stream),
+                                good=", ".join(_who(k) for k in good), bad_processes=[_who(e.stream) for e in first]))
+
+
+def _is_local(stream: Any) -> bool:
+    return isinstance(stream, tuple) and stream[:1] == ("local",)
+
+
+def _order(stream: Any) -> tuple:
+    return (str(stream[1]), stream[2]) if _is_local(stream) else ("", stream[2] if isinstance(stream, tuple) else 0)
+
+
+def _who(stream: Any) -> str:
+    """A process named as the text names it (see streams' labels)."""
+    if _is_local(stream):
+        return f"{stream[1] or 'node ?'} local rank {stream[2]}"
+    return f"rank {stream[2]}"
