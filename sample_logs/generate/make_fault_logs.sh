@@ -26,36 +26,10 @@ REPO="$(cd "$HERE/../.." && pwd)"
 OUTDIR="$REPO/sample_logs/faults"
 TORCH_PY="${TORCH_PY:-/work/scratch/venv-torch/bin/python}"
 HF_PY="${HF_PY:-/work/scratch/venv-hf/bin/python}"
-TORCHRUN="$(dirname "$TORCH_PY")/torchrun"
 SCRIPT="$REPO/sample_logs/generate/torch_faults.py"
-PREFIX="$("$TORCH_PY" -c 'import sys; print(sys.prefix)')"
-BASE_PREFIX="$("$TORCH_PY" -c 'import sys; print(sys.base_prefix)')"
-HF_PREFIX="$("$HF_PY" -c 'import sys; print(sys.prefix)' 2>/dev/null || echo "$PREFIX")"
-HOST="$(hostname)"
-
-"$TORCH_PY" -c 'import torch, sys; v = torch.__version__; print("torch", v); sys.exit(0 if v.startswith("2.13.0") else 1)' \
-  || { echo "need torch 2.13.0" >&2; exit 1; }
-
-WORK="$(mktemp -d /tmp/nanscope-faults.XXXXXX)"
-trap 'rm -rf "$WORK"' EXIT
-mkdir -p "$OUTDIR"
-cd "$WORK"
-
-export PYTHONUNBUFFERED=1
-
-rewrite_paths() {  # in place
-  local f="$1"
-  sed -i \
-    -e "s#${PREFIX}#/venv#g" \
-    -e "s#${HF_PREFIX}#/venv#g" \
-    -e "s#${BASE_PREFIX}/lib/#/usr/local/lib/#g" \
-    -e "s#${REPO}#/workspace#g" \
-    -e "s#${WORK}#/workspace/run#g" \
-    "$f"
-  if [ "${#HOST}" -ge 4 ] && [ "$HOST" != "localhost" ]; then
-    sed -i -e "s#\b${HOST}\b#node0#g" "$f"
-  fi
-}
+WORK_TAG=faults
+# shellcheck source=torch_common.sh
+. "$HERE/torch_common.sh"
 
 wanted() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 

@@ -29,35 +29,11 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 OUTDIR="$REPO/sample_logs/multinode"
 TORCH_PY="${TORCH_PY:-/work/venvs/fixtures/bin/python}"
-TORCHRUN="$(dirname "$TORCH_PY")/torchrun"
 SCRIPT="$REPO/sample_logs/generate/torch_multinode.py"
-PREFIX="$("$TORCH_PY" -c 'import sys; print(sys.prefix)')"
-BASE_PREFIX="$("$TORCH_PY" -c 'import sys; print(sys.base_prefix)')"
-HOST="$(hostname)"
 ONLY=" ${*:-} "
-
-"$TORCH_PY" -c 'import torch, sys; v = torch.__version__; print("torch", v); sys.exit(0 if v.startswith("2.13.0") else 1)' \
-  || { echo "need torch 2.13.0" >&2; exit 1; }
-
-WORK="$(mktemp -d /tmp/nanscope-multinode.XXXXXX)"
-trap 'rm -rf "$WORK"' EXIT
-mkdir -p "$OUTDIR"
-cd "$WORK"
-
-export PYTHONUNBUFFERED=1
-
-rewrite_paths() {  # in place
-  local f="$1"
-  sed -i \
-    -e "s#${PREFIX}#/venv#g" \
-    -e "s#${BASE_PREFIX}/lib/#/usr/local/lib/#g" \
-    -e "s#${REPO}#/workspace#g" \
-    -e "s#${WORK}#/workspace/run#g" \
-    "$f"
-  if [ "${#HOST}" -ge 4 ] && [ "$HOST" != "localhost" ]; then
-    sed -i -e "s#\b${HOST}\b#node0#g" "$f"
-  fi
-}
+WORK_TAG=multinode
+# shellcheck source=torch_common.sh
+. "$HERE/torch_common.sh"
 
 free_port() {
   "$TORCH_PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
