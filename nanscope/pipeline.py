@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
-from nanscope.ingest.prefixes import Base, SrunAgents, node_rank, origin_from_path, peel, strip_ansi, with_topology
+from nanscope.ingest.prefixes import Base, RecordContinuation, SrunAgents, node_rank, origin_from_path, peel, strip_ansi, with_topology
 import numpy as np
 
 from nanscope.ingest.claimable import Claimable
@@ -124,6 +124,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
         base = Origin(node=f"node{source.layout_rank}")
     base = with_topology(base, topo)
     srun_agents = SrunAgents()
+    records = RecordContinuation()
     states: dict = {}
     made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)
     name = source.name
@@ -150,6 +151,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     try:
         for lineno, raw, found in items:
             if found.__class__ is Claimed:
+                records.end()
                 batches, counts, hf = found.payload
                 if not srun_agents.nodes:
                     for b in batches:
@@ -168,6 +170,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 yield Hold(batches)
                 continue
             if found.__class__ is MetricsRows:  # a metrics reader's run of lines: their events, in columns
+                records.end()
                 key = found.key
                 reach(key, parser_at[found.parser])
                 if found.writes:  # (the same write at each line of the run, with nothing between)
@@ -186,6 +189,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 steps = plan(found)
             msg, origin = peel(text, base)
             origin = srun_agents.fix(text, origin, base)
+            origin = records.fix(msg, text, origin, base, lineno)
             rec = Record(Loc(name, lineno), msg, origin, text)
             key = stream_key(origin, name)
             have = made.get(key, -1)

@@ -111,3 +111,21 @@ def test_anomaly_without_the_spawn_header_names_no_rank(tmp_path):
     text = [ln for ln in lines("1008.log") if "terminated with the following error" not in ln]
     f = diagnose(tmp_path, text)
     assert f.id == "nan-persistent" and f.initiating_rank is None
+
+
+def test_a_logged_traceback_goes_on_in_the_rank_of_its_first_line(tmp_path):
+    # 1009 (ParlAI, facebookresearch/ParlAI#4460): `rank:  3 | ... CRITICAL | Traceback ...` is the
+    # logger's prefix on the record's first line only; the `RuntimeError: CUDA out of memory` twelve
+    # lines on, unprefixed, is rank 3's
+    f = diagnose(tmp_path, lines("1009.log"))
+    assert (f.id, f.initiating_rank) == ("cuda-oom", 3)
+
+
+def test_a_traceback_after_prose_is_no_longer_the_prefixed_record(tmp_path):
+    # the same traceback, with the logger's first line followed by another program's line with no
+    # prefix (torch.multiprocessing.spawn's `-- Process 1 terminated with the following error:`,
+    # the first line of 1008): the record has ended, the OOM below is no longer provably rank 3's
+    tb = lines("1009.log")
+    prose = next(ln for ln in lines("1008.log") if ln and not ln[0].isspace() and ":" not in ln[:12])
+    f = diagnose(tmp_path, tb[:1] + [prose] + tb[1:13])
+    assert f.id == "cuda-oom" and f.initiating_rank is None

@@ -128,6 +128,46 @@ class SrunAgents:
         return origin
 
 
+_TRACEBACK_START = "Traceback (most recent call last):"
+_TRACEBACK_BODY = re.compile(
+    r"[ \t]+\S"  # `  File "...", line N, in f` and the code under it
+    r"|Traceback \(most recent call last\):$"  # a chained exception's next traceback
+    r"|During handling of the above exception|The above exception was the direct cause"
+    r"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)(?::|$)")  # the exception line
+_RECORD_SPAN = 200  # lines: a logged traceback is never longer than this in the logs we know
+
+
+class RecordContinuation:
+    """Per input: Python's logging puts the formatter's prefix on a record's FIRST line only, so a
+    traceback logged with exc_info (`rank:  3 | 2022-04-03 ... CRITICAL | Traceback (most recent
+    call last):`, ParlAI; any logger whose format carries the rank) goes on in lines with no prefix:
+    `  File ...`, the code, `RuntimeError: CUDA out of memory ...`, `During handling of the above
+    exception ...`. Those unprefixed traceback lines belong to the process of the line that opened
+    it. Anything else (a prefixed line, prose, a line read by the native lane) ends the record."""
+
+    __slots__ = ("origin", "line")
+
+    def __init__(self) -> None:
+        self.origin: Optional[Origin] = None
+        self.line = 0
+
+    def fix(self, msg: str, text: str, origin: Origin, base: Origin, lineno: int) -> Origin:
+        if msg is not text:  # the line has its own prefix: it opens a record or ends one
+            has_rank = origin.rank is not None or origin.local_rank is not None
+            self.origin = origin if has_rank and msg.rstrip().endswith(_TRACEBACK_START) else None
+            self.line = lineno
+            return origin
+        if self.origin is None:
+            return origin
+        if lineno - self.line > _RECORD_SPAN or origin is not base or not _TRACEBACK_BODY.match(text):
+            self.origin = None
+            return origin
+        return self.origin
+
+    def end(self) -> None:
+        self.origin = None
+
+
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
