@@ -163,9 +163,11 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                                     f"stalled) or a native abort in rank {lone}; the input shows neither. Next time: "
                                     f"rank {lone}'s own output (torchrun --tee 3 --log-dir DIR)")
                 else:
-                    which = f" (ranks {fmt_ranks(f.ranks)})" if f.ranks else ", naming no rank,"
+                    which = (f" (rank {f.ranks[0]})" if len(f.ranks) == 1 else f" (ranks {fmt_ranks(f.ranks)})") \
+                        if f.ranks else ", naming no rank,"
                     f.decided_by = (f"tier 4: only collateral errors{which} are in the input; "
-                                    f"the rank that started it is unknown. Next time: {NEXT_TIME}")
+                                    f"the rank that started it is unknown{_unseen_waited_for(f, ranks)}. "
+                                    f"Next time: {NEXT_TIME}")
                 f.confidence = "low"
         # A tier-3 finding (who the others waited for) is the root the remaining collateral groups under.
         t3 = next((f for f in top if tiers[id(f)] == 3), None)
@@ -261,6 +263,23 @@ def _sole_named_rank(f: Finding, ranks: set) -> Optional[int]:
     if len(named) == 1 and ranks == named:
         return next(iter(named))
     return None
+
+
+def _unseen_waited_for(f: Finding, ranks: set) -> str:
+    """For timeouts in a collective: the ranks below the highest reporting one that the input never
+    shows at all. Ranks count from 0, so they exist, and one of them (or a rank above the highest
+    shown, the world size being unknown) is the one the others waited for; a hint, never a claim."""
+    if len(f.ranks) < 2 or not all(getattr(ev, "error", None) == "collective_timeout" for m in f.matches for ev in m.events[:1]):
+        return ""
+    unseen = sorted(set(range(max(f.ranks))) - ranks - set(f.ranks))
+    if not unseen or len(unseen) > 4:
+        return ""
+    top = max(f.ranks)
+    if len(unseen) == 1:
+        return (f" (rank {unseen[0]} never appears in the input, though rank {top} does: it, or a rank above "
+                f"{top}, is likely the one they waited for)")
+    return (f" (ranks {fmt_ranks(unseen)} never appear in the input, though rank {top} does: the one they waited "
+            f"for is likely among them, or above rank {top})")
 
 
 def _when(f: Finding) -> str:

@@ -125,3 +125,13 @@ def test_nan_first_process_known_by_node_and_local_rank_only_is_named_without_a_
     assert local["summary"].startswith("The NaN started on node1 local rank 1:")
     assert "node0 local rank 0, node0 local rank 1, node1 local rank 0 were finite" in local["summary"]
     assert "no global rank is claimed" in local["decided_by"]
+
+
+def test_timeouts_with_a_rank_missing_below_the_highest_hint_at_it_without_a_claim():
+    # 429 (a DETR-style tracker): ranks 1, 2, 3 time out in ALLREDUCE SeqNum=86645 and rank 0 never
+    # prints; the world size is not in the text, so rank 0 is a hint, not the initiating rank
+    top = _top("429.log")
+    assert (top["id"], top["initiating_rank"]) == ("collective-timeout", None)
+    assert "rank 0 never appears in the input, though rank 3 does" in top["decided_by"]
+    # 321: ranks 0, 1, 2 time out, none missing below rank 2: no hint
+    assert "never appear" not in _top("321.log")["decided_by"]
