@@ -110,6 +110,8 @@ class LauncherBlame(Machine):
         self.reporting: set = set()
         self.ranks: set = set()
         self.exits: dict = {}  # rank -> (signal, time, error_file) of its entry in the launcher's summary
+        self.own_primary: set = set()  # ranks whose own output shows a primary error (not only the summary)
+        self.crashed_blamed: set = set()  # Root Cause ranks whose exit is itself a primary (a native crash, SIGKILL)
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.rank is None:
@@ -121,9 +123,13 @@ class LauncherBlame(Machine):
         if self.blame(ev):
             if all(b.rank != ev.rank for b in self.blamed):
                 self.blamed.append(ev)
+            if self.primary(ev):
+                self.crashed_blamed.add(ev.rank)
             return
         if self.primary(ev):
             self.primary_ranks.add(ev.rank)
+            if getattr(ev, "error", None) != "child_failed":
+                self.own_primary.add(ev.rank)
             if self.first_primary is None or happened_before(ev, self.first_primary):
                 self.first_primary = ev
         elif self.collateral(ev):
@@ -142,8 +148,9 @@ class LauncherBlame(Machine):
     def _all_alike(self, b: Event) -> Optional[str]:
         """Every exit in the summary the same signal in the same second, and no error file: the Root
         Cause is only the order in which the agent noticed the exits (ChildFailedError sorts by
-        time, to the second). Says so, or None."""
-        if len(self.exits) < 2 or b.signal is None or self.primary_ranks:
+        time, to the second). Says so, or None. The summary's other entries do not count against it:
+        torchrun lists them in no order of time."""
+        if len(self.exits) < 2 or b.signal is None or self.own_primary:
             return None
         kinds = set(self.exits.values())
         if len(kinds) != 1:
@@ -163,6 +170,8 @@ class LauncherBlame(Machine):
             if alike is not None:
                 emit(self.match(b, [b], blamed=b.rank, culprit=None, why=alike, arbitrary=True))
                 continue
+            if b.rank in self.crashed_blamed:
+                continue  # the Root Cause crashed itself (a native signal, SIGKILL): no victim's name
             culprit: Optional[int] = None
             if self.first_primary is not None:
                 culprit, why = self.first_primary.rank, f"rank {self.first_primary.rank} failed first ({_describe(self.first_primary)})"
