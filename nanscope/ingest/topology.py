@@ -245,7 +245,10 @@ def learn(head: bytes, whole: bool) -> Topology:
             if locals_:
                 per[None] = locals_
         shapes = {len(v) for v in per.values() if v == set(range(len(v)))}
-        if per and len(shapes) == 1 and all(v == set(range(len(v))) for v in per.values()):
+        # srun's labels must be the nodes 0..N-1 themselves: with node 0 absent, what the absent
+        # nodes run is not in the text
+        nodes_whole = pods or set(per) == {None} or set(per) == set(range(len(per)))
+        if per and nodes_whole and len(shapes) == 1 and all(v == set(range(len(v))) for v in per.values()):
             counts.append((shapes.pop(), "the distinct local ranks each " + ("pod" if pods else "node") + " printed"))
     values = {c for c, _ in counts}
     if len(values) == 1:

@@ -481,6 +481,21 @@ def _gloo_peer(m, rec, state):
     )
 
 
+@rule(
+    "gloo-connect-failed",
+    ("connectFullMesh failed",),
+    r"Gloo connectFullMesh failed with (?:\[[^\]]*\] )?(?P<why>[^,]*?(?:timed out connecting|Connection refused|"
+    r"Connection reset|No route to host)[^,]*)(?:, remote=(?P<peer>\[[^\]]+\]:\d+))?",
+)
+def _gloo_connect(m, rec, state):
+    """torch's ProcessGroupGloo (`Gloo connectFullMesh failed with ` + gloo's error, pair.cc's
+    `timed out connecting: SO_ERROR: Connection refused, remote=[...]`): the group could not reach
+    a peer at start-up, typically one that is gone or not started (torch 2.13.0+cpu, seen in
+    sample_logs/multinode/restart_attempts.log, both as the c10d E-line and the RuntimeError)."""
+    return _error(rec, "peer_connection_lost",
+                  fields={"backend": "gloo", "peer": m.group("peer"), "reason": "connect"})
+
+
 # NCCL's own line header (src/debug.cc): `host:pid:tid [cudaDev]` before "NCCL INFO" / "NCCL WARN".
 _NCCL_HEAD = re.compile(r"(?:^|\s)(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+ )?NCCL ")
 
@@ -514,5 +529,5 @@ PARSER = Parser(
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
-           _nccl_error, _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _nccl_peer],
+           _nccl_error, _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _gloo_connect, _nccl_peer],
 )

@@ -217,3 +217,20 @@ def test_old_nccl_socket_wording(tmp_path):
                             "remote peer a100-st-p4d24xlarge-22.pcluster<47861>")
     assert [e.error for e in evs] == ["peer_connection_lost", "peer_connection_lost"]
     assert evs[0].fields["reason"] == "Broken pipe"
+
+
+# sample_logs/multinode/restart_attempts.log (real two-node gloo run, torch 2.13.0+cpu): attempt 1's
+# workers cannot reach their peers at init; both the c10d E-line and the RuntimeError
+GLOO_CONNECT = [
+    '1: [default0]:[E1201 09:56:06.615874431 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection refused, remote=[127.0.0.1]:20874$2',
+    '1: [default0]:RuntimeError: Gloo connectFullMesh failed with [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection refused, remote=[127.0.0.1]:20874$2',
+]
+
+
+@pytest.mark.parametrize("line", GLOO_CONNECT, ids=["c10d-eline", "runtime-error"])
+def test_gloo_connect_full_mesh_failure_is_a_lost_peer(line):
+    evs = _mine(line + "\n")
+    assert [(e.error, e.fields["reason"], e.fields["backend"]) for e in evs] == [("peer_connection_lost", "connect", "gloo")]
+    assert evs[0].fields["peer"] is None or evs[0].fields["peer"].startswith("[127.0.0.1]:")
+    # `1: [default0]:` alone: node 1, local rank 0; node 0 is not in the text, so no global rank
+    assert (evs[0].rank, evs[0].origin.local_rank) == (None, 0)
