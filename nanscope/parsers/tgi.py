@@ -12,11 +12,20 @@ Python traceback) is printed before it, by the shard manager, whose tracing span
 multi-line record as ` rank=0` on a line of its own; the launcher's line is what names the shard that
 failed, so the event carries that rank as the process that failed itself (attribution's own_failure).
 `Waiting for shard to be ready... rank=N` is start-up progress, not a failure.
+
+The server's warm-up (server/text_generation_server/models/flash_causal_lm.py warmup, every release since
+0.9) runs one prefill of --max-batch-prefill-tokens tokens and turns the CUDA OOM it catches into
+  raise RuntimeError(f"Not enough memory to handle {len(batch.input_ids)} prefill tokens. "
+                     f"You need to decrease `--max-batch-prefill-tokens`") from e
+(later releases count `batch.to_pb().current_tokens` / `num_tokens`; some catch any exception); the launcher
+then logs `Method Warmup encountered an error.` and the router `Error: Warmup(Generation("Not enough memory
+to handle 4096 prefill tokens. ..."))`. It is a CUDA OOM at start-up with the budget that caused it.
 """
 
 from __future__ import annotations
 
 from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
 
 FW = "tgi"
@@ -31,10 +40,23 @@ def _shard_failed(m, rec, state):
     return ev
 
 
+@rule("warmup-oom", ("prefill tokens. You need to decrease",),
+      r"Not enough memory to handle (?P<n>\d+) prefill tokens\. You need to decrease `?--max-batch-prefill-tokens")
+def _warmup_oom(m, rec, state):
+    if not first_time(state, ("warmup_oom",), rec.loc.line):
+        return []  # the shard's exception, then the router's Error: Warmup(...) with the same text
+    n = int(m.group("n"))
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="cuda_oom", message=rec.text.strip(), exc_type="RuntimeError",
+        fields={"warmup": True, "prefill_tokens": n,
+                "detail": f"the warm-up prefill of {n} tokens did not fit in GPU memory (--max-batch-prefill-tokens)"},
+    )
+
+
 PARSER = Parser(
     name="tgi",
     framework=FW,
     priority=40,
-    description="text-generation-inference launcher: a shard that failed to start",
-    rules=[_shard_failed],
+    description="text-generation-inference launcher: a shard that failed to start, a warm-up that ran out of memory",
+    rules=[_shard_failed, _warmup_oom],
 )
