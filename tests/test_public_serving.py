@@ -152,3 +152,14 @@ HIT_AN_EXCEPTION = [
 def test_engine_core_hit_an_exception_is_a_dead_engine(tmp_path):
     r = diagnose(tmp_path, HIT_AN_EXCEPTION)
     assert ids(r) == ["vllm-engine-dead"]
+
+
+def test_a_paste_that_lost_its_line_breaks_still_shows_the_time_out(tmp_path):
+    # vllm-project/vllm#25387 pasted the engine core's traceback as one line (cut here at a process tag)
+    line = ('(EngineCore_DP0 pid=142) ERROR 09-22 07:18:30 [core.py:710] File "/usr/local/lib/python3.12/dist-packages/'
+            'vllm/distributed/device_communicators/shm_broadcast.py", line 469, in acquire_read (EngineCore_DP0 pid=142) '
+            'ERROR 09-22 07:18:30 [core.py:710] raise TimeoutError (EngineCore_DP0 pid=142) ERROR 09-22 07:18:30 '
+            '[core.py:710] TimeoutError (Worker pid=212) INFO 09-22 07:18:30 [multiproc_executor.py:558] Parent process '
+            'exited, terminating worker (APIServer pid=1) ERROR 09-22 07:18:30 [async_llm.py:480] AsyncLLM output_handler '
+            'failed.')
+    assert ids(diagnose(tmp_path, [line]))[0] == "vllm-rpc-timeout"

@@ -361,9 +361,17 @@ def _rpc_timeout(m, rec, state):
     return _timeout_event(rec, state, m.group("method"))
 
 
+# A paste that lost its line breaks keeps the frame, the raise and the exception on one line:
+# `... shm_broadcast.py", line 469, in acquire_read (EngineCore_DP0 pid=142) ERROR ... raise TimeoutError
+# (EngineCore_DP0 pid=142) ERROR ... TimeoutError (Worker pid=212) INFO ...` (vllm-project/vllm#25387).
+_FLAT_SHM_TIMEOUT = re.compile(r"\braise TimeoutError\b.{0,400}?\] TimeoutError(?=\s|$)")
+
+
 @rule("shm-read-frame", ('shm_broadcast.py"',), r'shm_broadcast\.py", line \d+, in acquire_read\b')
 def _shm_read_frame(m, rec, state):
     state["shm_read_line"] = rec.loc.line
+    if _FLAT_SHM_TIMEOUT.search(rec.text, m.end()):
+        return _timeout_event(rec, state, None)
     return None  # the frame stays the python parser's too
 
 
