@@ -163,3 +163,32 @@ def test_a_paste_that_lost_its_line_breaks_still_shows_the_time_out(tmp_path):
             'exited, terminating worker (APIServer pid=1) ERROR 09-22 07:18:30 [async_llm.py:480] AsyncLLM output_handler '
             'failed.')
     assert ids(diagnose(tmp_path, [line]))[0] == "vllm-rpc-timeout"
+
+
+# huggingface/text-generation-inference#1627: the shard dies of SIGILL while it starts (a CPU without AVX)
+TGI_SIGILL = [
+    "2024-03-06T17:53:22.336246Z  INFO shard-manager: text_generation_launcher: Starting shard rank=0",
+    "2024-03-06T17:53:31.052367Z ERROR shard-manager: text_generation_launcher: Shard complete standard error output:",
+    " rank=0",
+    "2024-03-06T17:53:31.052444Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to shutdown with signal 4 rank=0",
+    "Error: ShardCannotStart",
+    "2024-03-06T17:53:31.149443Z ERROR text_generation_launcher: Shard 0 failed to start",
+    "2024-03-06T17:53:31.149481Z  INFO text_generation_launcher: Shutting down shards",
+]
+
+
+def test_a_tgi_shard_killed_by_a_signal_is_that_crash_on_that_shard(tmp_path):
+    r = diagnose(tmp_path, TGI_SIGILL)
+    f = r.findings[0]
+    assert (f.id, f.initiating_rank) == ("worker-segfault", 0)
+    assert "SIGILL" in f.summary
+    assert "tgi-shard-failed" in ids(r) + [c.id for c in f.collateral]
+
+
+def test_an_older_launchers_sigkill_line_without_a_rank_is_a_killed_process(tmp_path):
+    # a public TGI thread (2023): the launcher before the shard-manager span printed no rank
+    r = diagnose(tmp_path, [
+        "2023-07-05T19:55:21.347050Z ERROR text_generation_launcher: Shard process was signaled to shutdown with signal 9",
+        "2023-07-05T19:55:21.362497Z ERROR text_generation_launcher: Shard 0 failed to start",
+    ])
+    assert ids(r)[0] == "process-killed"

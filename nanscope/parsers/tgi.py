@@ -13,6 +13,14 @@ multi-line record as ` rank=0` on a line of its own; the launcher's line is what
 failed, so the event carries that rank as the process that failed itself (attribution's own_failure).
 `Waiting for shard to be ready... rank=N` is start-up progress, not a failure.
 
+A shard that dies of a signal is named by its shard manager before that (launcher/src/main.rs shard_manager:
+`tracing::error!("Shard process was signaled to shutdown with signal {signal}")`, the span field appending
+` rank=N` since ~1.1; older launchers print it without the span), and the weight download likewise
+(`Download process was signaled to shutdown with signal {signal}: {err}`, then `Error: DownloadError`): the
+signal says how the process died (9: SIGKILL, the host's OOM killer as a rule; 7: SIGBUS, /dev/shm too small;
+4: SIGILL, a CPU without the instructions a kernel was built for; 11: SIGSEGV). A shard that exits once the
+server is up is `Shard {rank} crashed` (then `Error: ShardFailed`).
+
 The server's warm-up (server/text_generation_server/models/flash_causal_lm.py warmup, every release since
 0.9) runs one prefill of --max-batch-prefill-tokens tokens and turns the CUDA OOM it catches into
   raise RuntimeError(f"Not enough memory to handle {len(batch.input_ids)} prefill tokens. "
@@ -26,16 +34,34 @@ from __future__ import annotations
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import SIGNALS, Parser, rule
 
 FW = "tgi"
 
 
-@rule("shard-failed", ("failed to start",), r"text_generation_launcher: Shard (?P<rank>\d+) failed to start")
+@rule("shard-failed", ("failed to start", "crashed"),
+      r"text_generation_launcher: Shard (?P<rank>\d+) (?:(?P<start>failed to start)|crashed)")
 def _shard_failed(m, rec, state):
     rank = int(m.group("rank"))
     ev = ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="tgi_shard_failed", message=rec.text.strip(),
-                    fields={"shard": rank, "own_failure": True})
+                    fields={"shard": rank, "own_failure": True, "phase": "startup" if m.group("start") else "runtime"})
+    ev.rank = rank
+    return ev
+
+
+@rule("process-signaled", ("process was signaled to shutdown with signal",),
+      r"text_generation_launcher: (?P<what>Shard|Download) process was signaled to shutdown with signal (?P<num>\d+)"
+      r"(?:.*?\brank=(?P<rank>\d+))?")
+def _signaled(m, rec, state):
+    num = int(m.group("num"))
+    shard = m.group("what") == "Shard"
+    rank = int(m.group("rank")) if shard and m.group("rank") is not None else None
+    ev = ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="worker_failed", message=rec.text.strip(),
+        signal=SIGNALS.get(num, f"SIG{num}"),
+        fields={"source": "tgi", "process": "shard" if shard else "download", "signum": num,
+                "own_failure": rank is not None},
+    )
     ev.rank = rank
     return ev
 
@@ -57,6 +83,6 @@ PARSER = Parser(
     name="tgi",
     framework=FW,
     priority=40,
-    description="text-generation-inference launcher: a shard that failed to start, a warm-up that ran out of memory",
-    rules=[_shard_failed, _warmup_oom],
+    description="text-generation-inference launcher: a shard that failed or died of a signal, a warm-up out of memory",
+    rules=[_shard_failed, _signaled, _warmup_oom],
 )
