@@ -192,3 +192,33 @@ def test_an_older_launchers_sigkill_line_without_a_rank_is_a_killed_process(tmp_
         "2023-07-05T19:55:21.362497Z ERROR text_generation_launcher: Shard 0 failed to start",
     ])
     assert ids(r)[0] == "process-killed"
+
+
+@pytest.mark.parametrize("lines, exc_type", [
+    # NVIDIA/TensorRT-LLM#2358: the executor fails a step on a CUDA error of its own C++ check
+    (["[TensorRT-LLM][ERROR] Encountered an error in forwardAsync function: [TensorRT-LLM][ERROR] CUDA runtime error in "
+      "cudaMemcpyAsync(dst, src.data(), src.getSizeInBytes(), cudaMemcpyDefault, mStream->get()): invalid argument "
+      "(/workspace/tensorrt_llm/cpp/tensorrt_llm/runtime/bufferManager.cpp:146)",
+      "1       0x7fbc549104df void tensorrt_llm::common::check<cudaError>(cudaError, char const*, char const*, int) + 143"],
+     "CUDA runtime error"),
+    # triton-inference-server/tensorrtllm_backend#594: a kernel crashed (unspecified launch failure)
+    (["`[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] CUDA runtime error in "
+      "::cudaFreeHost(ptr): unspecified launch failure (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:169)"],
+     "tensorrt_llm::common::TllmException"),
+    # InternLM/lmdeploy#130: TurboMind's check throws and nothing catches it
+    (["terminate called after throwing an instance of 'std::runtime_error'",
+      "  what():  [FT][ERROR] CUDA runtime error: invalid argument /opt/tritonserver/lmdeploy/src/turbomind/utils/allocator.h:252 ",
+      "",
+      "Aborted (core dumped)"],
+     "std::runtime_error"),
+])
+def test_an_inference_runtimes_cuda_error_is_reported_not_silent(tmp_path, lines, exc_type):
+    r = diagnose(tmp_path, lines)
+    assert ids(r) == ["uncaught-exception"]
+    assert r.findings[0].summary.startswith(exc_type + ":")
+
+
+def test_the_runtimes_out_of_memory_stays_a_cuda_oom(tmp_path):
+    # InternLM/lmdeploy#2236
+    r = diagnose(tmp_path, ["RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/memory_utils.cu:32"])
+    assert ids(r) == ["cuda-oom"]

@@ -252,6 +252,51 @@ def _runtime_oom(m, rec, state):
     return _error(rec, "cuda_oom", {"driver": True, "runtime": runtime, "detail": detail})
 
 
+# The same runtimes' checks for any other CUDA error (`invalid argument`, `unspecified launch failure`, ...):
+# the CUDA error a PyTorch process would print as `CUDA error: X`. TensorRT-LLM's executor logs a failed step
+# as `[TensorRT-LLM][ERROR] Encountered an error in forwardAsync function: <that error>`; a C++ check that
+# nothing catches ends the process with `terminate called after throwing an instance of 'T'` and
+# `  what():  <that error>` (std::terminate's report, libstdc++'s verbose terminate handler).
+_RUNTIME_CUDA_ERROR = re.compile(
+    r"\[(?P<tag>TensorRT-LLM|TM|FT)\]\[ERROR\] CUDA runtime error(?: in (?P<call>.+?))?: (?P<err>[A-Za-z][\w ,'-]*?)"
+    r"(?=\s+\(|\s+/|\s*$)"
+)
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+_TLLM_EXC = re.compile(r"(?P<type>(?:\w+::)+\w*Exception): \[TensorRT-LLM\]")
+
+
+@rule("cxx-terminate", ("terminate called after throwing",), _TERMINATE.pattern)
+def _cxx_terminate(m, rec, state):
+    state["cxx_terminate"] = (rec.loc.line, m.group("type"))
+    return None  # the what() line that follows says what was thrown
+
+
+@rule("runtime-cuda-error", ("CUDA runtime error",), _RUNTIME_CUDA_ERROR.pattern)
+def _runtime_cuda_error(m, rec, state):
+    err = m.group("err").strip()
+    runtime = {"TensorRT-LLM": "tensorrt-llm", "TM": "turbomind", "FT": "fastertransformer"}[m.group("tag")]
+    if not first_time(state, _key(rec, "runtime_cuda_error", err), rec.loc.line):
+        return []
+    ev = _error(rec, "cuda_error", {"cuda_error": err, "runtime": runtime,
+                                    "call": m.group("call").strip() if m.group("call") else None})
+    if ev.exc_type is None:
+        term = state.pop("cxx_terminate", None)
+        tllm = _TLLM_EXC.search(rec.text)
+        if term is not None and 0 < rec.loc.line - term[0] <= 2:
+            ev.exc_type = term[1]  # an uncaught C++ exception: the process aborted
+            ev.fields["aborted"] = True
+        elif tllm is not None:
+            ev.exc_type = tllm.group("type")
+        call = f" in {ev.fields['call']}" if ev.fields["call"] else ""
+        step = " (the executor failed a step)" if "Encountered an error in forwardAsync" in rec.text else ""
+        if ev.exc_type is None:
+            ev.exc_type = "CUDA runtime error"
+            ev.message = f"{err}{call} ({runtime}){step}"
+        else:
+            ev.message = f"CUDA runtime error{call}: {err} ({runtime}){step}"
+    return ev
+
+
 @rule("cublas-alloc", ("CUBLAS_STATUS_ALLOC_FAILED",), r"CUBLAS_STATUS_ALLOC_FAILED(?: when calling `(?P<call>[^`]*)`)?")
 def _cublas_alloc(m, rec, state):
     if not first_time(state, ("cublas_alloc",), rec.loc.line):
@@ -353,5 +398,5 @@ PARSER = Parser(
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
     rules=[_startup_frame, _oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
-           _cuda_error],
+           _cxx_terminate, _runtime_cuda_error, _cuda_error],
 )
