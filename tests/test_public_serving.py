@@ -222,3 +222,26 @@ def test_the_runtimes_out_of_memory_stays_a_cuda_oom(tmp_path):
     # InternLM/lmdeploy#2236
     r = diagnose(tmp_path, ["RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/memory_utils.cu:32"])
     assert ids(r) == ["cuda-oom"]
+
+
+def test_a_tgi_shard_lost_while_serving_shows_in_the_launchers_exit_alone(tmp_path):
+    # huggingface/text-generation-inference#2280: the excerpt keeps only the shutdown and the exit
+    r = diagnose(tmp_path, [
+        "2024-07-22T19:57:05.908774Z  INFO shard-manager: text_generation_launcher: shard terminated rank=3",
+        "2024-07-22T19:57:06.504541Z  INFO shard-manager: text_generation_launcher: shard terminated rank=2",
+        "Error: ShardFailed",
+    ])
+    assert ids(r) == ["tgi-shard-failed"]
+    assert "crashed while serving" in r.findings[0].summary
+
+
+def test_tgis_router_panic_is_reported_with_where_it_panicked(tmp_path):
+    # huggingface/text-generation-inference#1795
+    r = diagnose(tmp_path, [
+        "thread 'tokio-runtime-worker' panicked at /usr/src/router/src/server.rs:180:45:",
+        "byte index 1000 is not a char boundary; it is inside '你' (bytes 999..1002) of `<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|> # Safety Preamble",
+        "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+        "2024-04-23T08:26:48.209311Z ERROR text_generation_launcher: Webserver Crashed",
+    ])
+    assert ids(r) == ["uncaught-exception"]
+    assert "server.rs:180:45" in r.findings[0].summary

@@ -21,6 +21,15 @@ signal says how the process died (9: SIGKILL, the host's OOM killer as a rule; 7
 4: SIGILL, a CPU without the instructions a kernel was built for; 11: SIGSEGV). A shard that exits once the
 server is up is `Shard {rank} crashed` (then `Error: ShardFailed`).
 
+The launcher's own exit (main returns Err(LauncherError), which Rust prints with Debug) is the last line:
+`Error: ShardCannotStart` (a shard did not start), `Error: ShardFailed` / `Error: ShardDisconnected` (a
+shard was lost while serving), `Error: WebserverFailed` (the router died), `Error: DownloadError`. An
+excerpt cut after the shard's own lines may keep only that: the shard failure still shows.
+
+The router is Rust: when it panics the standard panic hook prints `thread 'NAME' panicked at FILE:LINE:COL:`
+and the message on the next line (Rust >= 1.73; before: `thread 'NAME' panicked at 'MESSAGE', FILE:LINE:COL`),
+then the launcher logs `Webserver Crashed`. A panic is Rust's uncaught exception.
+
 The server's warm-up (server/text_generation_server/models/flash_causal_lm.py warmup, every release since
 0.9) runs one prefill of --max-batch-prefill-tokens tokens and turns the CUDA OOM it catches into
   raise RuntimeError(f"Not enough memory to handle {len(batch.input_ids)} prefill tokens. "
@@ -42,11 +51,33 @@ FW = "tgi"
 @rule("shard-failed", ("failed to start", "crashed"),
       r"text_generation_launcher: Shard (?P<rank>\d+) (?:(?P<start>failed to start)|crashed)")
 def _shard_failed(m, rec, state):
+    first_time(state, ("shard_failed",), rec.loc.line)  # the `Error: Shard...` exit that follows is this one
     rank = int(m.group("rank"))
     ev = ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="tgi_shard_failed", message=rec.text.strip(),
-                    fields={"shard": rank, "own_failure": True, "phase": "startup" if m.group("start") else "runtime"})
+                    fields={"shard": rank, "own_failure": True, "phase": "startup" if m.group("start") else "runtime",
+                            "what": "failed to start" if m.group("start") else "crashed while serving"})
     ev.rank = rank
     return ev
+
+
+@rule("launcher-exit", ("Error: ShardCannotStart", "Error: ShardFailed", "Error: ShardDisconnected"),
+      r"Error: Shard(?P<how>CannotStart|Failed|Disconnected)\s*$", match_start=True)
+def _launcher_exit(m, rec, state):
+    if not first_time(state, ("shard_failed",), rec.loc.line):
+        return []  # the launcher already named the shard (`Shard 0 failed to start`)
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="tgi_shard_failed", message=rec.text.strip(),
+                      fields={"phase": "startup" if m.group("how") == "CannotStart" else "runtime",
+                              "what": "failed to start" if m.group("how") == "CannotStart" else "crashed while serving"})
+
+
+@rule("rust-panic", ("' panicked at ",),
+      r"thread '(?P<thread>[^']*)' panicked at (?:'(?P<old>.*)', (?P<oldat>\S+:\d+:\d+)|(?P<at>\S+?:\d+:\d+):?\s*$)",
+      match_start=True)
+def _rust_panic(m, rec, state):
+    msg = (f"{m.group('old')} (thread '{m.group('thread')}' at {m.group('oldat')})" if m.group("old") is not None
+           else f"thread '{m.group('thread')}' panicked at {m.group('at')}")
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="rust", error="exception", exc_type="Rust panic",
+                      message=msg, fields={"panic_thread": m.group("thread")})
 
 
 @rule("process-signaled", ("process was signaled to shutdown with signal",),
@@ -83,6 +114,6 @@ PARSER = Parser(
     name="tgi",
     framework=FW,
     priority=40,
-    description="text-generation-inference launcher: a shard that failed or died of a signal, a warm-up out of memory",
-    rules=[_shard_failed, _signaled, _warmup_oom],
+    description="text-generation-inference: a shard that failed or died of a signal, a warm-up out of memory, the router's panic",
+    rules=[_shard_failed, _launcher_exit, _signaled, _warmup_oom, _rust_panic],
 )
