@@ -245,3 +245,13 @@ def test_tgis_router_panic_is_reported_with_where_it_panicked(tmp_path):
     ])
     assert ids(r) == ["uncaught-exception"]
     assert "server.rs:180:45" in r.findings[0].summary
+
+
+def test_a_worker_that_failed_to_start_is_a_dead_engine_on_that_worker(tmp_path):
+    # a public vLLM report (a disaggregated-prefill setup), cut before the worker's exception
+    r = diagnose(tmp_path, [
+        "(VllmWorker rank=0 pid=1110) ERROR 08-26 12:16:15 [multiproc_executor.py:492] WorkerProc failed to start.",
+        "(VllmWorker rank=0 pid=1110) ERROR 08-26 12:16:15 [multiproc_executor.py:492] Traceback (most recent call last):",
+    ])
+    f = r.findings[0]
+    assert (f.id, f.initiating_rank) == ("vllm-engine-dead", 0)

@@ -29,6 +29,7 @@ Templates (vllm-project/vllm; quoted from source via the search index and from i
       code: %s), shutting down executor.`); the process name is `VllmWorker-{rank}`, so the rank is in
       the text. vllm/v1/executor/ray_executor_v2.py: `RayWorkerProc rank=%s died unexpectedly, ...`
       (a list: `rank=[3]`). WorkerProc.worker_busy_loop: `WorkerProc hit an exception.` (0.8: `... %s`)
+      worker_main: `WorkerProc failed to start.` (the worker raised while it loaded: its traceback follows)
   vllm/v1/engine/core.py run_engine_core: `EngineCore encountered a fatal error.` (logger.exception);
       0.7-0.8.4 printed `EngineCore hit an exception: %s` (the traceback) for a start-up and a serving failure alike
   vllm/v1/executor/multiproc_executor.py collective_rpc: `raise TimeoutError(f"RPC call to {method} timed out.")`
@@ -323,13 +324,15 @@ def _worker_died(m, rec, state):
 
 @rule(
     "worker-exception",
-    ("WorkerProc hit an exception", "EngineCore encountered a fatal error"),
-    r"(?P<worker>WorkerProc hit an exception)|EngineCore encountered a fatal error",
+    ("WorkerProc hit an exception", "WorkerProc failed to start", "EngineCore encountered a fatal error"),
+    r"(?P<worker>WorkerProc hit an exception)|(?P<wstart>WorkerProc failed to start)|EngineCore encountered a fatal error",
 )
 def _worker_exception(m, rec, state):
-    if m.group("worker") is not None:
-        # the worker's own exception follows; the worker (its process tag) is where it happened
-        fields = {"phase": "runtime", "worker_exception": True, "own_failure": rec.origin.rank is not None}
+    if m.group("worker") is not None or m.group("wstart") is not None:
+        # the worker's own exception follows; the worker (its process tag) is where it happened.
+        # WorkerProc.worker_main logs `WorkerProc failed to start.` when the worker raised before it was ready.
+        fields = {"phase": "startup" if m.group("wstart") else "runtime", "worker_exception": True,
+                  "own_failure": rec.origin.rank is not None}
     else:
         fields = {"phase": "runtime"}
     if state.get("shutdown_requested"):
