@@ -504,7 +504,7 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         return 4
     if len(ranks) <= 1:
         only = next(iter(ranks)) if ranks else None
-        if sig.role == "collateral" and not _own_failure(f):
+        if sig.role == "collateral" and _own_failure(f) is None:  # rank 0 is a rank
             # a timeout, a lost peer, an abort: the one rank shown waited on (or lost) another one
             return 9
         local = sorted({m.stream for m in f.matches if isinstance(m.stream, tuple) and m.stream[:1] == ("local",)},

@@ -67,6 +67,7 @@ _PREFIX = re.compile(
 )
 
 _SGLANG_TAG = re.compile(r"([A-Z_]+?)(\d+)")
+_STAGED_WORKER = re.compile(r"_(?:DP|PP)\d")
 _ATTEMPT_RANK = re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
 # A per-rank layout names a file or folder for its rank and nothing else: rank_3.log, rank3.out,
 # worker-3.log, node1/rank_3/stdout.log. A rank inside a descriptive name (`ddp_nan_rank2.log`,
@@ -278,7 +279,14 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             proc = m.group("proc")
             # (VllmWorker rank=2 pid=P), (VllmWorker TP2 pid=P), (Worker_TP2 pid=P), (VllmWorker-2 pid=P);
             # an EngineCore_0 / EngineCore_DP0 index is an engine, not a rank.
-            r = m.group("prank") or m.group("ptp") or (m.group("ptag") if "Worker" in proc else None)
+            staged = _STAGED_WORKER.search(proc) is not None  # Worker_PP1_TP0: TP0 of stage 1 is not rank 0
+            r = m.group("prank") or m.group("ptp") or (m.group("ptag") if "Worker" in proc and not staged else None)
+            if r is None and proc.startswith("Worker_"):
+                # vLLM V1 names a worker by its parallel indices (multiproc_executor.py: DP/PP/TP/EP suffixes,
+                # `Worker_TP1_EP1`); as for SGLang's tags, the TP index is the rank only without DP and PP
+                tags = dict(_SGLANG_TAG.findall(proc[len("Worker_"):].replace("_", "")))
+                if "TP" in tags and "DP" not in tags and "PP" not in tags:
+                    r = tags["TP"]
             if r is not None:
                 rank = int(r)
     if not found:

@@ -30,6 +30,13 @@ ProcessGroupNCCL.cpp, ncclCommWatchdog / Watchdog::run):
   The rank it names is that process group's rank; it is the event's rank when no launcher prefix gives
   one (fields['watchdog'] marks the line). Such a line is the rank's own fault, not a wait on a peer.
 
+An OOM inside a traceback that passed through a serving engine's start-up (vLLM's worker profiling,
+KV-cache sizing, model loading or CUDA-graph capture: gpu_worker.py / gpu_model_runner.py
+determine_available_memory, profile_run, capture_model, compile_or_warm_up_model, load_model ...; V0
+worker.py determine_num_available_blocks / initialize_cache; torch/cuda/graphs.py capture_begin /
+capture_end, which only run while a graph is captured) says so in fields['phase'] = 'startup': the
+memory budget set at start-up is wrong, not a batch seen while serving.
+
 A CUDA error is usually printed several times on one rank (the exception, `what():`, the watchdog that
 surfaced it): a repeat of the same error on the same stream within a few hundred lines gives no second event.
 """
@@ -113,6 +120,30 @@ def _key(rec, *key) -> tuple:
     return key + (_watchdog_rank(rec)[1],)
 
 
+# The frames of a start-up the OOM happened in (see the module docstring); `File "` lines are the
+# python parser's too, so the rule only notes the frame and leaves the line to it.
+_STARTUP_FRAME = re.compile(
+    r'File "[^"]*?/(?:vllm/[^"]*", line \d+, in (?P<fn>capture_model|compile_or_warm_up_model|profile_run'
+    r'|determine_available_memory|determine_num_available_blocks|initialize_cache|_initialize_kv_caches'
+    r'|initialize_from_config|load_model|init_device|_dummy_sampler_run|_dummy_pooler_run)'
+    r'|torch/cuda/graphs\.py", line \d+, in (?P<graph>capture_begin|capture_end))\b'
+)
+_STARTUP_SPAN = 300  # lines: a start-up frame further back than this belongs to another traceback
+
+
+@rule("startup-frame", ('File "',), _STARTUP_FRAME.pattern)
+def _startup_frame(m, rec, state):
+    state["startup_frame"] = (rec.loc.line, m.group("fn") or m.group("graph"))
+    return None
+
+
+def _phase(state: dict, line: int) -> dict:
+    at = state.get("startup_frame")
+    if at is None or not 0 < line - at[0] <= _STARTUP_SPAN:
+        return {}
+    return {"phase": "startup", "during": at[1]}
+
+
 @rule(
     "cuda-oom",
     ("out of memory. Tried to allocate", "Out of memory. Tried to allocate", "CUDA error: out of memory"),
@@ -149,6 +180,7 @@ def _oom(m, rec, state):
     if not first_time(state, ("oom", fields.get("tried_gib"), fields.get("gpu")), rec.loc.line):
         return []
     fields["detail"] = _oom_detail(fields)
+    fields.update(_phase(state, rec.loc.line))
     return _error(rec, "cuda_oom", fields)
 
 
@@ -218,6 +250,51 @@ def _runtime_oom(m, rec, state):
     if not first_time(state, ("runtime_oom", runtime, bool(m.group("executor"))), rec.loc.line):
         return []
     return _error(rec, "cuda_oom", {"driver": True, "runtime": runtime, "detail": detail})
+
+
+# The same runtimes' checks for any other CUDA error (`invalid argument`, `unspecified launch failure`, ...):
+# the CUDA error a PyTorch process would print as `CUDA error: X`. TensorRT-LLM's executor logs a failed step
+# as `[TensorRT-LLM][ERROR] Encountered an error in forwardAsync function: <that error>`; a C++ check that
+# nothing catches ends the process with `terminate called after throwing an instance of 'T'` and
+# `  what():  <that error>` (std::terminate's report, libstdc++'s verbose terminate handler).
+_RUNTIME_CUDA_ERROR = re.compile(
+    r"\[(?P<tag>TensorRT-LLM|TM|FT)\]\[ERROR\] CUDA runtime error(?: in (?P<call>.+?))?: (?P<err>[A-Za-z][\w ,'-]*?)"
+    r"(?=\s+\(|\s+/|\s*$)"
+)
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+_TLLM_EXC = re.compile(r"(?P<type>(?:\w+::)+\w*Exception): \[TensorRT-LLM\]")
+
+
+@rule("cxx-terminate", ("terminate called after throwing",), _TERMINATE.pattern)
+def _cxx_terminate(m, rec, state):
+    state["cxx_terminate"] = (rec.loc.line, m.group("type"))
+    return None  # the what() line that follows says what was thrown
+
+
+@rule("runtime-cuda-error", ("CUDA runtime error",), _RUNTIME_CUDA_ERROR.pattern)
+def _runtime_cuda_error(m, rec, state):
+    err = m.group("err").strip()
+    runtime = {"TensorRT-LLM": "tensorrt-llm", "TM": "turbomind", "FT": "fastertransformer"}[m.group("tag")]
+    if not first_time(state, _key(rec, "runtime_cuda_error", err), rec.loc.line):
+        return []
+    ev = _error(rec, "cuda_error", {"cuda_error": err, "runtime": runtime,
+                                    "call": m.group("call").strip() if m.group("call") else None})
+    if ev.exc_type is None:
+        term = state.pop("cxx_terminate", None)
+        tllm = _TLLM_EXC.search(rec.text)
+        if term is not None and 0 < rec.loc.line - term[0] <= 2:
+            ev.exc_type = term[1]  # an uncaught C++ exception: the process aborted
+            ev.fields["aborted"] = True
+        elif tllm is not None:
+            ev.exc_type = tllm.group("type")
+        call = f" in {ev.fields['call']}" if ev.fields["call"] else ""
+        step = " (the executor failed a step)" if "Encountered an error in forwardAsync" in rec.text else ""
+        if ev.exc_type is None:
+            ev.exc_type = "CUDA runtime error"
+            ev.message = f"{err}{call} ({runtime}){step}"
+        else:
+            ev.message = f"CUDA runtime error{call}: {err} ({runtime}){step}"
+    return ev
 
 
 @rule("cublas-alloc", ("CUBLAS_STATUS_ALLOC_FAILED",), r"CUBLAS_STATUS_ALLOC_FAILED(?: when calling `(?P<call>[^`]*)`)?")
@@ -320,6 +397,6 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
-    rules=[_oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
-           _cuda_error],
+    rules=[_startup_frame, _oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
+           _cxx_terminate, _runtime_cuda_error, _cuda_error],
 )

@@ -29,7 +29,19 @@ Templates (vllm-project/vllm; quoted from source via the search index and from i
       code: %s), shutting down executor.`); the process name is `VllmWorker-{rank}`, so the rank is in
       the text. vllm/v1/executor/ray_executor_v2.py: `RayWorkerProc rank=%s died unexpectedly, ...`
       (a list: `rank=[3]`). WorkerProc.worker_busy_loop: `WorkerProc hit an exception.` (0.8: `... %s`)
-  vllm/v1/engine/core.py run_engine_core: `EngineCore encountered a fatal error.` (logger.exception)
+      worker_main: `WorkerProc failed to start.` (the worker raised while it loaded: its traceback follows)
+  vllm/v1/engine/core.py run_engine_core: `EngineCore encountered a fatal error.` (logger.exception);
+      0.7-0.8.4 printed `EngineCore hit an exception: %s` (the traceback) for a start-up and a serving failure alike
+  vllm/v1/executor/multiproc_executor.py collective_rpc: `raise TimeoutError(f"RPC call to {method} timed out.")`
+      from the TimeoutError that vllm/distributed/device_communicators/shm_broadcast.py acquire_read raises
+      (a bare `raise TimeoutError`) when a worker's reply does not come within the RPC timeout
+      (VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS for execute_model). While it waits, acquire_read logs every 60 s
+      `No available shared memory broadcast block found in 60 seconds. This typically happens when some
+      processes are hanging or doing some time-consuming work (e.g. compilation[, weight/kv cache quantization]).`
+  vllm/v1/worker/cpu_worker.py (CPU backend) KV-cache allocation check: `Available memory on node 0 (149.11/692.65
+      GiB) on kv cache allocation is less than requested memory for kv (206.54/207.8 GiB). Reduce CPU memory used by
+      other processes.` (later: `... for kv (12.0 GiB). Decrease --kv-cache-memory-bytes, VLLM_CPU_KVCACHE_SPACE, or
+      reduce CPU memory used by other processes.`)
   vllm/entrypoints/launcher.py (V0 MQ server, 0.6-0.8): `MQLLMEngine is already dead, terminating server
       process`; vllm/engine/multiprocessing/client.py: `Engine process (pid %d) died.`,
       `MQEngineDeadError: Engine loop is not running`; vllm/engine/async_llm_engine.py: `Engine loop has died`
@@ -250,14 +262,36 @@ def _free_memory(m, rec, state):
 
 
 @rule(
+    "kv-allocation-cpu",
+    ("on kv cache allocation is less than requested memory for kv",),
+    r"Available memory on node (?P<node>\d+) \((?P<free>" + _F + r")/(?P<total>" + _F + r") GiB\) on kv cache allocation"
+    r" is less than requested memory for kv \((?:(?P<left>" + _F + r")/)?(?P<want>" + _F + r") GiB\)",
+)
+def _kv_allocation_cpu(m, rec, state):
+    # The CPU worker checks, after loading the weights, that the host can still give the KV cache what was
+    # asked for (VLLM_CPU_KVCACHE_SPACE / --kv-cache-memory-bytes, by default a fraction of the host's memory).
+    return _error(rec, state, "vllm_startup_oom", {
+        "reason": "kv_cache_allocation",
+        "device": f"cpu-node{m.group('node')}",
+        "free_gib": to_float(m.group("free")),
+        "total_gib": to_float(m.group("total")),
+        "kv_left_gib": to_float(m.group("left")),
+        "requested_gib": to_float(m.group("want")),
+    })
+
+
+@rule(
     "engine-dead",
-    ("EngineCore failed to start", "Engine core initialization failed", "EngineDeadError", "Engine background task failed"),
+    ("EngineCore failed to start", "Engine core initialization failed", "EngineDeadError", "Engine background task failed",
+     "EngineCore hit an exception"),
     r"(?P<start>EngineCore failed to start|Engine core initialization failed)"
+    r"|(?P<hit>EngineCore hit an exception)"
     r"|(?P<bg>Engine background task failed)"
     r"|(?:^|[\s.(])(?P<dead>(?:Async)?EngineDeadError)(?::|\)|\s*$)",
 )
 def _engine_dead(m, rec, state):
-    phase = "startup" if m.group("start") else "runtime"
+    # 0.7-0.8.4's `EngineCore hit an exception` ended a failed start-up and a failed busy loop alike
+    phase = "startup" if m.group("start") else (None if m.group("hit") else "runtime")
     fields = {"phase": phase}
     if state.get("shutdown_requested"):
         fields["during_shutdown"] = True  # Ctrl-C / SIGTERM races the output handler: not a crash
@@ -290,13 +324,15 @@ def _worker_died(m, rec, state):
 
 @rule(
     "worker-exception",
-    ("WorkerProc hit an exception", "EngineCore encountered a fatal error"),
-    r"(?P<worker>WorkerProc hit an exception)|EngineCore encountered a fatal error",
+    ("WorkerProc hit an exception", "WorkerProc failed to start", "EngineCore encountered a fatal error"),
+    r"(?P<worker>WorkerProc hit an exception)|(?P<wstart>WorkerProc failed to start)|EngineCore encountered a fatal error",
 )
 def _worker_exception(m, rec, state):
-    if m.group("worker") is not None:
-        # the worker's own exception follows; the worker (its process tag) is where it happened
-        fields = {"phase": "runtime", "worker_exception": True, "own_failure": rec.origin.rank is not None}
+    if m.group("worker") is not None or m.group("wstart") is not None:
+        # the worker's own exception follows; the worker (its process tag) is where it happened.
+        # WorkerProc.worker_main logs `WorkerProc failed to start.` when the worker raised before it was ready.
+        fields = {"phase": "startup" if m.group("wstart") else "runtime", "worker_exception": True,
+                  "own_failure": rec.origin.rank is not None}
     else:
         fields = {"phase": "runtime"}
     if state.get("shutdown_requested"):
@@ -314,6 +350,63 @@ def _v0_engine_dead(m, rec, state):
     if not first_time(state, ("v0_engine_dead",), rec.loc.line):
         return []  # printed once per request in flight
     return _error(rec, state, "vllm_engine_dead", {"phase": "runtime"})
+
+
+_SHM_READ_SPAN = 3  # lines from acquire_read's frame to its bare `TimeoutError` (`raise TimeoutError` between)
+
+
+@rule(
+    "rpc-timeout",
+    ("RPC call to",),
+    r"TimeoutError: RPC call to (?P<method>.+?) timed out\.",
+)
+def _rpc_timeout(m, rec, state):
+    return _timeout_event(rec, state, m.group("method"))
+
+
+# A paste that lost its line breaks keeps the frame, the raise and the exception on one line:
+# `... shm_broadcast.py", line 469, in acquire_read (EngineCore_DP0 pid=142) ERROR ... raise TimeoutError
+# (EngineCore_DP0 pid=142) ERROR ... TimeoutError (Worker pid=212) INFO ...` (vllm-project/vllm#25387).
+_FLAT_SHM_TIMEOUT = re.compile(r"\braise TimeoutError\b.{0,400}?\] TimeoutError(?=\s|$)")
+
+
+@rule("shm-read-frame", ('shm_broadcast.py"',), r'shm_broadcast\.py", line \d+, in acquire_read\b')
+def _shm_read_frame(m, rec, state):
+    state["shm_read_line"] = rec.loc.line
+    if _FLAT_SHM_TIMEOUT.search(rec.text, m.end()):
+        return _timeout_event(rec, state, None)
+    return None  # the frame stays the python parser's too
+
+
+@rule("shm-read-timeout", ("TimeoutError",), r"(?:^|\] )TimeoutError\s*$")
+def _shm_read_timeout(m, rec, state):
+    at = state.get("shm_read_line")
+    if at is None or not 0 < rec.loc.line - at <= _SHM_READ_SPAN:
+        return None  # a bare TimeoutError from elsewhere
+    return _timeout_event(rec, state, None)
+
+
+@rule("shm-wait", ("No available shared memory broadcast block found",),
+      r"No available shared memory broadcast block found in (?P<s>\d+) second")
+def _shm_wait(m, rec, state):
+    # Progress of a slow step or a compilation as much as of a hang: counted, reported only with a time-out.
+    state["shm_waits"] = state.get("shm_waits", 0) + 1
+    state["shm_wait_s"] = int(m.group("s"))
+    return []
+
+
+def _timeout_event(rec, state, method):
+    if not first_time(state, ("rpc_timeout",), rec.loc.line):
+        return []  # acquire_read's TimeoutError and collective_rpc's re-raise are one time-out
+    waits = state.get("shm_waits", 0)
+    detail = (f"RPC call to {method} timed out" if method
+              else "the read of the workers' reply queue (shm_broadcast acquire_read) timed out")
+    if waits:
+        detail += f", after {waits} message(s) that no reply had come for {state.get('shm_wait_s', 60)} s"
+    fields = {"phase": "runtime", "method": method, "waits": waits, "detail": detail}
+    if state.get("shutdown_requested"):
+        fields["during_shutdown"] = True
+    return _error(rec, state, "vllm_rpc_timeout", fields)
 
 
 @rule(
@@ -380,8 +473,8 @@ PARSER = Parser(
     name="vllm",
     framework="vllm",
     priority=40,
-    description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, sampler NaN, preemption",
+    description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _shutdown, _worker_died, _worker_exception, _v0_engine_dead, _sampler_oom, _dtype, _engine_dead,
-           _nan_probs, _preemption],
+           _kv_allocation_cpu, _shutdown, _worker_died, _worker_exception, _v0_engine_dead, _sampler_oom, _dtype,
+           _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout, _shm_wait, _nan_probs, _preemption],
 )

@@ -50,6 +50,15 @@ PEEL = [
      "INFO 12-17 09:16:13 [multiproc_executor.py:599] WorkerProc shutting down.", 1, None),
     ("(Worker_PP0 pid=3258192) INFO 01-11 03:46:46 [gpu_worker.py:358] Available KV cache memory: 9.05 GiB",
      "INFO 01-11 03:46:46 [gpu_worker.py:358] Available KV cache memory: 9.05 GiB", None, None),
+    # with expert parallelism the EP index follows (a public vLLM Llama-4 FP8 report); with DP in front the TP
+    # index is only the rank inside one engine (vllm-project/vllm-ascend#3800)
+    ("(Worker_TP1_EP1 pid=56590) ERROR 01-22 10:13:03 [multiproc_executor.py:766] WorkerProc failed to start.",
+     "ERROR 01-22 10:13:03 [multiproc_executor.py:766] WorkerProc failed to start.", 1, None),
+    ("(Worker_DP0_TP6_EP6 pid=27095) INFO 10-27 11:51:49 [monitor.py:34] torch.compile takes 67.60 s in total",
+     "INFO 10-27 11:51:49 [monitor.py:34] torch.compile takes 67.60 s in total", None, None),
+    # TP0 of the second pipeline stage is not rank 0 (a public Qwen3-VL-235B report with -pp 2)
+    ("(Worker_PP1_TP0 pid=72466) INFO 09-24 20:54:48 [gpu_model_runner.py:2539] Starting to load model x",
+     "INFO 09-24 20:54:48 [gpu_model_runner.py:2539] Starting to load model x", None, None),
     # docker compose (vllm-project/vllm-ascend#5117): service, then vLLM's tag
     ("qwen3-vl-32b  | (APIServer pid=104) ERROR 12-17 09:16:13 [async_llm.py:480] AsyncLLM output_handler failed.",
      "ERROR 12-17 09:16:13 [async_llm.py:480] AsyncLLM output_handler failed.", None, None),

@@ -229,9 +229,11 @@ def test_cpu_backend_startup_oom_wording(tmp_path):
 @pytest.mark.skipif(not (REAL_VLLM / "startup_oom.log").is_file(), reason="no real vLLM startup OOM log in sample_logs/vllm/")
 def test_real_vllm_startup_oom_log():
     evs = [e for e in api.events([str(REAL_VLLM / "startup_oom.log")]) if isinstance(e, ErrorEvent)]
-    kinds = [e.error for e in evs if e.framework == "vllm"]
+    # the worker's `WorkerProc failed to start.` heads its own traceback; the engine's reports come after it
+    kinds = [e.error for e in evs if e.framework == "vllm" and not (e.fields or {}).get("worker_exception")]
     assert "vllm_startup_oom" in kinds and "vllm_engine_dead" in kinds
     assert kinds.index("vllm_startup_oom") < kinds.index("vllm_engine_dead")  # the cause is printed first
+    assert any((e.fields or {}).get("worker_exception") and e.rank == 0 for e in evs)
 
 
 # V1 worker death, V0 engine death, start-up budget failures (sample_logs/public: intel/llm-scaler#154,
