@@ -277,6 +277,19 @@ def _bookkeeping(f: Finding, ranks: set) -> bool:
         return False
     reporting = set(f.ranks)
     silent = sorted(ranks - reporting)
+    # The message itself names the rank waited for (broadcastUniqueNCCLID: `[3] is setting up NCCL communicator
+    # and retrieving ncclUniqueId from [0] ... got error: wait timeout`): that rank never published its id.
+    waited = {(getattr(ev, "fields", None) or {}).get("waited_for") for m in f.matches for ev in m.events[:1]}
+    waited.discard(None)
+    if len(waited) == 1 and not (waited & reporting):
+        r = next(iter(waited))
+        f.initiating_rank = r
+        f.confidence = "medium"
+        f.decided_by = (f"tier 3: ranks {fmt_ranks(sorted(reporting)) or '(unnamed)'} timed out waiting in the c10d store "
+                        f"for rank {r}'s ncclUniqueId: rank {r} never created its NCCL communicator (still busy, hung "
+                        f"or crashed before it)")
+        f.collateral_ranks = sorted(reporting)
+        return True
     # The rank that waits in a different collective than all the others took another code path
     # (PyTorch 1.9 prints no SeqNum, so the op is all there is to compare).
     ops: dict = {}

@@ -31,6 +31,12 @@ _CLASSIFY = [
     # A Ray task that raised torch's OutOfMemoryError (a device allocation failed inside the task); Ray's own
     # memory monitor raises ray.exceptions.OutOfMemoryError directly, not wrapped in RayTaskError.
     (re.compile(r"^(?:\w+\.)*RayTaskError\((?:\w+\.)*OutOfMemoryError\)$"), "cuda_oom"),
+    # Ray's memory monitor (src/ray/raylet/worker_killing_policy*.cc, node_manager.cc) kills a worker when the
+    # node's host memory crosses RAY_memory_usage_threshold (0.95) and raises ray.exceptions.OutOfMemoryError
+    # in the caller: "Task was killed due to the node running low on memory.\nMemory on the node (IP: ...)
+    # where the task (...) was running was 246.41GB / 251.54GB (0.979583), which exceeds the memory usage
+    # threshold of 0.95. Ray killed this worker ..." (Ray 2.2+; the class is ray.exceptions.OutOfMemoryError).
+    (re.compile(r"Task was killed due to the node running low on memory|^ray\.exceptions\.OutOfMemoryError$"), "host_oom"),
     # Python's builtin MemoryError, never the tail of another name: `module 'torch' has no attribute
     # 'OutOfMemoryError'` (an old torch missing the CUDA OOM class) is an AttributeError, not host memory.
     (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|(?<![\w])MemoryError\b"), "host_oom"),
@@ -60,7 +66,12 @@ _CLASSIFY = [
     #   "DDP expects same model across all ranks, but Rank R has N params, while rank i has inconsistent M params."
     (re.compile(r"DDP expects same model across all ranks"), "ddp_param_mismatch"),
     # reducer.cpp ensure_prior_reduction_finished (torch 1.x and 2.x wordings share the first sentence)
-    (re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"),
+    # Lightning replaces that message with its own (lightning/pytorch/strategies/ddp.py DDPStrategy.on_exception,
+    # _augment_message on ".*Expected to have finished reduction in the prior iteration.*", Lightning 2.x):
+    #   "It looks like your LightningModule has parameters that were not used in producing the loss returned
+    #   by training_step. If this is intentional, you must enable the detection of unused parameters in DDP, ..."
+    (re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"
+                r"|It looks like your LightningModule has parameters that were not used in producing the loss"),
      "ddp_unused_parameters"),
     # torch/_dynamo/exc.py BackendCompilerFailed (`backend='inductor' raised:`), torch/_inductor/exc.py
     # InductorError (torch >= 2.6 raises it in place of BackendCompilerFailed for inductor).
@@ -81,7 +92,7 @@ def classify(exc_type: str, message: str, frame: str = "", saving: bool = False)
         if rx.search(message) or rx.search(exc_type):
             return kind
     if frame and _CHECKPOINT_FRAMES.search(frame) and exc_type.rsplit(".", 1)[-1] in (
-            "EOFError", "UnpicklingError", "RuntimeError", "OSError", "ValueError"):
+            "EOFError", "UnpicklingError", "RuntimeError", "OSError", "ValueError", "SafetensorError"):
         return "checkpoint_save_failed" if saving else "checkpoint_corrupt"
     if exc_type.endswith("KeyboardInterrupt"):
         return "interrupted"
