@@ -240,14 +240,19 @@ def _gloo_timeout(m, rec, state):
 #   [rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, ...) timed out after 1800000ms
 # The process waited the whole store timeout for a key another process never set (the main process still
 # tokenizing a dataset or loading weights behind a barrier): the wait of a collective, in the store.
+# Only a worker's line (a rank or local-rank prefix) counts: torchrun's agent prints the same warning when
+# its exit barrier waits for an agent that already failed (`Error waiting on exit barrier` follows), which
+# is its teardown, not a training process's wait.
 @rule(
     "store-wait-timeout",
     ("waitForInput: socket", "waitForInput: poll for socket"),
     r"waitForInput: (?:socket .*? timed out after (?P<ms>\d+)ms|poll for socket .*? returned 0, likely a timeout)",
 )
 def _store_wait_timeout(m, rec, state):
+    if rec.origin.rank is None and rec.origin.local_rank is None:
+        return None  # not a worker's wait
     if m.group("ms") is None:
-        return []  # the poll's warning, followed by the timeout's own line
+        return []  # the poll's warning: the timeout's own line follows
     if not first_time(state, ("store_wait",), rec.loc.line):
         return []
     return _error(rec, "collective_timeout", collective=Collective(timeout_ms=int(m.group("ms"))),

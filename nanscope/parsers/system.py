@@ -78,9 +78,9 @@ def _exc_type(text: str) -> Optional[str]:
     return m.group("type") if m else None
 
 
-def _err(rec, kind: str, fields: dict, **kw) -> ErrorEvent:
+def _err(rec, kind: str, fields: dict, message: Optional[str] = None, **kw) -> ErrorEvent:
     return ErrorEvent(
-        loc=rec.loc, text=rec.text, framework="system", error=kind, message=rec.text.strip(),
+        loc=rec.loc, text=rec.text, framework="system", error=kind, message=message or rec.text.strip(),
         exc_type=_exc_type(rec.text), fields=fields, **kw,
     )
 
@@ -198,11 +198,11 @@ def _killed(m, rec, state):
 #   killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: ..., IP: ...) over
 #   the last time period. To see more information about the Workers killed on this node, use `ray logs ...`
 # Only a count above 0 is an OOM kill (`0 Workers ... killed due to memory pressure (OOM), 2 Workers crashed
-# due to other reasons` reports crashes of another kind).
+# due to other reasons` reports crashes of another kind). A terminal may wrap the line after "memory".
 @rule(
     "ray-oom-kills",
-    ("killed due to memory pressure (OOM)",),
-    r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\), (?P<other>\d+) Workers crashed"
+    ("Workers (tasks / actors) killed due to memory",),
+    r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory(?:\s*$|\s+pressure \(OOM\))"
     r"(?:.*?\bat node \(ID: (?P<node>\w+), IP: (?P<ip>[\d.]+)\))?",
 )
 def _ray_oom_kills(m, rec, state):
@@ -210,9 +210,10 @@ def _ray_oom_kills(m, rec, state):
         return []
     if not first_time(state, ("ray_oom", m.group("ip")), rec.loc.line):
         return []
+    detail = (f"Ray's memory monitor killed {m.group('n')} worker(s) on node {m.group('ip') or '(not in view)'}: "
+              f"host memory over RAY_memory_usage_threshold")
     return _err(rec, "host_oom", {"source": "ray", "workers_killed": int(m.group("n")), "ip": m.group("ip"),
-                                  "detail": f"Ray's memory monitor killed {m.group('n')} worker(s) on node "
-                                            f"{m.group('ip') or '?'} (host memory over RAY_memory_usage_threshold)"})
+                                  "detail": detail}, message=detail)
 
 
 @rule(

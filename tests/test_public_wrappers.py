@@ -1,0 +1,139 @@
+"""Message families of trainers and wrappers first seen in the blind public round 1400-1426: the first
+finding a user who pastes such a log gets, and the rank it names.
+
+Every input is lines copied from the public thread named in the comment (the excerpts are in
+sample_logs/public with their provenance), cut to what the family needs.
+"""
+
+from __future__ import annotations
+
+from nanscope import api
+
+
+def diagnose(tmp_path, *lines: str):
+    p = tmp_path / "job.log"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return api.diagnose([str(p)])
+
+
+def first_id(tmp_path, *lines: str):
+    report = diagnose(tmp_path, *lines)
+    return report.findings[0].id if report.findings else None
+
+
+def test_fairseq_oom_recovery_line_alone_is_a_cuda_oom_not_the_scaler(tmp_path):
+    # facebookresearch/fairseq#2857: only the recovery line is in view; the fp16 overflow next to it is
+    # the scaler reacting to the lost step, not the failure
+    assert first_id(
+        tmp_path,
+        "2020-11-05 19:30:05 | WARNING | fairseq.trainer | attempting to recover from OOM in forward/backward pass",
+        "2020-11-05 19:30:05 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 64.0",
+    ) == "cuda-oom"
+
+
+def test_safetensors_serializing_io_error_is_a_failed_save_in_both_wordings(tmp_path):
+    # bghira/SimpleTuner#2353 (Display form) and hiyouga/LlamaFactory#5155's title (Debug form)
+    assert first_id(tmp_path, "safetensors_rust.SafetensorError: Error while serializing: I/O error: "
+                              "No space left on device (os error 28)") == "checkpoint-save-failed"
+    assert first_id(tmp_path, 'safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, '
+                              'kind: StorageFull, message: "No space left on device" })') == "checkpoint-save-failed"
+
+
+def test_a_safetensors_error_under_save_file_frames_is_a_failed_save(tmp_path):
+    # bghira/SimpleTuner#2353: the traceback ends in save_file; its exception type is SafetensorError
+    report = diagnose(
+        tmp_path,
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.12/site-packages/safetensors/torch.py", line 307, in save_file',
+        "    serialize_file(_flatten(tensors), filename, metadata=metadata)",
+        "safetensors_rust.SafetensorError: Error while serializing: I/O error: No space left on device (os error 28)",
+    )
+    assert [f.id for f in report.findings] == ["checkpoint-save-failed"]
+
+
+def test_lightning_unused_parameters_message_is_the_ddp_finding(tmp_path):
+    # chemprop/chemprop#853: Lightning rewrites the reducer's message; the rank's traceback follows
+    assert first_id(
+        tmp_path,
+        "RuntimeError: It looks like your LightningModule has parameters that were not used in producing the loss "
+        "returned by training_step. If this is intentional, you must enable the detection of unused parameters in "
+        "DDP, either by setting the string value `strategy='ddp_find_unused_parameters_true'` or by setting the flag "
+        "in the strategy with `strategy=DDPStrategy(find_unused_parameters=True)`.",
+        "[rank3]: Traceback (most recent call last):",
+    ) == "ddp-unused-parameters"
+
+
+def test_ray_memory_monitor_is_host_oom_not_an_uncaught_exception(tmp_path):
+    # verl-project/verl#2950: Ray's own OutOfMemoryError, raised by its memory monitor
+    assert first_id(tmp_path, "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on "
+                              "memory.") == "host-oom"
+
+
+def test_raylet_oom_kill_summary_is_host_oom(tmp_path):
+    # hiyouga/EasyR1#185: the driver's traceback that follows is Ray telling the caller
+    report = diagnose(
+        tmp_path,
+        "(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / "
+        "actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+        "351e406b196f66bb45eaad02a3b8b4725babfa8cc12949432f7ad7d8, IP: 10.95.143.76) over the last time period. "
+        "To see more information about the Workers killed on this node, use `ray logs raylet.out -ip 10.95.143.76`",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+    )
+    assert report.findings[0].id == "host-oom"
+    assert "10.95.143.76" in report.findings[0].summary
+
+
+def test_kohya_average_loss_nan_in_the_bar_is_a_persistent_nan(tmp_path):
+    # kohya-ss/musubi-tuner#26: the bar shows only avr_loss, nan at every epoch end
+    assert first_id(
+        tmp_path,
+        "steps:  13%|█████████▏                                                           | 440/3300 "
+        "[21:33<2:20:06,  2.94s/it, avr_loss=nan]",
+        "steps:  20%|█████████████▊                                                       | 660/3300 "
+        "[32:17<2:09:08,  2.94s/it, avr_loss=nan]",
+    ) == "nan-persistent"
+
+
+def test_torchtune_bar_loss_nan_is_not_clean(tmp_path):
+    # meta-pytorch/torchtune#2776: the recipe's loss is only in the bar's description
+    report = diagnose(tmp_path, "|Loss: nan:   0%|                         | 3/3073 [00:15<4:04:50,  4.79s/it]")
+    assert [f.id for f in report.findings] == ["nan-persistent"]
+    assert report.findings[0].first_step == 3
+
+
+def test_c10d_store_wait_timeout_is_a_collective_timeout_on_that_rank(tmp_path):
+    # axolotl-ai-cloud/axolotl#2684: rank 1 waits 30 minutes in the store while the main process tokenizes
+    report = diagnose(
+        tmp_path,
+        "[rank1]:[W516 14:34:56.853490829 socket.cpp:464] [c10d] waitForInput: poll for socket SocketImpl(fd=79, "
+        "addr=[localhost]:41170, remote=[localhost]:29500) returned 0, likely a timeout",
+        "[rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, "
+        "addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms",
+    )
+    f = report.findings[0]
+    assert (f.id, f.ranks) == ("collective-timeout", [1])
+
+
+def test_nccl_unique_id_wait_names_rank_0_even_when_the_terminal_wrapped_the_line(tmp_path):
+    # axolotl-ai-cloud/axolotl#3443: rank 3 never gets rank 0's ncclUniqueId (rank 0 still loading weights)
+    report = diagnose(
+        tmp_path,
+        "torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from "
+        "[0] via c1",
+        "0d key-value store by key '0', but store->get('0') got error: wait timeout after 1800000ms, keys: "
+        "/default_pg/0//cuda//0    ",
+    )
+    f = report.findings[0]
+    assert (f.id, f.initiating_rank) == ("collective-timeout", 0)
+    assert "wait timeout after 1800000ms" in f.summary
+
+
+def test_nccl_unique_id_store_connection_reset_is_a_lost_peer(tmp_path):
+    # the store's host (rank 0) went away: no timeout, and no rank waited for in vain
+    report = diagnose(
+        tmp_path,
+        "[rank3]: torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId "
+        "from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer",
+    )
+    assert [f.id for f in report.findings] == ["peer-connection-lost"]
