@@ -137,3 +137,24 @@ def test_nccl_unique_id_store_connection_reset_is_a_lost_peer(tmp_path):
         "from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer",
     )
     assert [f.id for f in report.findings] == ["peer-connection-lost"]
+
+
+MMENGINE_AMP_FIRST_WINDOW = (
+    "05/18 06:39:12 - mmengine - INFO - Epoch(train)  [1][   50/29572]  lr: 1.0000e-04  eta: 2 days, 18:26:28  "
+    "time: 0.6741  data_time: 0.0183  memory: 11829  grad_norm: nan  loss: 52.2571  loss_cls: 1.0562  "
+    "loss_bbox: 1.7207  loss_iou: 1.8257")
+
+
+def test_mmengine_amp_first_window_nan_grad_norm_is_benign(tmp_path):
+    # open-mmlab/mmdetection#10335: mmengine's loss is the window's plain mean, so a finite loss next
+    # to grad_norm nan says the scaler skipped the update; the excerpt ends there
+    report = diagnose(tmp_path, MMENGINE_AMP_FIRST_WINDOW)
+    assert report.verdict == "benign"
+    assert [f.id for f in report.findings] == ["loss-scale-warmup"]
+
+
+def test_hf_first_dict_nan_grad_norm_is_still_a_warning(tmp_path):
+    # LaVi-Lab/VG-LLM#21: the Trainer's logged loss filters NaN out, so the same shape is no evidence of a skip
+    report = diagnose(tmp_path, "{'loss': 1.7018, 'grad_norm': nan, 'learning_rate': 1.3513513513513515e-06, "
+                                "'epoch': 0.01}")
+    assert [f.id for f in report.findings] == ["grad-norm-nonfinite"]
