@@ -158,3 +158,39 @@ def test_hf_first_dict_nan_grad_norm_is_still_a_warning(tmp_path):
     report = diagnose(tmp_path, "{'loss': 1.7018, 'grad_norm': nan, 'learning_rate': 1.3513513513513515e-06, "
                                 "'epoch': 0.01}")
     assert [f.id for f in report.findings] == ["grad-norm-nonfinite"]
+
+
+def test_a_42_fold_loss_jump_with_exploding_grad_norm_is_a_spike_on_two_points(tmp_path):
+    # open-mmlab/mmdetection#11708: two logged windows, the second 42x the first with grad_norm 3.5 -> 3.1e7
+    report = diagnose(
+        tmp_path,
+        "2024/05/10 15:46:31 - mmengine - INFO - Epoch(train)  [2][ 50/788]  lr: 2.0000e-03  eta: 4:14:00  "
+        "time: 0.8167  data_time: 0.0169  memory: 15943  grad_norm: 3.4572  loss: 1.5043  loss_cls: 0.8781  "
+        "loss_bbox: 0.6262",
+        "2024/05/10 15:47:12 - mmengine - INFO - Epoch(train)  [2][100/788]  lr: 2.0000e-03  eta: 4:12:59  "
+        "time: 0.8248  data_time: 0.0158  memory: 15871  grad_norm: 31101415.5974  loss: 63.1261  loss_cls: 61.5992  "
+        "loss_bbox: 1.5268",
+    )
+    assert [f.id for f in report.findings] == ["loss-spike"]
+
+
+def test_a_loss_stepping_up_from_zero_is_no_short_spike(tmp_path):
+    # huggingface/trl#1236 (DPO): 0.0165 after a saturated 0.0 (no median to jump from, and no grad norm logged)
+    report = diagnose(
+        tmp_path,
+        "{'loss': 0.0, 'learning_rate': 6.528662420382166e-05, 'rewards/chosen': 4.553328037261963, 'epoch': 0.41}",
+        "{'loss': 0.0165, 'learning_rate': 6.496815286624204e-05, 'rewards/chosen': 1.7990188598632812, 'epoch': 0.42}",
+    )
+    assert report.verdict == "clean"
+
+
+def test_ms_swift_dicts_carry_their_own_step(tmp_path):
+    # modelscope/ms-swift#2280: the step is the dict's 'global_step/max_steps', not its order
+    report = diagnose(
+        tmp_path,
+        "{'loss': 1.80130756, 'acc': 0.56179339, 'grad_norm': 37.75608444, 'learning_rate': 0.0, 'epoch': 0.0, "
+        "'global_step/max_steps': '1/2169', 'percentage': '0.05%'}",
+        "{'loss': 663.56591797, 'acc': 0.14326748, 'grad_norm': nan, 'learning_rate': 3.84e-06, 'epoch': 0.0, "
+        "'global_step/max_steps': '5/2169', 'percentage': '0.23%'}",
+    )
+    assert {f.id: f.first_step for f in report.findings} == {"grad-norm-nonfinite": 5, "loss-spike": 5}
