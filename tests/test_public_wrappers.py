@@ -194,3 +194,22 @@ def test_ms_swift_dicts_carry_their_own_step(tmp_path):
         "'global_step/max_steps': '5/2169', 'percentage': '0.23%'}",
     )
     assert {f.id: f.first_step for f in report.findings} == {"grad-norm-nonfinite": 5, "loss-spike": 5}
+
+
+def test_sft_loss_dropping_to_exact_zero_at_the_end_is_loss_zero(tmp_path):
+    # huggingface/trl#940: 2.0412, then exactly 0.0, and the excerpt ends: no label is left to learn from
+    report = diagnose(tmp_path, "{'loss': 2.0412, 'learning_rate': 4e-05, 'epoch': 0.01}",
+                      " 1%|▏         | 2/160 [04:33<7:00:02, 159.51s/it]",
+                      "{'loss': 0.0, 'learning_rate': 8e-05, 'epoch': 0.03}")
+    assert [f.id for f in report.findings] == ["loss-zero"]
+
+
+def test_a_single_zero_in_the_middle_of_a_run_is_not_loss_zero(tmp_path):
+    # huggingface/trl#1236 (DPO): 0.0 between 0.0165 values is the saturated sigmoid, and training goes on
+    report = diagnose(
+        tmp_path,
+        "{'loss': 0.0, 'learning_rate': 6.528662420382166e-05, 'rewards/chosen': 4.553328037261963, 'epoch': 0.41}",
+        "{'loss': 0.0165, 'learning_rate': 6.496815286624204e-05, 'rewards/chosen': 1.7990188598632812, 'epoch': 0.42}",
+        "{'loss': 0.0, 'learning_rate': 6.464968152866241e-05, 'rewards/chosen': 4.0138421058654785, 'epoch': 0.42}",
+    )
+    assert report.verdict == "clean"
