@@ -205,7 +205,9 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
         t = tiers[id(f)]
         rank_key = 0 if t in (1, 2) else 1
         step = f.first_step if f.first_step is not None else math.inf
-        return (rank_key, t if t in (1, 2) else 9, -SEVERITY_ORDER[f.severity], step, f.id)
+        # on the same step and severity, a symptom (grad-norm-nonfinite: "the logged loss looks finite")
+        # comes after the finding that says what happened (the loss spiked at that step)
+        return (rank_key, t if t in (1, 2) else 9, -SEVERITY_ORDER[f.severity], step, f.sig.role == "symptom", f.id)
 
     return sorted(top, key=order)
 
