@@ -213,3 +213,25 @@ def test_a_single_zero_in_the_middle_of_a_run_is_not_loss_zero(tmp_path):
         "{'loss': 0.0, 'learning_rate': 6.464968152866241e-05, 'rewards/chosen': 4.0138421058654785, 'epoch': 0.42}",
     )
     assert report.verdict == "clean"
+
+
+def test_accelerate_batch_size_finder_giving_up_is_an_oom(tmp_path):
+    # huggingface/accelerate#1934 (the issue title is the error line): every batch size ran out of memory
+    report = diagnose(tmp_path, "RuntimeError: No executable batch size found, reached zero.")
+    assert report.findings[0].id == "cuda-oom"
+    assert "find_executable_batch_size" in report.findings[0].summary
+
+
+def test_store_wait_on_a_vllm_broadcast_key_is_a_collective_timeout(tmp_path):
+    # modelscope/ms-swift#4906: GRPO's weight sync to vLLM waits in the store for rank 0's broadcast
+    report = diagnose(tmp_path, "[rank0]: torch.distributed.DistStoreError: wait timeout after 300000ms, keys: "
+                                "/broadcast_from/0/75465")
+    assert report.findings[0].id == "collective-timeout"
+
+
+def test_old_nccl_unique_id_wording_with_socket_timeout(tmp_path):
+    # pytorch/pytorch#82091: torch 1.x/2.0 spell it "retreiving"; the store's error is a bare Socket Timeout
+    report = diagnose(tmp_path, "RuntimeError: [2] is setting up NCCL communicator and retreiving ncclUniqueId from [0] "
+                                "via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout")
+    f = report.findings[0]
+    assert (f.id, f.initiating_rank) == ("collective-timeout", 0)

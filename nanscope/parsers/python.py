@@ -37,6 +37,10 @@ _CLASSIFY = [
     # where the task (...) was running was 246.41GB / 251.54GB (0.979583), which exceeds the memory usage
     # threshold of 0.95. Ray killed this worker ..." (Ray 2.2+; the class is ray.exceptions.OutOfMemoryError).
     (re.compile(r"Task was killed due to the node running low on memory|^ray\.exceptions\.OutOfMemoryError$"), "host_oom"),
+    # accelerate/utils/memory.py find_executable_batch_size (the Trainer's auto_find_batch_size): it halves the
+    # batch size after every out-of-memory error (should_reduce_batch_size: "CUDA out of memory.", ...) and gives
+    # up with RuntimeError("No executable batch size found, reached zero."): not even batch size 1 fits.
+    (re.compile(r"No executable batch size found, reached zero"), "cuda_oom"),
     # Python's builtin MemoryError, never the tail of another name: `module 'torch' has no attribute
     # 'OutOfMemoryError'` (an old torch missing the CUDA OOM class) is an AttributeError, not host memory.
     (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|(?<![\w])MemoryError\b"), "host_oom"),
@@ -49,6 +53,15 @@ _CLASSIFY = [
     # rendezvous has timed out after ...". The processes waited for ranks that never joined.
     (re.compile(r"Timed out after \d+ seconds waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined"
                 r"|(?:^|\.)RendezvousTimeoutError$"), "collective_timeout"),
+    # TCPStore::doWait (TCPStore.cpp) on the keys of a collective: `DistStoreError: wait timeout after 1800000ms,
+    # keys: /default_pg/0//cuda//0` (a rank waiting for another's NCCL id or barrier key), vLLM's
+    # StatelessProcessGroup.broadcast_obj (vllm/distributed/utils.py, the trainer-to-vLLM weight sync of TRL /
+    # ms-swift GRPO: `keys: /broadcast_from/0/75465`), torchelastic's rendezvous sharing its role info
+    # (`keys: /none/torchelastic/role_info/0, ...`: a node that never joined). The keys say what was waited for;
+    # torchrun's agent waiting in its exit barrier (`.../torchelastic/agent/terminal_state/last_member`) after
+    # another node failed is its teardown, not this.
+    (re.compile(r"wait timeout after \d+ms, keys: \S*(?:default_pg|//cuda//|/pg\d|/broadcast_from/|torchelastic/role_info)"),
+     "collective_timeout"),
     # The store cannot be reached at all: c10d_rendezvous_backend.py RendezvousConnectionError "The connection
     # to the C10d store has failed. See inner exception for details.", TCPStore's DistNetworkError "The client
     # socket has timed out after 600000ms while trying to connect to (host, port)."
@@ -235,7 +248,10 @@ def _exception(m, rec, state):
         loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
         exc_type=exc_type, fields=fields,
     )
-    if kind == "cuda_oom":  # only the Ray wrapper gets here (the CUDA message itself is the cuda parser's)
+    if kind == "cuda_oom" and "No executable batch size found" in msg:
+        ev.fields = {**(ev.fields or {}), "detail": "accelerate's find_executable_batch_size halved the batch size after "
+                                                    "every out-of-memory error down to zero: not even batch size 1 fits"}
+    elif kind == "cuda_oom":  # the Ray wrapper (the CUDA message itself is the cuda parser's)
         ev.fields = {**(ev.fields or {}), "detail": f"{exc_type} re-raised by Ray from the task ({_short_detail(msg)[:120]})"}
     if kind == "nan_op":
         op = re.search(r"Function '(\w+)'", msg)
