@@ -235,3 +235,20 @@ def test_old_nccl_unique_id_wording_with_socket_timeout(tmp_path):
                                 "via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout")
     f = report.findings[0]
     assert (f.id, f.initiating_rank) == ("collective-timeout", 0)
+
+
+def test_a_writer_that_cannot_open_its_file_is_a_failed_save_not_a_corrupt_load(tmp_path):
+    # Sachini/ronin#51: the innermost frame is the zip writer's __init__, under torch.save
+    report = diagnose(
+        tmp_path,
+        "Traceback (most recent call last):",
+        '  File "/opt/anaconda3/envs/py397/lib/python3.9/site-packages/torch/serialization.py", line 422, in save',
+        "    with _open_zipfile_writer(f) as opened_zipfile:",
+        '  File "/opt/anaconda3/envs/py397/lib/python3.9/site-packages/torch/serialization.py", line 309, in '
+        "_open_zipfile_writer",
+        "    return container(name_or_buffer)",
+        '  File "/opt/anaconda3/envs/py397/lib/python3.9/site-packages/torch/serialization.py", line 287, in __init__',
+        "    super(_open_zipfile_writer_file, self).__init__(torch._C.PyTorchFileWriter(str(name)))",
+        "RuntimeError: File my_out/checkpoints/checkpoint_0.pt cannot be opened.",
+    )
+    assert [f.id for f in report.findings] == ["checkpoint-save-failed"]

@@ -97,7 +97,8 @@ _CLASSIFY = [
 # torch.save (torch/serialization.py `save` / `_save`, safetensors' `save_file`) is a failed write:
 # the file on disk is incomplete, but nothing was wrong with what was being read.
 _CHECKPOINT_FRAMES = re.compile(r"torch/serialization\.py|torch/_weights_only_unpickler\.py|safetensors/torch\.py")
-_SAVE_FUNCS = frozenset(("save", "_save", "save_file", "_flatten", "_remove_duplicate_names"))
+_SAVE_FUNCS = frozenset(("save", "_save", "save_file", "_flatten", "_remove_duplicate_names", "_open_zipfile_writer"))
+_LOAD_FUNCS = frozenset(("load", "_load", "_legacy_load", "load_file", "_open_zipfile_reader", "safe_load_file"))
 
 
 def classify(exc_type: str, message: str, frame: str = "", saving: bool = False) -> str:
@@ -151,7 +152,13 @@ def _frame(m, rec, state):
         return None
     if _CHECKPOINT_FRAMES.search(m.group("path")):
         state["frame"] = m.group("path")
-        state["saving"] = m.group("fn") in _SAVE_FUNCS or (state.get("saving", False) and m.group("fn") == "__exit__")
+        # a writer's frame makes it a save, a reader's a load; the helpers inside either (`__exit__`,
+        # `_open_zipfile_writer_file.__init__`, `_open_file`) keep what the frame above them said
+        fn = m.group("fn")
+        if fn in _SAVE_FUNCS:
+            state["saving"] = True
+        elif fn in _LOAD_FUNCS:
+            state["saving"] = False
     return []
 
 
