@@ -207,7 +207,9 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
         t = tiers[id(f)]
         rank_key = 0 if t in (1, 2) else 1
         step = f.first_step if f.first_step is not None else math.inf
-        return (rank_key, t if t in (1, 2) else 9, -SEVERITY_ORDER[f.severity], step, f.id)
+        # on the same step and severity, a symptom (grad-norm-nonfinite: "the logged loss looks finite")
+        # comes after the finding that says what happened (the loss spiked at that step)
+        return (rank_key, t if t in (1, 2) else 9, -SEVERITY_ORDER[f.severity], step, f.sig.role == "symptom", f.id)
 
     return sorted(top, key=order)
 
@@ -296,6 +298,19 @@ def _bookkeeping(f: Finding, ranks: set) -> bool:
         return False
     reporting = set(f.ranks)
     silent = sorted(ranks - reporting)
+    # The message itself names the rank waited for (broadcastUniqueNCCLID: `[3] is setting up NCCL communicator
+    # and retrieving ncclUniqueId from [0] ... got error: wait timeout`): that rank never published its id.
+    waited = {(getattr(ev, "fields", None) or {}).get("waited_for") for m in f.matches for ev in m.events[:1]}
+    waited.discard(None)
+    if len(waited) == 1 and not (waited & reporting):
+        r = next(iter(waited))
+        f.initiating_rank = r
+        f.confidence = "medium"
+        f.decided_by = (f"tier 3: ranks {fmt_ranks(sorted(reporting)) or '(unnamed)'} timed out waiting in the c10d store "
+                        f"for rank {r}'s ncclUniqueId: rank {r} never created its NCCL communicator (still busy, hung "
+                        f"or crashed before it)")
+        f.collateral_ranks = sorted(reporting)
+        return True
     # The rank that waits in a different collective than all the others took another code path
     # (PyTorch 1.9 prints no SeqNum, so the op is all there is to compare).
     ops: dict = {}

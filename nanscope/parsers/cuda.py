@@ -209,6 +209,29 @@ def _oom_fraction(m, rec, state):
     return _error(rec, "cuda_oom", fields)
 
 
+# fairseq / metaseq trainers catch the CUDA OOM themselves (fairseq/trainer.py Trainer.train_step and
+# valid_step: `if "out of memory" in str(e)`), log it with _log_oom and try to go on, so the allocator's
+# message may be missing from the excerpt or printed long before:
+#   logger.warning("attempting to recover from OOM in forward/backward pass")   (<= 0.9: print("| WARNING: ..."))
+#   "OOM in all workers, skipping update"   "ran out of memory in validation step, retrying batch"
+#   "| WARNING: ran out of memory, skipping batch"   (2018 trainer, train_step / _backward_and_opt)
+# _log_oom's own line (`OOM: Ran out of memory with exception: CUDA out of memory. Tried to allocate ...`,
+# older `| WARNING: ran out of memory with exception: ...`) carries the allocator text: the cuda-oom rule
+# reads it. In a distributed run the recovery usually fails and the job dies; on one GPU the batch is lost.
+@rule(
+    "fairseq-oom",
+    ("recover from OOM in forward/backward", "OOM in all workers", "ran out of memory in validation step",
+     "ran out of memory, skipping batch"),
+    r"(?P<what>attempting to recover from OOM in forward/backward pass|OOM in all workers, skipping update"
+    r"|ran out of memory in validation step, retrying batch|ran out of memory, skipping batch)",
+)
+def _fairseq_oom(m, rec, state):
+    if not first_time(state, ("fairseq_oom",), rec.loc.line):
+        return []
+    return _error(rec, "cuda_oom", {"trainer": "fairseq", "recovering": True,
+                                    "detail": f"the trainer caught a CUDA out-of-memory error ({m.group('what')})"})
+
+
 def _oom_detail(f: dict) -> str:
     """The numbers that matter, in one line (the allocator's own message runs to 400 characters)."""
     if f.get("driver"):
@@ -397,6 +420,6 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
-    rules=[_startup_frame, _oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
+    rules=[_startup_frame, _oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
            _cxx_terminate, _runtime_cuda_error, _cuda_error],
 )

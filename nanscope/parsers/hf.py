@@ -23,10 +23,12 @@ from nanscope.parsers.numbers import to_float
 _KV = re.compile(r"'(?P<k>[\w/\-.]+)':\s*(?P<v>'[^']*'|tensor\([^)]*\)|[^,}\s]+)")
 
 
-# tqdm's postfix (`set_postfix(loss=...)`, accelerate/diffusers scripts): `[00:03<00:10, 4.9it/s, loss=nan]`
+# tqdm's postfix (`set_postfix(loss=...)`, accelerate/diffusers scripts): `[00:03<00:10, 4.9it/s, loss=nan]`.
+# kohya-ss sd-scripts and musubi-tuner (train_network.py: `logs = {"avr_loss": avr_loss}`;
+# `progress_bar.set_postfix(**logs)`) show only the moving average of the loss: `2.94s/it, avr_loss=nan]`.
 _POSTFIX = re.compile(r"(?:it/s|s/it),(?P<post>[^\]]*)\]")
 _POSTFIX_PAIR = re.compile(r"(?:^|[\s,])(?P<k>[A-Za-z_][\w/.]*)=(?P<v>[^,\s\]]+)")
-_POSTFIX_LOSS = ("loss", "train_loss", "step_loss", "loss_step", "total_loss", "train/loss")
+_POSTFIX_LOSS = ("loss", "train_loss", "step_loss", "loss_step", "total_loss", "train/loss", "avr_loss")
 
 
 @rule("tqdm", ("it/s]", "s/it]", "it/s,", "s/it,"), r"\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[")
@@ -55,6 +57,11 @@ def _postfix_step(m, rec, state):
                       lr=to_float(pairs.get("lr")), raw_fields=pairs)]
 
 
+# ms-swift's trainers add the step to the dict (swift/trainers/mixin.py, swift/megatron: logs['global_step/max_steps']
+# = f'{state.global_step}/{state.max_steps}'): `..., 'global_step/max_steps': '5/2169', 'percentage': '0.23%', ...}`
+_OWN_STEP = re.compile(r"(\d+)/\d+$")
+
+
 @rule("log-dict", ("{'loss'", "{'grad_norm'", "{'train_runtime'", "{'eval_", "'learning_rate'"), r"^\{'[\w/\-.]+':", match_start=True)
 def _log_dict(m, rec, state):
     pairs = {p.group("k"): p.group("v") for p in _KV.finditer(rec.text)}
@@ -68,12 +75,17 @@ def _log_dict(m, rec, state):
     if "loss" not in pairs and "grad_norm" not in pairs:
         return []  # eval dicts and friends: recognised, not a training step
     earlier = state.pop("pending", None)  # no bar since the last dict: it keeps its place in order
-    state["pending"] = StepEvent(
+    ev = StepEvent(
         loc=rec.loc, text=rec.text, framework="hf", step=None,
         loss=to_float(pairs.get("loss")), grad_norm=to_float(pairs.get("grad_norm")),
         lr=to_float(pairs.get("learning_rate")), epoch=to_float(pairs.get("epoch")),
         raw_fields={k: v.strip("'") for k, v in pairs.items()},
     )
+    own = _OWN_STEP.match(pairs.get("global_step/max_steps", "").strip("'"))
+    if own is not None:
+        ev.step = int(own.group(1))  # the dict says its step: no bar needed
+        return [earlier, ev] if earlier is not None else [ev]
+    state["pending"] = ev
     return [earlier] if earlier is not None else []
 
 

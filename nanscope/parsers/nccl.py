@@ -232,6 +232,94 @@ def _gloo_timeout(m, rec, state):
     )
 
 
+# --- waits on the c10d store ------------------------------------------------------------------
+
+# torch/csrc/distributed/c10d/socket.cpp SocketImpl::waitForInput (torch 2.2+), a TCPStore client waiting
+# for the reply to a get/wait: C10D_WARNING("waitForInput: poll for socket {} returned 0, likely a timeout")
+# then C10D_WARNING("waitForInput: socket {} timed out after {}ms", ...), printed as
+#   [rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, ...) timed out after 1800000ms
+# The process waited the whole store timeout for a key another process never set (the main process still
+# tokenizing a dataset or loading weights behind a barrier): the wait of a collective, in the store.
+# Only a worker's line (a rank or local-rank prefix) counts: torchrun's agent prints the same warning when
+# its exit barrier waits for an agent that already failed (`Error waiting on exit barrier` follows), which
+# is its teardown, not a training process's wait.
+@rule(
+    "store-wait-timeout",
+    ("waitForInput: socket", "waitForInput: poll for socket"),
+    r"waitForInput: (?:socket .*? timed out after (?P<ms>\d+)ms|poll for socket .*? returned 0, likely a timeout)",
+)
+def _store_wait_timeout(m, rec, state):
+    if rec.origin.rank is None and rec.origin.local_rank is None:
+        return None  # not a worker's wait
+    if m.group("ms") is None:
+        return []  # the poll's warning: the timeout's own line follows
+    if not first_time(state, ("store_wait",), rec.loc.line):
+        return []
+    return _error(rec, "collective_timeout", collective=Collective(timeout_ms=int(m.group("ms"))),
+                  fields={"backend": "store", "store_wait": True})
+
+
+# ProcessGroupNCCL.cpp broadcastUniqueNCCLID (torch 2.0+; "retreiving" sic in 2.0/2.1, "NcclUniqueId" in
+# vendor forks): every rank but the group's rank 0 reads rank 0's ncclUniqueId from the store:
+#   c10::str("[", rank_, "] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d
+#   key-value store by key '", storeKey, "', but store->get('", storeKey, "') got error: ") + e.what()
+#   [+ ". This may indicate a possible application crash on rank 0 or a network set up issue."]
+# e.what() says why: `Socket Timeout`, `wait timeout after 1800000ms, keys: /default_pg/0//cuda//0` (rank 0
+# never got to create its communicator: busy, hung or crashed) or `Connection reset by peer` / `Failed to
+# recv, got 0 bytes. Connection was likely closed.` (the store's host went away). A terminal may wrap the
+# message, so the error may come on the next line of the same stream.
+_NCCL_ID_ERR = re.compile(r"got error: (?P<err>.*)")
+_STORE_LOST = re.compile(r"Connection reset|Connection was likely closed|Connection closed|Broken pipe|Failed to recv")
+
+
+def _nccl_id_fill(ev: ErrorEvent, err: Optional[str]) -> ErrorEvent:
+    err = err.strip() if err else None
+    lost = bool(err and _STORE_LOST.search(err))
+    ev.error = "peer_connection_lost" if lost else "collective_timeout"
+    default = err is None or "keys:" not in err or "default_pg" in err
+    fields = dict(ev.fields or {}, store_error=err)
+    if default and not lost:
+        fields["waited_for"] = fields.get("root")  # the default group's rank 0 is global rank 0
+    ev.fields = fields
+    if not default:
+        ev.rank = None
+    return ev
+
+
+@rule(
+    "nccl-id-store",
+    ("UniqueId from [",),
+    r"\[(?P<me>\d+)\] is setting up NCCL communicator and retr(?:ie|ei)ving (?:nccl|Nccl)UniqueId from \[(?P<root>\d+)\]",
+)
+def _nccl_id_store(m, rec, state):
+    me, root = int(m.group("me")), int(m.group("root"))
+    if not first_time(state, ("nccl_id", me), rec.loc.line):
+        return []
+    ev = _error(rec, "collective_timeout", rank=_rank(rec, me, True),
+                fields={"backend": "nccl", "pg_rank": me, "root": root, "phase": "communicator set-up"})
+    err = _NCCL_ID_ERR.search(rec.text, m.end())
+    if err is not None:
+        return _nccl_id_fill(ev, err.group("err"))
+    held = state.pop("pending", None)
+    state["pending"] = _nccl_id_fill(ev, None)
+    state["nccl_id_line"] = rec.loc.line
+    return [held] if held is not None else []
+
+
+@rule("nccl-id-store-error", ("got error: ",), r"store->get\('[^']*'\) got error: (?P<err>.*)")
+def _nccl_id_store_error(m, rec, state):
+    held = state.get("pending")
+    line = state.get("nccl_id_line")
+    if held is None or line is None or rec.loc.line - line > 2:
+        return None
+    state.pop("pending")
+    state.pop("nccl_id_line")
+    cont = rec.text.strip()
+    glue = "" if held.message[-1:].isalnum() and cont[:1].isalnum() else " "  # a terminal's wrap splits words
+    held.message = f"{held.message}{glue}{cont}"
+    return [_nccl_id_fill(held, m.group("err"))]
+
+
 # --- desync ----------------------------------------------------------------------------------
 
 def _ranks(s: str) -> list[int]:
@@ -528,6 +616,6 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
+    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
            _nccl_error, _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _gloo_connect, _nccl_peer],
 )

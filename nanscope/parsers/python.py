@@ -31,6 +31,16 @@ _CLASSIFY = [
     # A Ray task that raised torch's OutOfMemoryError (a device allocation failed inside the task); Ray's own
     # memory monitor raises ray.exceptions.OutOfMemoryError directly, not wrapped in RayTaskError.
     (re.compile(r"^(?:\w+\.)*RayTaskError\((?:\w+\.)*OutOfMemoryError\)$"), "cuda_oom"),
+    # Ray's memory monitor (src/ray/raylet/worker_killing_policy*.cc, node_manager.cc) kills a worker when the
+    # node's host memory crosses RAY_memory_usage_threshold (0.95) and raises ray.exceptions.OutOfMemoryError
+    # in the caller: "Task was killed due to the node running low on memory.\nMemory on the node (IP: ...)
+    # where the task (...) was running was 246.41GB / 251.54GB (0.979583), which exceeds the memory usage
+    # threshold of 0.95. Ray killed this worker ..." (Ray 2.2+; the class is ray.exceptions.OutOfMemoryError).
+    (re.compile(r"Task was killed due to the node running low on memory|^ray\.exceptions\.OutOfMemoryError$"), "host_oom"),
+    # accelerate/utils/memory.py find_executable_batch_size (the Trainer's auto_find_batch_size): it halves the
+    # batch size after every out-of-memory error (should_reduce_batch_size: "CUDA out of memory.", ...) and gives
+    # up with RuntimeError("No executable batch size found, reached zero."): not even batch size 1 fits.
+    (re.compile(r"No executable batch size found, reached zero"), "cuda_oom"),
     # Python's builtin MemoryError, never the tail of another name: `module 'torch' has no attribute
     # 'OutOfMemoryError'` (an old torch missing the CUDA OOM class) is an AttributeError, not host memory.
     (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|(?<![\w])MemoryError\b"), "host_oom"),
@@ -43,6 +53,15 @@ _CLASSIFY = [
     # rendezvous has timed out after ...". The processes waited for ranks that never joined.
     (re.compile(r"Timed out after \d+ seconds waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined"
                 r"|(?:^|\.)RendezvousTimeoutError$"), "collective_timeout"),
+    # TCPStore::doWait (TCPStore.cpp) on the keys of a collective: `DistStoreError: wait timeout after 1800000ms,
+    # keys: /default_pg/0//cuda//0` (a rank waiting for another's NCCL id or barrier key), vLLM's
+    # StatelessProcessGroup.broadcast_obj (vllm/distributed/utils.py, the trainer-to-vLLM weight sync of TRL /
+    # ms-swift GRPO: `keys: /broadcast_from/0/75465`), torchelastic's rendezvous sharing its role info
+    # (`keys: /none/torchelastic/role_info/0, ...`: a node that never joined). The keys say what was waited for;
+    # torchrun's agent waiting in its exit barrier (`.../torchelastic/agent/terminal_state/last_member`) after
+    # another node failed is its teardown, not this.
+    (re.compile(r"wait timeout after \d+ms, keys: \S*(?:default_pg|//cuda//|/pg\d|/broadcast_from/|torchelastic/role_info)"),
+     "collective_timeout"),
     # The store cannot be reached at all: c10d_rendezvous_backend.py RendezvousConnectionError "The connection
     # to the C10d store has failed. See inner exception for details.", TCPStore's DistNetworkError "The client
     # socket has timed out after 600000ms while trying to connect to (host, port)."
@@ -60,7 +79,12 @@ _CLASSIFY = [
     #   "DDP expects same model across all ranks, but Rank R has N params, while rank i has inconsistent M params."
     (re.compile(r"DDP expects same model across all ranks"), "ddp_param_mismatch"),
     # reducer.cpp ensure_prior_reduction_finished (torch 1.x and 2.x wordings share the first sentence)
-    (re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"),
+    # Lightning replaces that message with its own (lightning/pytorch/strategies/ddp.py DDPStrategy.on_exception,
+    # _augment_message on ".*Expected to have finished reduction in the prior iteration.*", Lightning 2.x):
+    #   "It looks like your LightningModule has parameters that were not used in producing the loss returned
+    #   by training_step. If this is intentional, you must enable the detection of unused parameters in DDP, ..."
+    (re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"
+                r"|It looks like your LightningModule has parameters that were not used in producing the loss"),
      "ddp_unused_parameters"),
     # torch/_dynamo/exc.py BackendCompilerFailed (`backend='inductor' raised:`), torch/_inductor/exc.py
     # InductorError (torch >= 2.6 raises it in place of BackendCompilerFailed for inductor).
@@ -73,7 +97,8 @@ _CLASSIFY = [
 # torch.save (torch/serialization.py `save` / `_save`, safetensors' `save_file`) is a failed write:
 # the file on disk is incomplete, but nothing was wrong with what was being read.
 _CHECKPOINT_FRAMES = re.compile(r"torch/serialization\.py|torch/_weights_only_unpickler\.py|safetensors/torch\.py")
-_SAVE_FUNCS = frozenset(("save", "_save", "save_file", "_flatten", "_remove_duplicate_names"))
+_SAVE_FUNCS = frozenset(("save", "_save", "save_file", "_flatten", "_remove_duplicate_names", "_open_zipfile_writer"))
+_LOAD_FUNCS = frozenset(("load", "_load", "_legacy_load", "load_file", "_open_zipfile_reader", "safe_load_file"))
 
 
 def classify(exc_type: str, message: str, frame: str = "", saving: bool = False) -> str:
@@ -81,7 +106,7 @@ def classify(exc_type: str, message: str, frame: str = "", saving: bool = False)
         if rx.search(message) or rx.search(exc_type):
             return kind
     if frame and _CHECKPOINT_FRAMES.search(frame) and exc_type.rsplit(".", 1)[-1] in (
-            "EOFError", "UnpicklingError", "RuntimeError", "OSError", "ValueError"):
+            "EOFError", "UnpicklingError", "RuntimeError", "OSError", "ValueError", "SafetensorError"):
         return "checkpoint_save_failed" if saving else "checkpoint_corrupt"
     if exc_type.endswith("KeyboardInterrupt"):
         return "interrupted"
@@ -127,7 +152,13 @@ def _frame(m, rec, state):
         return None
     if _CHECKPOINT_FRAMES.search(m.group("path")):
         state["frame"] = m.group("path")
-        state["saving"] = m.group("fn") in _SAVE_FUNCS or (state.get("saving", False) and m.group("fn") == "__exit__")
+        # a writer's frame makes it a save, a reader's a load; the helpers inside either (`__exit__`,
+        # `_open_zipfile_writer_file.__init__`, `_open_file`) keep what the frame above them said
+        fn = m.group("fn")
+        if fn in _SAVE_FUNCS:
+            state["saving"] = True
+        elif fn in _LOAD_FUNCS:
+            state["saving"] = False
     return []
 
 
@@ -224,7 +255,10 @@ def _exception(m, rec, state):
         loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
         exc_type=exc_type, fields=fields,
     )
-    if kind == "cuda_oom":  # only the Ray wrapper gets here (the CUDA message itself is the cuda parser's)
+    if kind == "cuda_oom" and "No executable batch size found" in msg:
+        ev.fields = {**(ev.fields or {}), "detail": "accelerate's find_executable_batch_size halved the batch size after "
+                                                    "every out-of-memory error down to zero: not even batch size 1 fits"}
+    elif kind == "cuda_oom":  # the Ray wrapper (the CUDA message itself is the cuda parser's)
         ev.fields = {**(ev.fields or {}), "detail": f"{exc_type} re-raised by Ray from the task ({_short_detail(msg)[:120]})"}
     if kind == "nan_op":
         op = re.search(r"Function '(\w+)'", msg)

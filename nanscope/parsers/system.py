@@ -30,6 +30,10 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          and `Last State: Terminated` / `Reason: OOMKilled` after a restart; kubectl get pods
                          prints the reason in its STATUS column: `trainer-0   0/1   OOMKilled   3   5m`
   errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save)
+  errno EDQUOT           OSError: [Errno 122] Disk quota exceeded      (the same, for a user/project quota)
+  safetensors            SafetensorError: Error while serializing: I/O error: No space left on device (os error 28)
+                         (older: `Error while serializing: IoError(Os { code: 28, kind: StorageFull, ... })`)
+  ray node_manager.cc    (raylet) ... node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), ...
   ray src/ray/raylet/node_manager.cc HandleClientConnectionError, a Ray worker (a Ray Train / vLLM / verl actor)
                          gone without an exception of its own:
                          Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection
@@ -74,9 +78,9 @@ def _exc_type(text: str) -> Optional[str]:
     return m.group("type") if m else None
 
 
-def _err(rec, kind: str, fields: dict, **kw) -> ErrorEvent:
+def _err(rec, kind: str, fields: dict, message: Optional[str] = None, **kw) -> ErrorEvent:
     return ErrorEvent(
-        loc=rec.loc, text=rec.text, framework="system", error=kind, message=rec.text.strip(),
+        loc=rec.loc, text=rec.text, framework="system", error=kind, message=message or rec.text.strip(),
         exc_type=_exc_type(rec.text), fields=fields, **kw,
     )
 
@@ -188,6 +192,30 @@ def _killed(m, rec, state):
                                 "command": m.group("cmd")}, signal="SIGKILL")
 
 
+# Ray's memory monitor summary (src/ray/raylet/node_manager.cc, every RAY_event_stats_print_interval_ms;
+# Ray 2.2+, the line number moves: 3007, 3040, 3049, 3069, 3096, 3277):
+#   (raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors)
+#   killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: ..., IP: ...) over
+#   the last time period. To see more information about the Workers killed on this node, use `ray logs ...`
+# Only a count above 0 is an OOM kill (`0 Workers ... killed due to memory pressure (OOM), 2 Workers crashed
+# due to other reasons` reports crashes of another kind). A terminal may wrap the line after "memory".
+@rule(
+    "ray-oom-kills",
+    ("Workers (tasks / actors) killed due to memory",),
+    r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory(?:\s*$|\s+pressure \(OOM\))"
+    r"(?:.*?\bat node \(ID: (?P<node>\w+), IP: (?P<ip>[\d.]+)\))?",
+)
+def _ray_oom_kills(m, rec, state):
+    if int(m.group("n")) == 0:
+        return []
+    if not first_time(state, ("ray_oom", m.group("ip")), rec.loc.line):
+        return []
+    detail = (f"Ray's memory monitor killed {m.group('n')} worker(s) on node {m.group('ip') or '(not in view)'}: "
+              f"host memory over RAY_memory_usage_threshold")
+    return _err(rec, "host_oom", {"source": "ray", "workers_killed": int(m.group("n")), "ip": m.group("ip"),
+                                  "detail": detail}, message=detail)
+
+
 @rule(
     "ray-worker-died",
     ("Worker unexpectedly exits with a connection error code",),
@@ -249,20 +277,38 @@ def _save_frame(m, rec, state):
     return None
 
 
+# safetensors' Python binding (bindings/python/src/lib.rs serialize / serialize_file) wraps every error of
+# the Rust writer as SafetensorError(format!("Error while serializing: {e:?}")); an I/O error prints as the
+# Rust io::Error, in Debug form in older releases and in Display form in newer ones:
+#   Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })
+#   Error while serializing: I/O error: No space left on device (os error 28)
+# Any I/O error while serializing is a failed write (28 ENOSPC, 122 EDQUOT, 5 EIO from a network filesystem).
+_RUST_IO = (r"Error while serializing: (?:IoError\(Os \{ code: (?P<rcode>\d+), kind: (?P<rkind>\w+)"
+            r"|I/O error: (?P<rmsg>[^()]*?) \(os error (?P<rcode2>\d+)\))")
+_ERRNO_CAUSE = {28: "disk_full", 122: "quota", 5: "io_error"}
+
+
 @rule(
     "checkpoint-write",
-    ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "Some tensors share memory"),
+    ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "Some tensors share memory",
+     "Disk quota exceeded", "Error while serializing: "),
     r"PytorchStreamWriter failed writing file (?P<name>\S+?): file write failed"
     r"|unexpected pos (?P<pos>\d+) vs (?P<want>\d+)"
-    r"|(?P<enospc>\[Errno 28\] No space left on device)"
+    r"|(?P<enospc>\[Errno (?P<errno>28|122)\] (?:No space left on device|Disk quota exceeded))"
+    r"|(?P<rust>" + _RUST_IO + r")"
     r"|(?P<shared>Some tensors share memory, this will lead to duplicate memory on disk)",
 )
 def _checkpoint_write(m, rec, state):
     saving = state.pop("saving_line", None)
+    if m.group("rust"):
+        code = int(m.group("rcode") or m.group("rcode2"))
+        return _err(rec, "checkpoint_save_failed", {"cause": _ERRNO_CAUSE.get(code, "write_failed"), "errno": code,
+                                                    "format": "safetensors", "saving": True})
     if m.group("enospc"):
+        cause = _ERRNO_CAUSE[int(m.group("errno"))]
         if saving is None or rec.loc.line - saving > _SAVE_SPAN:
-            return _err(rec, "disk_full", {"cause": "disk_full", "saving": False})
-        return _err(rec, "checkpoint_save_failed", {"cause": "disk_full", "saving": True})
+            return _err(rec, "disk_full", {"cause": cause, "saving": False})
+        return _err(rec, "checkpoint_save_failed", {"cause": cause, "saving": True})
     if m.group("shared"):
         return _err(rec, "checkpoint_save_failed", {"cause": "shared_tensors", "format": "safetensors", "saving": True})
     cause = "write_failed" if m.group("name") else "short_write"
@@ -275,5 +321,5 @@ PARSER = Parser(
     framework="system",
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell kills, Ray worker deaths, DataLoader workers, corrupt checkpoints",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
 )

@@ -32,6 +32,8 @@ loss key, a number cut at a thousands separator) or takes a summary line for a s
       Train: 0 [   0/2502 (  0%)]  Loss:  7.023479 (7.0235)  Time: 3.680s,  139.14/s  (3.680s,  139.14/s)  LR: 1.000e-06  Data: 1.776 (1.776)
       generic: no step; epoch averages (`Averaged stats:`) taken for steps
       Loss is nan, stopping training        (the loop's own check on every iteration, then sys.exit(1))
+  torchtune  `1|3|Loss: nan:   0%|          | 3/3073 [00:15<4:04:50,  4.79s/it]` (the bar's description)
+      generic: nothing (hf.py's tqdm rule claims the bar)
   nanoGPT  `iter 100: loss 4.2345, time 12.34ms, mfu 1.20%` is read right by the generic parser; only its
       eval line `step 2000: train loss 1.7533, val loss 1.8947` is claimed here (it repeats a step number).
 """
@@ -336,6 +338,24 @@ def _timm(m, rec, state):
                        lr=to_float(lr.group(1)) if lr else None, epoch=float(ep))
 
 
+# torchtune recipes (recipes/*_finetune_*.py, every release): the loss lives only in the bar's description,
+#   pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")
+# printed by tqdm as `1|3|Loss: nan:   0%|          | 3/3073 [00:15<4:04:50,  4.79s/it]`. The global step
+# is the step; a paste that lost the `epoch|step` part keeps the bar's count.
+@rule(
+    "torchtune-bar",
+    ("|Loss: ",),
+    r"(?:(?<![\w.])(?P<ep>\d+)\|(?P<gs>\d+))?\|Loss: (?P<loss>" + _F + r"):\s*\d+%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)",
+)
+def _torchtune(m, rec, state):
+    step = int(m.group("gs")) if m.group("gs") else int(m.group("n"))
+    if state.get("tt_last") == step:
+        return []  # a redraw of the same step
+    state["tt_last"] = step
+    return _step_event(rec, "torchtune", step=step, loss=to_float(m.group("loss")),
+                       epoch=float(m.group("ep")) if m.group("ep") else None)
+
+
 @rule("nanogpt-eval", ("val loss",), r"^step \d+: train loss " + _F + r", val loss " + _F + r"\s*$", match_start=True)
 def _nanogpt_eval(m, rec, state):
     return []  # estimate_loss() at an eval interval: repeats the step of the `iter N:` line
@@ -347,5 +367,5 @@ PARSER = Parser(
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm and detectron2 step lines",
     rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _torchtune, _nanogpt_eval],
 )

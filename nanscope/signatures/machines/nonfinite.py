@@ -183,12 +183,13 @@ class Persistent(Machine):
     bad) fires from `min_run_at_end` steps on, when one of its bad events satisfies `require_at_end`
     (if given): a log whose last one or two steps are NaN did not recover in view, and an excerpt
     or a run that stopped itself on the first NaN (TerminateOnNaN, `Loss is nan, stopping
-    training`) never prints a third."""
+    training`) never prints a third. With `before_at_end`, such a short run at the end also needs
+    the step logged right before it (the last reset event) to satisfy that condition."""
 
     name = "persistent"
     PARAMS = {"bad": (True, "condition"), "reset": (True, "condition"), "min_run": (False, "int"),
               "require": (False, "condition"), "min_run_at_end": (False, "int"),
-              "require_at_end": (False, "condition")}
+              "require_at_end": (False, "condition"), "before_at_end": (False, "condition")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
@@ -200,9 +201,11 @@ class Persistent(Machine):
         self.min_run_at_end = int(self.num("min_run_at_end", self.min_run))
         self.require_at_end = self.cond("require_at_end") if "require_at_end" in spec else None
         self.vrequire_at_end = self.vcond("require_at_end") if "require_at_end" in spec else None
+        self.before_at_end = self.cond("before_at_end") if "before_at_end" in spec else None
 
     def _new_state(self) -> dict:
-        return {"run": None, "last": None, "required": False, "required_end": False, "reset_step": None}
+        return {"run": None, "last": None, "required": False, "required_end": False, "reset_step": None,
+                "before": None, "reset_ev": None}
 
     def _close(self, stream: Any, st: dict, emit: Emit, until_end: bool) -> None:
         run: Optional[_Run] = st.get("run")
@@ -212,6 +215,7 @@ class Persistent(Machine):
             run.steps >= self.min_run
             or (until_end and run.steps >= self.min_run_at_end
                 and (self.require_at_end is None or st.get("required_end"))
+                and (self.before_at_end is None or (st.get("before") is not None and self.before_at_end(st["before"])))
                 and (run.first_step is None or run.first_step != st.get("reset_step"))))
         if long_enough and (self.require is None or st.get("required")):
             first = run.events[0]
@@ -226,6 +230,7 @@ class Persistent(Machine):
         if self.bad(ev):
             if st["run"] is None:
                 st["run"] = _Run()
+                st["before"] = st.get("reset_ev")
             st["run"].add(ev)
             st["last"] = ev
             if self.require is not None and not st["required"] and self.require(ev):
@@ -234,6 +239,8 @@ class Persistent(Machine):
                 st["required_end"] = True
         elif self.reset(ev):
             st["reset_step"] = ev.step
+            if self.before_at_end is not None:
+                st["reset_ev"] = ev
             if st["run"] is not None:
                 self._close(ev.stream, st, emit, until_end=False)
 
@@ -265,6 +272,10 @@ class Persistent(Machine):
                     self._close(b.stream, st, emit, until_end=False)
             if st["run"] is None:
                 st["run"] = _Run()
+                if self.before_at_end is not None:
+                    # the reset row right before this run's first bad row, or the one of an earlier batch
+                    k = int(np.searchsorted(resets, bads[a])) - 1
+                    st["before"] = b.event(int(resets[k])) if k >= 0 else st.get("reset_ev")
             rows = bads[a:z]
             st["run"].add_rows(b, rows)
             if req is not None and not st["required"] and req[rows].any():
@@ -274,6 +285,8 @@ class Persistent(Machine):
         prev = int(bads[-1]) if len(bads) else -1
         if len(resets):
             st["reset_step"] = int(b.step[int(resets[-1])])
+            if self.before_at_end is not None:
+                st["reset_ev"] = b.event(int(resets[-1]))
         if prev >= 0:
             st["last"] = b.event(prev)
         if st["run"] is not None and len(resets) and int(resets[-1]) > prev:

@@ -24,7 +24,8 @@ class ScaleRun(Machine):
                          framework's `initial_scales` default) or stayed at or above `low_scale`,
                          with no clean step before it and within `warmup_steps` of the start
                          (as far as the log shows steps), and never reached the floor (a run
-                         that prints no scale: at the start of the log, and recovered);
+                         that prints no scale: at the start of the log, and recovered, or one
+                         window of a `windowed_loss` logger with a finite loss that ends the log);
       verdict "collapse" the run reached the floor (`floor_when`, or a scale at most `floor`), or,
                          not a warm-up, it ends the log having halved `min_halvings` times to a
                          scale below `low_scale` (a collapse in progress).
@@ -37,7 +38,7 @@ class ScaleRun(Machine):
     PARAMS = {"bad": (True, "condition"), "good": (True, "condition"), "verdict": (True, "str"),
               "floor_when": (False, "condition"), "gap": (False, "int"), "high_scale": (False, "float"),
               "low_scale": (False, "float"), "floor": (False, "float"), "min_halvings": (False, "int"),
-              "warmup_steps": (False, "int"), "initial_scales": (False, "table")}
+              "warmup_steps": (False, "int"), "initial_scales": (False, "table"), "windowed_loss": (False, "list")}
     DEFAULT_EVENTS = ("step", "scale")
 
     def __init__(self, sig_id: str, spec: dict):
@@ -58,6 +59,10 @@ class ScaleRun(Machine):
         if not isinstance(init, dict) or not all(isinstance(v, (int, float)) for v in init.values()):
             raise SignatureError("'initial_scales' is a table framework = scale")
         self.initial = {k: float(v) for k, v in init.items()}
+        windowed = spec.get("windowed_loss", [])
+        if not isinstance(windowed, list) or not all(isinstance(v, str) for v in windowed):
+            raise SignatureError("'windowed_loss' is a list of framework names")
+        self.windowed = frozenset(windowed)
 
     def _st(self, stream: Any) -> dict:
         st = self.state.get(stream)
@@ -148,8 +153,15 @@ class ScaleRun(Machine):
         high_start = start is not None and start >= min(init, self.high)
         if start is None and low is None:
             # no scale printed (a non-finite grad norm on the step lines): at the start of the log,
-            # and recovered
-            warmup = not r["floor"] and not deep and r["recovery"] is not None
+            # and recovered; or one logged window at the very start that ends the log, from a logger
+            # whose loss is the plain mean over its window (`windowed_loss`): had the non-finite update
+            # been applied, the window's later losses would be non-finite and so would their mean, so
+            # a finite mean next to it says the scaler skipped that update
+            first = run.events[0]
+            loss = getattr(first, "loss", None)
+            lone = (until_end and run.steps == 1 and r["framework"] in self.windowed
+                    and loss is not None and math.isfinite(loss))
+            warmup = not r["floor"] and not deep and (r["recovery"] is not None or lone)
         else:
             warmup = not r["floor"] and not deep and (high_start or (low is not None and low >= self.low))
         if self.verdict == "warmup":

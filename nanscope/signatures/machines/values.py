@@ -51,22 +51,54 @@ class _ValueMachine(Machine):
 
 
 class Spike(_ValueMachine):
-    """A finite value more than `factor` times the median of the previous `window` values."""
+    """A finite value more than `factor` times the median of the previous `window` values.
+
+    With fewer than `min_history` values before it (an excerpt, a log that prints every few hundred
+    steps), a value counts only with `short_factor` set: at least `short_factor` times the median of
+    the values so far, on a step whose grad norm is non-finite or at least `short_grad_factor` times
+    the median of the grad norms so far. Two logged points are enough when the gradient says the
+    same thing by orders of magnitude; a small loss that merely changes scale (an RL objective near
+    zero) has no such gradient."""
 
     name = "spike"
     PARAMS = {"field": (True, "str"), "factor": (False, "float"), "window": (False, "int"),
-              "min_history": (False, "int"), "when": (False, "condition")}
+              "min_history": (False, "int"), "when": (False, "condition"), "short_factor": (False, "float"),
+              "short_grad_factor": (False, "float")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
         self.factor = float(self.num("factor", 3.0))
         self.window = int(self.num("window", 20))
         self.min_history = int(self.num("min_history", 10))
+        self.short_factor = float(self.num("short_factor", 0.0))  # 0: no spike before min_history
+        self.short_grad_factor = float(self.num("short_grad_factor", 100.0))
+
+    def _state(self, stream: Any) -> dict:
+        return self.state.setdefault(stream, {"hist": deque(maxlen=self.window), "cool": 0, "grads": []})
+
+    def _short(self, st: dict, ev: Event, v: float, emit: Emit) -> None:
+        """The check of a value with a short history (see the class doc)."""
+        grads = st["grads"]
+        g = getattr(ev, "grad_norm", None)
+        if st["cool"] > 0:
+            st["cool"] -= 1
+        elif st["hist"]:
+            med = statistics.median(st["hist"])
+            before = [x for x in grads if x is not None and math.isfinite(x)]
+            gmed = statistics.median(before) if before else None
+            jump = (g is not None and gmed is not None and gmed > 0
+                    and (not math.isfinite(g) or g >= self.short_grad_factor * gmed))
+            if med > 0 and v > self.short_factor * med and jump:
+                emit(self.match(ev, [ev], value=v, baseline=med, ratio=v / med))
+                st["cool"] = self.window
+        grads.append(g)
 
     def feed_value(self, ev: Event, v: float, emit: Emit) -> None:
-        st = self.state.setdefault(ev.stream, {"hist": deque(maxlen=self.window), "cool": 0})
+        st = self._state(ev.stream)
         hist = st["hist"]
-        if st["cool"] > 0:
+        if len(hist) < self.min_history and self.short_factor > 0:
+            self._short(st, ev, v, emit)
+        elif st["cool"] > 0:
             st["cool"] -= 1
         elif len(hist) >= self.min_history:
             med = statistics.median(hist)
@@ -76,8 +108,16 @@ class Spike(_ValueMachine):
         hist.append(v)
 
     def feed_values(self, b: Any, rows: Any, xs: Any, emit: Emit) -> None:
-        st = self.state.setdefault(b.stream, {"hist": deque(maxlen=self.window), "cool": 0})
+        st = self._state(b.stream)
         hist = st["hist"]
+        if self.short_factor > 0 and len(hist) < self.min_history:
+            # the first values of a stream, one by one (at most min_history of them)
+            k = min(len(xs), self.min_history - len(hist))
+            for j in range(k):
+                self.feed_value(b.event(int(rows[j])), float(xs[j]), emit)
+            rows, xs = rows[k:], xs[k:]
+            if not len(xs):
+                return
         h0, w = len(hist), self.window
         allv = np.concatenate([np.fromiter(hist, dtype=np.float64, count=h0), xs])
         m = len(xs)
