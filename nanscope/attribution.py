@@ -81,7 +81,7 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
     # A primary error no rank printed (a bare C++ print) still leads when another line names the
     # process that failed (a vLLM worker that died): that rank is where it happened.
     died_somewhere = any(f.sig.role == "collateral" and _own_failure(f) is not None for f in findings)
-    primaries = [f for f in findings if f.sig.role == "primary" and f.category != "numerics"
+    primaries = [f for f in findings if f.sig.role == "primary" and (f.category != "numerics" or _raised(f))
                  and (f.ranks or len(ranks) <= 1 or died_somewhere)]
     specific = [f for f in primaries if f.sig.match["machine"] != "cascade"] or primaries
     root: Optional[Finding] = None
@@ -104,6 +104,10 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
         # engine error may just have been shut down by it
         died = (next((r for r in (_own_failure(f) for f in others) if r is not None), None)
                 if m.rank is None and _earliest(root)[0] is None else None)
+        exited = None
+        if died is None and m.rank is None and root.sig.match["machine"] != "cascade":
+            exited = _launcher_named_failure(findings, root)
+            died = exited
         mismatch = _mismatch_culprit(root)
         if mismatch is not None:
             odd, why = mismatch
@@ -116,6 +120,12 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
             root.confidence = "low"
             root.decided_by = (f"tier 4: ranks {fmt_ranks(sorted(tied))} all reported {root.id} in the same second; "
                                f"the log cannot tell which was first")
+        elif exited is not None:
+            root.initiating_rank = exited
+            root.confidence = "medium"
+            root.decided_by = (f"tier 2: the first primary error ({root.id}){when} names no rank; the launcher's record "
+                               f"names rank {exited} as the one worker that failed of its own (the others were stopped "
+                               f"after it), so the error is rank {exited}'s")
         elif died is not None:
             root.initiating_rank = died
             root.confidence = "medium"
@@ -240,6 +250,34 @@ def _handled(findings: list, last_steps: dict) -> set:
     return out
 
 
+def _launcher_named_failure(findings: list, root: Finding) -> Optional[int]:
+    """The rank a launcher's record names as the one worker that failed of its own accord (torchrun's
+    agent `failed (exitcode: 1) local_rank: 1`, Open MPI's `The first process to do so was`), when a
+    cascade finding was built on that record: the others were stopped after it (SIGTERM, lost
+    peers). A primary error line that names no process and came before that record is that
+    worker's: it is what made it exit. None when no such single record exists."""
+    named = set()
+    for g in findings:
+        if g is root or g.sig.match["machine"] != "cascade" or not g.matches:
+            continue
+        ev = g.matches[0].events[0] if g.matches[0].events else None
+        if ev is None or ev.rank is None or getattr(ev, "error", None) not in ("child_failed", "worker_failed"):
+            continue
+        if _before(g, root):
+            continue  # the record came first: the unnamed error may be a later one, of another process
+        named.add(ev.rank)
+    return next(iter(named)) if len(named) == 1 else None
+
+
+def _raised(f: Finding) -> bool:
+    """A numerics finding made of a process's own error line (autograd anomaly mode's `Function X
+    returned nan values`, a NaN check that raised) rather than of logged values: it ended the
+    process the way any other primary error does, so it competes as the first primary error."""
+    if tiers_ok := bool(f.matches):
+        tiers_ok = all(getattr(m.events[0], "kind", None) == "error" for m in f.matches if m.events)
+    return tiers_ok and f.sig.tier != 1
+
+
 def _sole_named_rank(f: Finding, ranks: set) -> Optional[int]:
     """The rank of a finding whose first line names no process (a traceback's bare exception line,
     SGLang's unprefixed `Received sigquit`) when a later line of the same finding names one rank
@@ -361,9 +399,17 @@ def _own_failure(f: Finding) -> Optional[int]:
 def _mismatch_culprit(f: Finding) -> Optional[tuple]:
     """ProcessGroupWrapper's `Rank A is running collective X, but Rank B is running collective Y` is
     printed by A about a pair: the reporter is not the culprit. The rank whose op is the odd one out
-    across the reports is; with one pair nobody can tell. None when f is not a mismatch report."""
+    across the reports is; with one pair nobody can tell. None when f is not a mismatch report.
+
+    One report can still say more, from how it is made (torch/csrc/distributed/c10d/
+    ProcessGroupWrapper.cpp CollectiveFingerPrint::verify_tensors): A allgathers every rank's
+    fingerprint and names the first rank, in rank order, whose fingerprint differs from its own. So
+    ranks 0..B-1 all run A's collective; when that is at least two ranks with A, B is the first rank
+    off the sequence they share (`Rank 1 ... but Rank 7`: ranks 0-6 agree, 7 left them). `but Rank 0`
+    says only that A and rank 0 differ."""
     ops: dict = {}
     seen = False
+    first_off: set = set()
     for m in f.matches:
         for ev in m.events:
             fields = getattr(ev, "fields", None) or {}
@@ -376,8 +422,15 @@ def _mismatch_culprit(f: Finding) -> Optional[tuple]:
                 ops.setdefault(pair[0], c.op if c is not None else None)
             if len(pair) > 1 and fields.get("other_op") is not None:
                 ops.setdefault(pair[1], fields["other_op"])
+            if len(pair) > 1 and pair[1] > 0 and len(set(range(pair[1])) | {pair[0]}) >= 2 and pair[0] != pair[1]:
+                first_off.add(pair[1])
     if not seen:
         return None
+    if len(first_off) == 1:
+        odd = next(iter(first_off))
+        return odd, (f"tier 2: the collective checker on each reporter names the first rank, in rank order, whose "
+                     f"collective differs from its own: ranks 0-{odd - 1} run the reporter's collective and rank "
+                     f"{odd} does not, so rank {odd} left the sequence the others share")
     counts: dict = {}
     for op in ops.values():
         counts[op] = counts.get(op, 0) + 1

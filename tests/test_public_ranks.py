@@ -111,3 +111,49 @@ def test_anomaly_without_the_spawn_header_names_no_rank(tmp_path):
     text = [ln for ln in lines("1008.log") if "terminated with the following error" not in ln]
     f = diagnose(tmp_path, text)
     assert f.id == "nan-persistent" and f.initiating_rank is None
+
+
+# --- rank round 1 (sample_logs/public 1500-1510) -------------------------------------------------
+
+def test_determined_wrap_rank_prefix_is_peeled(tmp_path):
+    # 1509 (determined-ai/determined#5418): harness/determined/launch/wrap_rank.py writes
+    # f"[rank={rank}] {line}"; the viewer put an empty column `[]` in front of it
+    msg, origin = peel(lines("1509.log")[0], Origin())
+    assert origin.rank == 0 and msg.startswith("RuntimeError: CUDA out of memory.")
+    f = diagnose(tmp_path, lines("1509.log"))
+    assert (f.id, f.initiating_rank) == ("cuda-oom", 0)
+
+
+def test_a_rank_equals_tag_inside_a_message_is_no_prefix():
+    msg, origin = peel("  Memory [rank=3] max_allocated=10.0MB", Origin())
+    assert origin.rank is None and "[rank=3]" in msg
+
+
+def test_one_mismatch_report_blames_the_first_rank_off_the_shared_sequence(tmp_path):
+    # 1503 (bghira/SimpleTuner#2712): `Rank 1 ... but Rank 7 is running collective`: the checker
+    # names the first rank in rank order whose fingerprint differs, so ranks 0-6 run rank 1's
+    f = diagnose(tmp_path, lines("1503.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("collective-desync", 7, "medium")
+    assert "ranks 0-6" in f.decided_by
+
+
+def test_a_mismatch_with_rank_0_names_no_rank(tmp_path):
+    # the same report about rank 0 (ms-swift#9443's shape, `Rank 1 ... but Rank 0`): the two could
+    # be either side of the split
+    line = lines("1503.log")[0].replace("but Rank 7 is running", "but Rank 0 is running")
+    f = diagnose(tmp_path, [line])
+    assert f.id == "collective-desync" and f.initiating_rank is None
+
+
+def test_unnamed_anomaly_error_is_the_worker_the_agent_says_failed(tmp_path):
+    # 1504 (bghira/SimpleTuner#304): the anomaly-mode RuntimeError has no rank prefix; torchrun's
+    # agent SIGTERMs the other worker and reports local rank 1 failed with exit code 1
+    f = diagnose(tmp_path, lines("1504.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("nan-op-origin", 1, "medium")
+    assert "launcher" in f.decided_by
+
+
+def test_unnamed_anomaly_error_without_the_agent_record_names_no_rank(tmp_path):
+    text = [ln for ln in lines("1504.log") if "failed (exitcode" not in ln]
+    f = diagnose(tmp_path, text)
+    assert f.id == "nan-op-origin" and f.initiating_rank is None
