@@ -45,9 +45,12 @@ def _before(a: Finding, b: Finding) -> bool:
     return False
 
 
-def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict] = None) -> list[Finding]:
+def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict] = None,
+              tracebacks: Optional[list] = None) -> list[Finding]:
     """Fill initiating_rank / confidence / decided_by / collateral; return top-level findings in order.
-    `last_steps` (stream key -> last step it logged) lets a handled exception be told from a crash."""
+    `last_steps` (stream key -> last step it logged) lets a handled exception be told from a crash;
+    `tracebacks` (the `[rankN]: Traceback` headers of torch.distributed's excepthook, as events) say
+    which rank raised right after a bare line."""
     ranks = {r for r in job_ranks if r is not None}
     tiers: dict[int, int] = {}
     for f in findings:
@@ -104,10 +107,12 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
         # engine error may just have been shut down by it
         died = (next((r for r in (_own_failure(f) for f in others) if r is not None), None)
                 if m.rank is None and _earliest(root)[0] is None else None)
-        exited = None
+        exited = raising = None
         if died is None and m.rank is None and root.sig.match["machine"] != "cascade":
             exited = _launcher_named_failure(findings, root)
-            died = exited
+            if exited is None:
+                raising = _traceback_after(root, tracebacks or [])
+            died = exited if exited is not None else raising
         mismatch = _mismatch_culprit(root)
         if mismatch is not None:
             odd, why = mismatch
@@ -120,6 +125,12 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
             root.confidence = "low"
             root.decided_by = (f"tier 4: ranks {fmt_ranks(sorted(tied))} all reported {root.id} in the same second; "
                                f"the log cannot tell which was first")
+        elif raising is not None:
+            root.initiating_rank = raising
+            root.confidence = "medium"
+            root.decided_by = (f"tier 2: the first primary error ({root.id}){when} is a bare line (a kernel's or the "
+                               f"runtime's own print, which torch's rank prefix does not cover); the traceback that "
+                               f"follows it is rank {raising}'s (`[rank{raising}]: Traceback`), the process that raised")
         elif exited is not None:
             root.initiating_rank = exited
             root.confidence = "medium"
@@ -248,6 +259,33 @@ def _handled(findings: list, last_steps: dict) -> set:
         else:
             out.add(id(f))
     return out
+
+
+_BARE_SPAN = 40  # lines from a bare error line to the traceback header it belongs to
+
+
+def _traceback_after(root: Finding, tracebacks: list) -> Optional[int]:
+    """The rank of the first `[rankN]: Traceback` header (torch.distributed's excepthook, which
+    prefixes an uncaught exception's traceback and nothing else a process prints) that follows the
+    bare lines of `root` in the same file, within _BARE_SPAN lines of the last of them: a CUDA
+    device-side assert, a C++ error print, then the traceback of the exception they raised. None
+    when no such header follows, or when two ranks' headers follow the same line."""
+    if not tracebacks or not root.first_loc:
+        return None
+    src, first = root.first_loc
+    lines = sorted(ev.loc.line for m in root.matches for ev in m.events
+                   if ev.loc.source == src and ev.rank is None and ev.loc.line >= first)
+    if not lines:
+        return None
+    after = sorted((ev.loc.line, ev.rank) for ev in tracebacks if ev.loc.source == src and ev.loc.line > first)
+    for line, rank in after:
+        near = [ln for ln in lines if ln < line]
+        if near and line - near[-1] <= _BARE_SPAN:
+            same_line = {r for ln, r in after if ln == line}
+            return rank if len(same_line) == 1 else None
+        if near:
+            return None  # the nearest header is too far from the bare lines to be theirs
+    return None
 
 
 def _launcher_named_failure(findings: list, root: Finding) -> Optional[int]:

@@ -157,3 +157,24 @@ def test_unnamed_anomaly_error_without_the_agent_record_names_no_rank(tmp_path):
     text = [ln for ln in lines("1504.log") if "failed (exitcode" not in ln]
     f = diagnose(tmp_path, text)
     assert f.id == "nan-op-origin" and f.initiating_rank is None
+
+
+def test_bare_device_assert_is_the_rank_whose_traceback_follows(tmp_path):
+    # 1506 (modelscope/ms-swift#8378): the kernel's assert is printed bare (torch's excepthook
+    # prefixes only the traceback); `[rank5]: Traceback ...` follows it; the excerpt ends mid-traceback
+    f = diagnose(tmp_path, lines("1506.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("cuda-device-assert", 5, "medium")
+    assert "[rank5]: Traceback" in f.decided_by
+
+
+def test_bare_device_assert_without_a_traceback_after_it_names_no_rank(tmp_path):
+    text = lines("1506.log")[:2]
+    f = diagnose(tmp_path, text)
+    assert f.id == "cuda-device-assert" and f.initiating_rank is None
+
+
+def test_a_traceback_far_from_the_bare_line_is_not_its(tmp_path):
+    text = lines("1506.log")
+    filler = [f"Train:   7%|▋         | {82 + i}/1218 [18:06:05<227:39:40, 721.46s/it]" for i in range(60)]
+    f = diagnose(tmp_path, text[:2] + filler + text[2:])
+    assert f.id == "cuda-device-assert" and f.initiating_rank is None
