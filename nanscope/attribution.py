@@ -100,6 +100,14 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
             root.confidence = "low"  # the launcher says a process failed, not which
         elif _launcher_observed(m.events[0]):
             root.confidence = "medium"  # the launcher's order of exits, not the failure's own line
+            if root.sig.match["machine"] == "cascade" and getattr(m.events[0], "signal", None) == "SIGABRT" \
+                    and _watchdog_seen(findings):
+                root.initiating_rank = None
+                root.confidence = "low"
+                root.decided_by = (f"tier 4: the launcher names rank {m.rank} as the first process to end, by SIGABRT, "
+                                   f"while collectives timed out or failed: that abort is as likely the NCCL watchdog's "
+                                   f"own after a stall elsewhere as a native crash of rank {m.rank}. Next time: "
+                                   f"{NEXT_TIME_MPI}, and TORCH_NCCL_DUMP_ON_TIMEOUT=1")
         others = [f for f in top if f is not root and f.sig.role == "collateral"]
         when = _when(root)
         tied = _same_time_ranks(root) if root.sig.match["machine"] != "cascade" else set()
@@ -415,6 +423,11 @@ def _lone_abort(f: Finding, findings: list) -> Optional[int]:
             if any(getattr(ev, "error", None) in _WATCHDOG_ERRORS for ev in m.events):
                 return None
     return evs[0].rank
+
+
+def _watchdog_seen(findings: list) -> bool:
+    """Did any line of the input report a collective timeout, a watchdog abort or an NCCL error?"""
+    return any(getattr(ev, "error", None) in _WATCHDOG_ERRORS for g in findings for m in g.matches for ev in m.events)
 
 
 def _launcher_observed(ev) -> bool:

@@ -178,3 +178,21 @@ def test_a_traceback_far_from_the_bare_line_is_not_its(tmp_path):
     filler = [f"Train:   7%|▋         | {82 + i}/1218 [18:06:05<227:39:40, 721.46s/it]" for i in range(60)]
     f = diagnose(tmp_path, text[:2] + filler + text[2:])
     assert f.id == "cuda-device-assert" and f.initiating_rank is None
+
+
+def test_open_mpi_names_the_process_whose_sigabrt_aborted_the_job(tmp_path):
+    # 1508 (horovod/horovod#1350): orte_print_aborted_job reports the job's aborted proc; "exited on
+    # signal 6" is rank 1's own end, not a teardown, and no collective timed out anywhere
+    f = diagnose(tmp_path, lines("1508.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("rank-crash-cascade", 1, "medium")
+    report = api.diagnose([str(tmp_path / "job.log")])
+    assert "worker-terminated" not in {g.id for g in report.findings} | {c.id for g in report.findings for c in g.collateral}
+
+
+def test_open_mpi_sigabrt_among_collective_timeouts_names_no_rank(tmp_path):
+    # the same report after another rank's watchdog timed out: the abort may be the watchdog's own
+    timeout = [ln for ln in lines("1004.log") if "Watchdog caught collective operation timeout" in ln][:1]
+    assert timeout
+    f = diagnose(tmp_path, timeout + lines("1508.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("rank-crash-cascade", None, "low")
+    assert "watchdog" in f.decided_by
