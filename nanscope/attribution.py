@@ -312,6 +312,8 @@ def _launcher_named_failure(findings: list, root: Finding) -> Optional[int]:
         if _before(g, root):
             continue  # the record came first: the unnamed error may be a later one, of another process
         named.add(ev.rank)
+    # (a second worker's own failed exit puts two ranks in the input: the unnamed line is then no
+    # primary candidate at all, see `primaries` in attribute)
     return next(iter(named)) if len(named) == 1 else None
 
 

@@ -159,6 +159,17 @@ def test_unnamed_anomaly_error_without_the_agent_record_names_no_rank(tmp_path):
     assert f.id == "nan-op-origin" and f.initiating_rank is None
 
 
+def test_unnamed_error_with_a_second_failed_worker_names_no_rank(tmp_path):
+    # 1504's lines plus another agent's record of local rank 0's own SIGSEGV (1513's line): two
+    # workers failed of their own, so the bare anomaly error could be either's
+    other = [ln for ln in lines("1513.log") if "failed (exitcode: -11) local_rank: 0" in ln]
+    assert other
+    diagnose(tmp_path, lines("1504.log") + other)
+    report = api.diagnose([str(tmp_path / "job.log")])
+    nan = [g for g in report.findings if g.id == "nan-op-origin"]
+    assert nan and nan[0].initiating_rank is None
+
+
 def test_bare_device_assert_is_the_rank_whose_traceback_follows(tmp_path):
     # 1506 (modelscope/ms-swift#8378): the kernel's assert is printed bare (torch's excepthook
     # prefixes only the traceback); `[rank5]: Traceback ...` follows it; the excerpt ends mid-traceback
@@ -196,3 +207,4 @@ def test_open_mpi_sigabrt_among_collective_timeouts_names_no_rank(tmp_path):
     f = diagnose(tmp_path, timeout + lines("1508.log"))
     assert (f.id, f.initiating_rank, f.confidence) == ("rank-crash-cascade", None, "low")
     assert "watchdog" in f.decided_by
+
