@@ -363,6 +363,18 @@ def _bookkeeping(f: Finding, ranks: set) -> bool:
         return False
     reporting = set(f.ranks)
     silent = sorted(ranks - reporting)
+    # ranks that waited in the store for the communicator id the default group's rank 0 publishes
+    # (parsers/python.py _UNIQUE_ID): that rank never reached its first collective
+    waited = {(getattr(ev, "fields", None) or {}).get("waited_for") for m in f.matches for ev in m.events[:1]}
+    if len(waited) == 1 and None not in waited and next(iter(waited)) not in reporting:
+        w = next(iter(waited))
+        f.initiating_rank = w
+        f.confidence = "medium"
+        f.decided_by = (f"tier 3: rank{'s' if len(reporting) > 1 else ''} {fmt_ranks(sorted(reporting))} timed out "
+                        f"waiting in the c10d store for the NCCL communicator id (ncclUniqueId) that rank {w} "
+                        f"publishes: rank {w} never reached that collective (it was slower, stuck or already gone)")
+        f.collateral_ranks = sorted(reporting)
+        return True
     # The rank that waits in a different collective than all the others took another code path
     # (PyTorch 1.9 prints no SeqNum, so the op is all there is to compare).
     ops: dict = {}

@@ -208,3 +208,18 @@ def test_open_mpi_sigabrt_among_collective_timeouts_names_no_rank(tmp_path):
     assert (f.id, f.initiating_rank, f.confidence) == ("rank-crash-cascade", None, "low")
     assert "watchdog" in f.decided_by
 
+
+
+def test_a_store_wait_for_the_nccl_unique_id_blames_the_default_groups_rank_0(tmp_path):
+    # 1516 (NVIDIA-NeMo/Speech#14399): `[1] is setting up NCCL communicator and retrieving ncclUniqueId
+    # from [0] ... wait timeout after 600000ms, keys: /default_pg/0//cuda//0`
+    f = diagnose(tmp_path, lines("1516.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("collective-timeout", 0, "medium")
+    assert "ncclUniqueId" in f.decided_by
+
+
+def test_a_store_wait_without_the_group_in_its_key_names_no_rank(tmp_path):
+    # 1517 (pytorch/pytorch#68597, the older wording): the key does not say which group waited, and
+    # another group's [0] is that group's first member, not the job's rank 0
+    f = diagnose(tmp_path, lines("1517.log"))
+    assert f.id == "collective-timeout" and f.initiating_rank is None

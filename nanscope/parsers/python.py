@@ -43,6 +43,15 @@ _CLASSIFY = [
     # rendezvous has timed out after ...". The processes waited for ranks that never joined.
     (re.compile(r"Timed out after \d+ seconds waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined"
                 r"|(?:^|\.)RendezvousTimeoutError$"), "collective_timeout"),
+    # A rank that is not an NCCL communicator's root waits in the store for the id the root publishes
+    # (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp broadcastUniqueNCCLID): "[3] is setting up NCCL
+    # communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but
+    # store->get('0') got error: Socket Timeout" (torch <= 1.13 "retreiving" and "got exception:"; newer
+    # "got error: wait timeout after 600000ms, keys: /default_pg/0//cuda//0", older "Timeout waiting for
+    # key: default_pg/0/0"). The group's rank 0 never reached that collective: _UNIQUE_ID says which.
+    (re.compile(r"is setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from \[\d+\] via c10d key-value "
+                r"store by key '[^']*', but store->get\('[^']*'\) got (?:error|exception): "
+                r"(?:Socket Timeout|wait timeout|Timeout waiting for key)"), "collective_timeout"),
     # The store cannot be reached at all: c10d_rendezvous_backend.py RendezvousConnectionError "The connection
     # to the C10d store has failed. See inner exception for details.", TCPStore's DistNetworkError "The client
     # socket has timed out after 600000ms while trying to connect to (host, port)."
@@ -66,6 +75,11 @@ _CLASSIFY = [
     # InductorError (torch >= 2.6 raises it in place of BackendCompilerFailed for inductor).
     (re.compile(r"\bBackendCompilerFailed$|\bInductorError$"), "compile_failed"),
 ]
+
+
+# The rank a store wait for the ncclUniqueId waited for, when the key shows the default process group
+# (`default_pg`), whose ranks are the job's: another group's [0] is its own first member, not rank 0.
+_UNIQUE_ID = re.compile(r"retr(?:ie|ei)ving ncclUniqueId from \[(?P<root>\d+)\] via c10d key-value store.*\bdefault_pg/")
 
 
 # An exception raised inside torch's checkpoint loader is a corrupt (empty, truncated) file, whatever
@@ -235,6 +249,8 @@ def _exception(m, rec, state):
         loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
         exc_type=exc_type, fields=fields,
     )
+    if kind == "collective_timeout" and (w := _UNIQUE_ID.search(msg)) is not None:
+        ev.fields = {**(ev.fields or {}), "waited_for": int(w.group("root"))}
     if kind == "cuda_oom":  # only the Ray wrapper gets here (the CUDA message itself is the cuda parser's)
         ev.fields = {**(ev.fields or {}), "detail": f"{exc_type} re-raised by Ray from the task ({_short_detail(msg)[:120]})"}
     if kind == "nan_op":
