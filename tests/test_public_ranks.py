@@ -223,3 +223,9 @@ def test_a_store_wait_without_the_group_in_its_key_names_no_rank(tmp_path):
     # another group's [0] is that group's first member, not the job's rank 0
     f = diagnose(tmp_path, lines("1517.log"))
     assert f.id == "collective-timeout" and f.initiating_rank is None
+
+
+def test_every_worker_aborting_in_the_same_second_names_no_rank(tmp_path):
+    # 1512 (open-mmlab/mmsegmentation#3106): ranks 0, 1 and 2 all SIGABRT at 22:36:10, no error file
+    f = diagnose(tmp_path, lines("1512.log"))
+    assert f.initiating_rank is None and f.confidence == "low"
