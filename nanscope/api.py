@@ -22,7 +22,7 @@ from nanscope.errors import ExitCode, NanscopeError
 from nanscope.evaluate import EvalResult
 from nanscope.evaluate import evaluate as run_eval
 from nanscope.ingest.reader import MAX_LINE_BYTES, Source, expand_sources
-from nanscope.model import Event, Finding, Report
+from nanscope.model import Event, Finding, LifecycleEvent, Report
 from nanscope.pipeline import STEP_READERS, ScanOptions, ScanResult
 from nanscope.scan import scan_all
 from nanscope.signatures.engine import Engine, build_finding
@@ -107,15 +107,19 @@ class _Run:
         self.result = ScanResult()
         self.curves = SeriesRecorder()
         self.job_ranks: set = set()
+        self.tracebacks: list = []  # `[rankN]: Traceback` headers (the excepthook's), for attribution
         self.scan_opts = dataclasses.replace(_scan_options(options), ahead=self.engine.apart_from_steps(STEP_READERS),
                                              **scan)
 
     def feed(self, evs: Iterable[Event]) -> None:
         process, engine, curves, ranks = self.streams.process, self.engine, self.curves, self.job_ranks
+        tracebacks = self.tracebacks
         for ev in evs:
             for e in process(ev):
                 if e.rank is not None:
                     ranks.add(e.rank)
+                    if e.__class__ is LifecycleEvent and e.action == "traceback" and len(tracebacks) < 4096:
+                        tracebacks.append(e)
                 curves.feed(e)
                 engine.feed(e)
 
@@ -134,12 +138,12 @@ class _Run:
                 f = build_finding(agg)
                 f.also_matched = f.also_matched + [o for o in also[sid] if o not in f.also_matched]
                 found.append(f)
-        return attribute(found, self.job_ranks, self.streams.last_steps())
+        return attribute(found, self.job_ranks, self.streams.last_steps(), self.tracebacks)
 
     def report(self) -> Report:
         findings = self.engine.finish()
         summaries = self.streams.summaries()
-        top = attribute(findings, self.job_ranks, self.streams.last_steps())
+        top = attribute(findings, self.job_ranks, self.streams.last_steps(), self.tracebacks)
         return Report(
             tool_version=__version__, inputs=self.result.inputs, ranks=summaries, findings=top,
             diagnostics=self.result.diagnostics + self.engine.diagnostics, verdict=verdict(top, self.result.inputs),

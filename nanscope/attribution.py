@@ -45,9 +45,12 @@ def _before(a: Finding, b: Finding) -> bool:
     return False
 
 
-def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict] = None) -> list[Finding]:
+def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict] = None,
+              tracebacks: Optional[list] = None) -> list[Finding]:
     """Fill initiating_rank / confidence / decided_by / collateral; return top-level findings in order.
-    `last_steps` (stream key -> last step it logged) lets a handled exception be told from a crash."""
+    `last_steps` (stream key -> last step it logged) lets a handled exception be told from a crash;
+    `tracebacks` (the `[rankN]: Traceback` headers of torch.distributed's excepthook, as events) say
+    which rank raised right after a bare line."""
     ranks = {r for r in job_ranks if r is not None}
     tiers: dict[int, int] = {}
     for f in findings:
@@ -81,7 +84,7 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
     # A primary error no rank printed (a bare C++ print) still leads when another line names the
     # process that failed (a vLLM worker that died): that rank is where it happened.
     died_somewhere = any(f.sig.role == "collateral" and _own_failure(f) is not None for f in findings)
-    primaries = [f for f in findings if f.sig.role == "primary" and f.category != "numerics"
+    primaries = [f for f in findings if f.sig.role == "primary" and (f.category != "numerics" or _raised(f))
                  and (f.ranks or len(ranks) <= 1 or died_somewhere)]
     specific = [f for f in primaries if f.sig.match["machine"] != "cascade"] or primaries
     root: Optional[Finding] = None
@@ -97,6 +100,14 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
             root.confidence = "low"  # the launcher says a process failed, not which
         elif _launcher_observed(m.events[0]):
             root.confidence = "medium"  # the launcher's order of exits, not the failure's own line
+            if root.sig.match["machine"] == "cascade" and getattr(m.events[0], "signal", None) == "SIGABRT" \
+                    and _watchdog_seen(findings):
+                root.initiating_rank = None
+                root.confidence = "low"
+                root.decided_by = (f"tier 4: the launcher names rank {m.rank} as the first process to end, by SIGABRT, "
+                                   f"while collectives timed out or failed: that abort is as likely the NCCL watchdog's "
+                                   f"own after a stall elsewhere as a native crash of rank {m.rank}. Next time: "
+                                   f"{NEXT_TIME_MPI}, and TORCH_NCCL_DUMP_ON_TIMEOUT=1")
         others = [f for f in top if f is not root and f.sig.role == "collateral"]
         when = _when(root)
         tied = _same_time_ranks(root) if root.sig.match["machine"] != "cascade" else set()
@@ -104,6 +115,12 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
         # engine error may just have been shut down by it
         died = (next((r for r in (_own_failure(f) for f in others) if r is not None), None)
                 if m.rank is None and _earliest(root)[0] is None else None)
+        exited = raising = None
+        if died is None and m.rank is None and root.sig.match["machine"] != "cascade":
+            exited = _launcher_named_failure(findings, root)
+            if exited is None:
+                raising = _traceback_after(root, tracebacks or [])
+            died = exited if exited is not None else raising
         mismatch = _mismatch_culprit(root)
         if mismatch is not None:
             odd, why = mismatch
@@ -116,6 +133,18 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
             root.confidence = "low"
             root.decided_by = (f"tier 4: ranks {fmt_ranks(sorted(tied))} all reported {root.id} in the same second; "
                                f"the log cannot tell which was first")
+        elif raising is not None:
+            root.initiating_rank = raising
+            root.confidence = "medium"
+            root.decided_by = (f"tier 2: the first primary error ({root.id}){when} is a bare line (a kernel's or the "
+                               f"runtime's own print, which torch's rank prefix does not cover); the traceback that "
+                               f"follows it is rank {raising}'s (`[rank{raising}]: Traceback`), the process that raised")
+        elif exited is not None:
+            root.initiating_rank = exited
+            root.confidence = "medium"
+            root.decided_by = (f"tier 2: the first primary error ({root.id}){when} names no rank; the launcher's record "
+                               f"names rank {exited} as the one worker that failed of its own (the others were stopped "
+                               f"after it), so the error is rank {exited}'s")
         elif died is not None:
             root.initiating_rank = died
             root.confidence = "medium"
@@ -242,6 +271,63 @@ def _handled(findings: list, last_steps: dict) -> set:
         else:
             out.add(id(f))
     return out
+
+
+_BARE_SPAN = 40  # lines from a bare error line to the traceback header it belongs to
+
+
+def _traceback_after(root: Finding, tracebacks: list) -> Optional[int]:
+    """The rank of the first `[rankN]: Traceback` header (torch.distributed's excepthook, which
+    prefixes an uncaught exception's traceback and nothing else a process prints) that follows the
+    bare lines of `root` in the same file, within _BARE_SPAN lines of the last of them: a CUDA
+    device-side assert, a C++ error print, then the traceback of the exception they raised. None
+    when no such header follows, or when two ranks' headers follow the same line."""
+    if not tracebacks or not root.first_loc:
+        return None
+    src, first = root.first_loc
+    lines = sorted(ev.loc.line for m in root.matches for ev in m.events
+                   if ev.loc.source == src and ev.rank is None and ev.loc.line >= first)
+    if not lines:
+        return None
+    after = sorted((ev.loc.line, ev.rank) for ev in tracebacks if ev.loc.source == src and ev.loc.line > first)
+    for line, rank in after:
+        near = [ln for ln in lines if ln < line]
+        if near and line - near[-1] <= _BARE_SPAN:
+            same_line = {r for ln, r in after if ln == line}
+            return rank if len(same_line) == 1 else None
+        if near:
+            return None  # the nearest header is too far from the bare lines to be theirs
+    return None
+
+
+def _launcher_named_failure(findings: list, root: Finding) -> Optional[int]:
+    """The rank a launcher's record names as the one worker that failed of its own accord (torchrun's
+    agent `failed (exitcode: 1) local_rank: 1`, Open MPI's `The first process to do so was`), when a
+    cascade finding was built on that record: the others were stopped after it (SIGTERM, lost
+    peers). A primary error line that names no process and came before that record is that
+    worker's: it is what made it exit. None when no such single record exists."""
+    named = set()
+    for g in findings:
+        if g is root or g.sig.match["machine"] != "cascade" or not g.matches:
+            continue
+        ev = g.matches[0].events[0] if g.matches[0].events else None
+        if ev is None or ev.rank is None or getattr(ev, "error", None) not in ("child_failed", "worker_failed"):
+            continue
+        if _before(g, root):
+            continue  # the record came first: the unnamed error may be a later one, of another process
+        named.add(ev.rank)
+    # (a second worker's own failed exit puts two ranks in the input: the unnamed line is then no
+    # primary candidate at all, see `primaries` in attribute)
+    return next(iter(named)) if len(named) == 1 else None
+
+
+def _raised(f: Finding) -> bool:
+    """A numerics finding made of a process's own error line (autograd anomaly mode's `Function X
+    returned nan values`, a NaN check that raised) rather than of logged values: it ended the
+    process the way any other primary error does, so it competes as the first primary error."""
+    if tiers_ok := bool(f.matches):
+        tiers_ok = all(getattr(m.events[0], "kind", None) == "error" for m in f.matches if m.events)
+    return tiers_ok and f.sig.tier != 1
 
 
 def _sole_named_rank(f: Finding, ranks: set) -> Optional[int]:
@@ -375,6 +461,11 @@ def _lone_abort(f: Finding, findings: list) -> Optional[int]:
     return evs[0].rank
 
 
+def _watchdog_seen(findings: list) -> bool:
+    """Did any line of the input report a collective timeout, a watchdog abort or an NCCL error?"""
+    return any(getattr(ev, "error", None) in _WATCHDOG_ERRORS for g in findings for m in g.matches for ev in m.events)
+
+
 def _launcher_observed(ev) -> bool:
     """A launcher's record of the first exit it saw (Open MPI's "The first process to do so was"):
     who exited first, not why."""
@@ -395,9 +486,17 @@ def _own_failure(f: Finding) -> Optional[int]:
 def _mismatch_culprit(f: Finding) -> Optional[tuple]:
     """ProcessGroupWrapper's `Rank A is running collective X, but Rank B is running collective Y` is
     printed by A about a pair: the reporter is not the culprit. The rank whose op is the odd one out
-    across the reports is; with one pair nobody can tell. None when f is not a mismatch report."""
+    across the reports is; with one pair nobody can tell. None when f is not a mismatch report.
+
+    One report can still say more, from how it is made (torch/csrc/distributed/c10d/
+    ProcessGroupWrapper.cpp CollectiveFingerPrint::verify_tensors): A allgathers every rank's
+    fingerprint and names the first rank, in rank order, whose fingerprint differs from its own. So
+    ranks 0..B-1 all run A's collective; when that is at least two ranks with A, B is the first rank
+    off the sequence they share (`Rank 1 ... but Rank 7`: ranks 0-6 agree, 7 left them). `but Rank 0`
+    says only that A and rank 0 differ."""
     ops: dict = {}
     seen = False
+    first_off: set = set()
     for m in f.matches:
         for ev in m.events:
             fields = getattr(ev, "fields", None) or {}
@@ -410,8 +509,15 @@ def _mismatch_culprit(f: Finding) -> Optional[tuple]:
                 ops.setdefault(pair[0], c.op if c is not None else None)
             if len(pair) > 1 and fields.get("other_op") is not None:
                 ops.setdefault(pair[1], fields["other_op"])
+            if len(pair) > 1 and pair[1] > 0 and len(set(range(pair[1])) | {pair[0]}) >= 2 and pair[0] != pair[1]:
+                first_off.add(pair[1])
     if not seen:
         return None
+    if len(first_off) == 1:
+        odd = next(iter(first_off))
+        return odd, (f"tier 2: the collective checker on each reporter names the first rank, in rank order, whose "
+                     f"collective differs from its own: ranks 0-{odd - 1} run the reporter's collective and rank "
+                     f"{odd} does not, so rank {odd} left the sequence the others share")
     counts: dict = {}
     for op in ops.values():
         counts[op] = counts.get(op, 0) + 1

@@ -148,7 +148,7 @@ class MetricsEvent(Event):
 @dataclass(slots=True)
 class LifecycleEvent(Event):
     kind: ClassVar[str] = "lifecycle"
-    action: str = "start"  # start | restart | checkpoint_save | checkpoint_load | end | teardown
+    action: str = "start"  # start | restart | checkpoint_save | checkpoint_load | end | teardown | traceback
     fields: Optional[dict] = None
 
 

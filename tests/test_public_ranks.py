@@ -129,3 +129,121 @@ def test_a_traceback_after_prose_is_no_longer_the_prefixed_record(tmp_path):
     prose = next(ln for ln in lines("1008.log") if ln and not ln[0].isspace() and ":" not in ln[:12])
     f = diagnose(tmp_path, tb[:1] + [prose] + tb[1:13])
     assert f.id == "cuda-oom" and f.initiating_rank is None
+
+
+# --- rank round 1 (sample_logs/public 1500-1510) -------------------------------------------------
+
+def test_determined_wrap_rank_prefix_is_peeled(tmp_path):
+    # 1509 (determined-ai/determined#5418): harness/determined/launch/wrap_rank.py writes
+    # f"[rank={rank}] {line}"; the viewer put an empty column `[]` in front of it
+    msg, origin = peel(lines("1509.log")[0], Origin())
+    assert origin.rank == 0 and msg.startswith("RuntimeError: CUDA out of memory.")
+    f = diagnose(tmp_path, lines("1509.log"))
+    assert (f.id, f.initiating_rank) == ("cuda-oom", 0)
+
+
+def test_a_rank_equals_tag_inside_a_message_is_no_prefix():
+    msg, origin = peel("  Memory [rank=3] max_allocated=10.0MB", Origin())
+    assert origin.rank is None and "[rank=3]" in msg
+
+
+def test_one_mismatch_report_blames_the_first_rank_off_the_shared_sequence(tmp_path):
+    # 1503 (bghira/SimpleTuner#2712): `Rank 1 ... but Rank 7 is running collective`: the checker
+    # names the first rank in rank order whose fingerprint differs, so ranks 0-6 run rank 1's
+    f = diagnose(tmp_path, lines("1503.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("collective-desync", 7, "medium")
+    assert "ranks 0-6" in f.decided_by
+
+
+def test_a_mismatch_with_rank_0_names_no_rank(tmp_path):
+    # the same report about rank 0 (ms-swift#9443's shape, `Rank 1 ... but Rank 0`): the two could
+    # be either side of the split
+    line = lines("1503.log")[0].replace("but Rank 7 is running", "but Rank 0 is running")
+    f = diagnose(tmp_path, [line])
+    assert f.id == "collective-desync" and f.initiating_rank is None
+
+
+def test_unnamed_anomaly_error_is_the_worker_the_agent_says_failed(tmp_path):
+    # 1504 (bghira/SimpleTuner#304): the anomaly-mode RuntimeError has no rank prefix; torchrun's
+    # agent SIGTERMs the other worker and reports local rank 1 failed with exit code 1
+    f = diagnose(tmp_path, lines("1504.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("nan-op-origin", 1, "medium")
+    assert "launcher" in f.decided_by
+
+
+def test_unnamed_anomaly_error_without_the_agent_record_names_no_rank(tmp_path):
+    text = [ln for ln in lines("1504.log") if "failed (exitcode" not in ln]
+    f = diagnose(tmp_path, text)
+    assert f.id == "nan-op-origin" and f.initiating_rank is None
+
+
+def test_unnamed_error_with_a_second_failed_worker_names_no_rank(tmp_path):
+    # 1504's lines plus another agent's record of local rank 0's own SIGSEGV (1513's line): two
+    # workers failed of their own, so the bare anomaly error could be either's
+    other = [ln for ln in lines("1513.log") if "failed (exitcode: -11) local_rank: 0" in ln]
+    assert other
+    diagnose(tmp_path, lines("1504.log") + other)
+    report = api.diagnose([str(tmp_path / "job.log")])
+    nan = [g for g in report.findings if g.id == "nan-op-origin"]
+    assert nan and nan[0].initiating_rank is None
+
+
+def test_bare_device_assert_is_the_rank_whose_traceback_follows(tmp_path):
+    # 1506 (modelscope/ms-swift#8378): the kernel's assert is printed bare (torch's excepthook
+    # prefixes only the traceback); `[rank5]: Traceback ...` follows it; the excerpt ends mid-traceback
+    f = diagnose(tmp_path, lines("1506.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("cuda-device-assert", 5, "medium")
+    assert "[rank5]: Traceback" in f.decided_by
+
+
+def test_bare_device_assert_without_a_traceback_after_it_names_no_rank(tmp_path):
+    text = lines("1506.log")[:2]
+    f = diagnose(tmp_path, text)
+    assert f.id == "cuda-device-assert" and f.initiating_rank is None
+
+
+def test_a_traceback_far_from_the_bare_line_is_not_its(tmp_path):
+    text = lines("1506.log")
+    filler = [f"Train:   7%|▋         | {82 + i}/1218 [18:06:05<227:39:40, 721.46s/it]" for i in range(60)]
+    f = diagnose(tmp_path, text[:2] + filler + text[2:])
+    assert f.id == "cuda-device-assert" and f.initiating_rank is None
+
+
+def test_open_mpi_names_the_process_whose_sigabrt_aborted_the_job(tmp_path):
+    # 1508 (horovod/horovod#1350): orte_print_aborted_job reports the job's aborted proc; "exited on
+    # signal 6" is rank 1's own end, not a teardown, and no collective timed out anywhere
+    f = diagnose(tmp_path, lines("1508.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("rank-crash-cascade", 1, "medium")
+    report = api.diagnose([str(tmp_path / "job.log")])
+    assert "worker-terminated" not in {g.id for g in report.findings} | {c.id for g in report.findings for c in g.collateral}
+
+
+def test_open_mpi_sigabrt_among_collective_timeouts_names_no_rank(tmp_path):
+    # the same report after another rank's watchdog timed out: the abort may be the watchdog's own
+    timeout = [ln for ln in lines("1004.log") if "Watchdog caught collective operation timeout" in ln][:1]
+    assert timeout
+    f = diagnose(tmp_path, timeout + lines("1508.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("rank-crash-cascade", None, "low")
+    assert "watchdog" in f.decided_by
+
+
+
+def test_a_store_wait_for_the_nccl_unique_id_blames_the_default_groups_rank_0(tmp_path):
+    # 1516 (NVIDIA-NeMo/Speech#14399): `[1] is setting up NCCL communicator and retrieving ncclUniqueId
+    # from [0] ... wait timeout after 600000ms, keys: /default_pg/0//cuda//0`
+    f = diagnose(tmp_path, lines("1516.log"))
+    assert (f.id, f.initiating_rank, f.confidence) == ("collective-timeout", 0, "medium")
+    assert "ncclUniqueId" in f.decided_by
+
+
+def test_a_store_wait_without_the_group_in_its_key_names_no_rank(tmp_path):
+    # 1517 (pytorch/pytorch#68597, the older wording): the key does not say which group waited, and
+    # another group's [0] is that group's first member, not the job's rank 0
+    f = diagnose(tmp_path, lines("1517.log"))
+    assert f.id == "collective-timeout" and f.initiating_rank is None
+
+
+def test_every_worker_aborting_in_the_same_second_names_no_rank(tmp_path):
+    # 1512 (open-mmlab/mmsegmentation#3106): ranks 0, 1 and 2 all SIGABRT at 22:36:10, no error file
+    f = diagnose(tmp_path, lines("1512.log"))
+    assert f.initiating_rank is None and f.confidence == "low"

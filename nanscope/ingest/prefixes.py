@@ -5,6 +5,9 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
   [default3]: [trainer3]:   torchrun --tee / log_line_prefix_template: a *local* rank
   [3]:                      torchrun with log_line_prefix_template="[${rank}]:"
   [rank3] (no colon)        a user's own tag (`[rank0] layer_partition: ...`, mlc-ai/pith-train#47)
+  [rank=3]                  Determined's wrap_rank.py (harness/determined/launch/wrap_rank.py
+                            forward_stream: f"[rank={rank}] {line}" on every line of a worker), and
+                            the same tag in users' own prints
   rank 3: / process 3:      a user's print that starts with its rank; only where a prefix can be
                             (the line's start, after launcher prefixes), never inside prose
   3: / 3:                   Slurm srun --label (a rank; before [defaultM]: the node of one torchrun agent)
@@ -44,14 +47,14 @@ _PREFIX = re.compile(
     [ \t]*(?:
         \[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:[ \t]?
       | \[(?P<bare>\d+)\]:(?=[ \t]*\S)[ \t]?
-      | \[rank(?P<tag>\d+)\][ \t]+(?=\S)
+      | \[rank=?(?P<tag>\d+)\][ \t]+(?=\S)
       | (?:rank|process)[ ](?P<said>\d+):[ \t]+(?=\S)
       | (?P<srun>\d{1,5}):[ \t]+(?=\S)
       | [A-Za-z][\w.\-]{0,9}/(?P<replica>\d{1,5})[ ](?=\S)
       | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
       | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
         (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
-      | \[\d{1,9}\][ \t]+(?=\[(?:rank|default)\d+\]:)
+      | \[\d{0,9}\][ \t]+(?=\[(?:rank|default)\d+\]:|\[rank=\d+\][ \t])
       | rank:[ ]{1,3}(?P<parlai>\d{1,5})[ ]\|[ ](?=(?:\d{4}-\d\d-\d\d[ ])?\d\d:\d\d:\d\d)
       | (?P<cts>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d)[ ](?=[ \t]+\S)
       | (?P<tsr>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)[ \t]+(?=\[rank\d+\]:)

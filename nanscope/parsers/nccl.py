@@ -278,8 +278,10 @@ def _nccl_id_fill(ev: ErrorEvent, err: Optional[str]) -> ErrorEvent:
     ev.error = "peer_connection_lost" if lost else "collective_timeout"
     default = err is None or "keys:" not in err or "default_pg" in err
     fields = dict(ev.fields or {}, store_error=err)
-    if default and not lost:
-        fields["waited_for"] = fields.get("root")  # the default group's rank 0 is global rank 0
+    if err is not None and "default_pg" in err and not lost:
+        # only a key of the default group says the root is the job's rank 0 (another group's [0] is
+        # that group's first member; the older wording's key '0' does not say which group)
+        fields["waited_for"] = fields.get("root")
     ev.fields = fields
     if not default:
         ev.rank = None

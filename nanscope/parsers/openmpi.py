@@ -18,7 +18,12 @@ launcher's own name (mpirun, mpirun.real, mpiexec, prterun):
 
 The vpid and "process rank" are the rank in MPI_COMM_WORLD, which is Horovod's hvd.rank(). The
 "first process to do so" is the first abnormal exit the launcher saw, as torchrun's Root Cause is:
-evidence of who exited first, weaker than a rank's own error (attribution weighs it so).
+evidence of who exited first, weaker than a rank's own error (attribution weighs it so). The
+"noticed that process rank N ... exited on signal S" template is the same report for a job aborted
+by a signal: orte/runtime/orte_quit.c orte_print_aborted_job prints one of them, for the job's
+ORTE_JOB_ABORTED_PROC (the process whose abnormal end made the launcher abort the job; the others
+are killed after it and not reported). So that exit, even on SIGABRT, is the first one, not a
+teardown (signatures read `fields.first_observed`).
 
 Horovod (horovod/common/common.h SHUT_DOWN_ERROR; before 0.16 "This has been caused by an
 exception on one of the rank ..."): every surviving rank's collective then fails with
@@ -91,7 +96,8 @@ def _proc_aborted(m, rec, state):
         loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed", message=m.group(0),
         signal=SIGNALS.get(num, f"SIG{num}"), rank=int(m.group("rank")),
         fields={"source": "openmpi", "launcher": m.group("tool"), "node": m.group("node"),
-                "pid": int(m.group("pid")) if m.group("pid").isdigit() else None, "signal_name": m.group("name")},
+                "pid": int(m.group("pid")) if m.group("pid").isdigit() else None, "signal_name": m.group("name"),
+                "first_observed": True},
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from nanscope.model import ErrorEvent
+from nanscope.model import ErrorEvent, LifecycleEvent
 from nanscope.parsers.base import Parser, rule
 
 # A logger's own prefix before the exception text: vLLM's `ERROR 01-11 03:46:48 [core.py:936] `
@@ -92,6 +92,10 @@ _CLASSIFY = [
 ]
 
 
+# The rank a store wait for the ncclUniqueId waited for, when the key shows the default process group
+# (`default_pg`), whose ranks are the job's: another group's [0] is its own first member, not rank 0.
+
+
 # An exception raised inside torch's checkpoint loader is a corrupt (empty, truncated) file, whatever
 # its type: torch.load of an empty file ends in a bare `EOFError` from pickle. One raised under
 # torch.save (torch/serialization.py `save` / `_save`, safetensors' `save_file`) is a failed write:
@@ -126,6 +130,17 @@ def _traceback(m, rec, state):
     state["traceback_line"] = rec.loc.line
     head = state.pop("thread_head", None)
     state["thread"] = head[0] if head is not None and rec.loc.line - head[1] == 1 else None
+    origin = rec.origin
+    if origin is not None and origin.rank is not None and origin.local_rank is None:
+        # init_process_group (torch/distributed/distributed_c10d.py) installs `_distributed_excepthook`:
+        # every line of an uncaught exception's traceback gets `[rank{N}]: ` in front, and nothing else
+        # the process prints does (a kernel's device-side assert, C++ logs, warnings). This header says
+        # which rank is raising even where the excerpt ends before the exception line; attribution.py
+        # reads it for the bare lines just before it.
+        before = rec.raw[: len(rec.raw) - len(rec.text)]
+        if before.endswith(f"[rank{origin.rank}]: ") or before.endswith(f"[rank{origin.rank}]:"):
+            return [LifecycleEvent(loc=rec.loc, text=rec.text, framework="python", action="traceback",
+                                   fields={"excepthook": True})]
     return []
 
 
