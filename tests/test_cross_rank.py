@@ -135,3 +135,12 @@ def test_timeouts_with_a_rank_missing_below_the_highest_hint_at_it_without_a_cla
     assert "rank 0 never appears in the input, though rank 3 does" in top["decided_by"]
     # 321: ranks 0, 1, 2 time out, none missing below rank 2: no hint
     assert "never appear" not in _top("321.log")["decided_by"]
+
+
+def test_only_torn_down_workers_in_the_input_is_still_a_failed_job():
+    # 1512 (open-mmlab/mmsegmentation#3106): every worker SIGABRT in the same second, no error file;
+    # the one finding (worker-terminated) is low for those ranks, but the job died: exit 1, actionable
+    p = run_cli("diagnose", str(PUBLIC / "1512.log"), "--format", "json")
+    assert p.returncode == 1
+    report = json.loads(p.stdout)
+    assert report["verdict"] == "actionable" and report["findings"][0]["id"] == "worker-terminated"
