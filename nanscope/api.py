@@ -198,15 +198,11 @@ def follow(path: str, options: Optional[Options] = None, on_finding: Optional[Ca
 
 
 def verdict(findings: list[Finding], inputs: Sequence = ()) -> str:
-    """clean: nothing; benign: only benign, info or low findings (a collateral one, the failure being
-    elsewhere, is serious); retryable: every serious finding
+    """clean: nothing; benign: only benign, info or low findings; retryable: every serious finding
     is an infrastructure fault; actionable: otherwise. incomplete: an input could not be read, or
     only in part (a damaged or truncated archive, a file nanscope may not open), and nothing
     serious was found in what was read: never `clean` or `benign` for what was not seen."""
-    # A victim's finding with no root in the input (workers torn down, the failure elsewhere) still
-    # says the job failed: its low severity speaks of those ranks, not of the job.
-    serious = [f for f in findings if not f.benign and (SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["medium"]
-                                                         or getattr(getattr(f, "sig", None), "role", None) == "collateral")]
+    serious = [f for f in findings if not f.benign and SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["medium"]]
     if not serious and any(not i.complete for i in inputs):
         return "incomplete"
     if not findings:

@@ -217,6 +217,12 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                     f.decided_by = f"collateral of a failure outside this input (see {lb.id})"
                     lb.collateral.append(f)
                 top = [f for f in top if not any(f is m for m in moved)]
+        if all(SEVERITY_ORDER[f.severity] < SEVERITY_ORDER["medium"] for f in top):
+            for f in top:
+                if f.sig.role == "collateral" and tiers[id(f)] != 3:
+                    # low for these ranks, but the only sign in the input that the job failed (the
+                    # verdict and the exit status go by it): the failure is elsewhere
+                    f.severity = "medium"
     # The launcher's blame is corrected by whatever decided the culprit above.
     for f in findings:
         if f.sig.match["machine"] == "launcher_blame" and f.matches:
