@@ -346,6 +346,30 @@ def _nccl_error(m, rec, state):
     )
 
 
+# NVIDIA/nccl-tests src/common.h NCCLCHECK, the tests' own report of a failed NCCL call (printed by every
+# process that saw it, then ` .. <host> pid N: Test failure common.cu:L` per frame on the way up):
+#   printf("%s: Test NCCL failure %s:%d '%s / %s'\n", hostname, __FILE__, __LINE__,
+#          ncclGetErrorString(res), ncclGetLastError(NULL))            (NCCL >= 2.13; last error may be empty)
+#   printf("%s: Test NCCL failure %s:%d '%s'\n", ...)                  (older NCCL, tests since 2019)
+#   printf("NCCL failure %s:%d '%s'\n", ...)                           (tests before 2019, no host name)
+@rule(
+    "nccl-tests-failure",
+    ("Test NCCL failure", "NCCL failure "),
+    r"^(?:(?P<host>\S+): Test )?NCCL failure (?P<where>[\w./-]+:\d+) '(?P<reason>[^']*?)(?: / (?P<last>[^']*?))?\s*'",
+    match_start=True,
+)
+def _nccl_tests_failure(m, rec, state):
+    reason = m.group("reason").strip()
+    code = next((c for r, c in _REASON_CODE if reason.startswith(r)), None)
+    if not first_time(state, ("nccl_tests", reason), rec.loc.line):
+        return []
+    return _error(
+        rec, "nccl_error",
+        fields={"reason": reason, "code": code, "where": m.group("where"), "host": m.group("host"),
+                "last_error": (m.group("last") or "").strip() or None, "source": "nccl-tests"},
+    )
+
+
 @rule(
     "nccl-error-detail",
     ("ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument"),
@@ -514,5 +538,5 @@ PARSER = Parser(
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
-           _nccl_error, _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _nccl_peer],
+           _nccl_error, _nccl_tests_failure, _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _nccl_peer],
 )

@@ -64,7 +64,12 @@ _CLASSIFY = [
      "ddp_unused_parameters"),
     # torch/_dynamo/exc.py BackendCompilerFailed (`backend='inductor' raised:`), torch/_inductor/exc.py
     # InductorError (torch >= 2.6 raises it in place of BackendCompilerFailed for inductor).
-    (re.compile(r"\bBackendCompilerFailed$|\bInductorError$"), "compile_failed"),
+    # Dynamo's own hard stop at the recompile limit (torch/_dynamo/convert_frame.py, with fullgraph=True /
+    # one_graph or config.fail_on_recompile_limit_hit): FailOnRecompileLimitHit (torch >= 2.5; 2.3-2.4
+    # FailOnCacheLimitHit), "recompile_limit reached with fullgraph=True. Excessive recompilations ...",
+    # "cache_size_limit reached, because fail_on_recompile_limit_hit = True this is a HARD failure",
+    # "Hard failure due to fullgraph=True".
+    (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"), "compile_failed"),
 ]
 
 
@@ -292,9 +297,11 @@ def _short_detail(detail: str) -> str:
     return re.split(r" (?:There are some potential root causes|Some common causes include)", detail)[0]
 
 
-# BackendCompilerFailed does not end in Error: its line is read by the exception builder all the same.
-_compile_raised = rule("compile-raised", ("BackendCompilerFailed",),
-                       LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*BackendCompilerFailed)(?::[ \t]*(?P<msg>.*))?$",
+# BackendCompilerFailed and FailOn{Recompile,Cache}LimitHit do not end in Error: their lines are read by
+# the exception builder all the same.
+_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit"),
+                       LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*(?:BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit))"
+                       r"(?::[ \t]*(?P<msg>.*))?$",
                        match_start=True)(_exception.build)
 
 
