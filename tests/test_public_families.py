@@ -326,3 +326,46 @@ def test_a_megatron_head_without_its_continuation_is_still_a_step(tmp_path):
     p.write_text(WRAPPED_RECORD[0] + "\n", encoding="utf-8")
     steps = [e for e in api.events([str(p)]) if e.kind == "step"]
     assert [(e.step, e.loss) for e in steps] == [(5, None)]
+
+
+READY_TWICE = ("RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following "
+               "reasons: 1) Use of a module parameter outside the `forward` function. Please make sure model parameters are "
+               "not shared across multiple concurrent forward-backward passes. or try to use _set_static_graph() as a "
+               "workaround if this module graph does not change during training loop.2) Reused parameters in multiple "
+               "reentrant backward passes. For example, if you use multiple `checkpoint` functions to wrap the same part of "
+               "your model, it would result in the same set of parameters been used by different reentrant backward passes "
+               "multiple times, and hence marking a variable ready multiple times. DDP does not support such use cases in "
+               "default. You can try to use _set_static_graph() as a workaround if your module graph does not change over "
+               "iterations.")
+
+
+def test_ddp_parameter_ready_twice_is_named_with_its_rank(tmp_path):
+    # modelscope/ms-swift#3171 (1220.log): reentrant gradient checkpointing under DDP
+    f, report = first(tmp_path, "[rank3]: " + READY_TWICE)
+    assert (f.id, f.initiating_rank) == ("ddp-param-ready-twice", 3)
+    assert [g.id for g in report.findings] == ["ddp-param-ready-twice"]  # not also an uncaught exception
+    assert "use_reentrant=False" in f.fix
+
+
+def test_nccl_duplicate_gpu_warnings_under_mpirun_tags(tmp_path):
+    # horovod/horovod#3929 (1222.log): every rank's NCCL init refuses a GPU another rank already uses
+    f, _ = first(tmp_path, "\n".join([
+        "[1,2]<stdout>:smc-gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000",
+        "[1,2]<stdout>:smc-gpu-03:29880:30398 [0] NCCL INFO init.cc:867 -> 5",
+        "[1,4]<stdout>:smc-gpu-03:29882:30400 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 4 and rank 0 both on CUDA device 1000",
+    ]))
+    assert f.id == "nccl-error"
+    assert "Duplicate GPU" in f.summary
+
+
+def test_a_store_nobody_can_reach_is_reported_but_one_retry_is_not(tmp_path):
+    # hpcaitech/Open-Sora#667 (1228.log): the E line comes after every address failed until the connect timeout;
+    # pytorch/PiPPy#158: a lone W line is a connect attempt that is retried
+    f, _ = first(tmp_path, "\n".join([
+        "[W socket.cpp:697] [c10d] The client socket has failed to connect to 0.104.99.143:47389 (errno: 110 - Connection timed out).",
+        "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of (6841231, 47389).",
+    ]))
+    assert f.id == "peer-connection-lost"
+    f, report = first(tmp_path, "[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 "
+                                "(errno: 99 - Cannot assign requested address).")
+    assert f is None and report.verdict == "clean"

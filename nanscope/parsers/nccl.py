@@ -435,6 +435,33 @@ def _nccl_cuda_failure(m, rec, state):
                                             "cuda_error": msg, "out_of_memory": msg == "out of memory"})
 
 
+# NVIDIA/nccl src/init.cc initTransportsRank (every release 2.x), after the first allgather of peer info:
+#   WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx", rank, i, busId)
+# and ncclCommInitRank returns ncclInvalidUsage: two processes of one communicator share a GPU.
+@rule("nccl-duplicate-gpu", ("Duplicate GPU detected",),
+      r"NCCL WARN Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
+def _nccl_duplicate_gpu(m, rec, state):
+    if not first_time(state, ("nccl_duplicate_gpu",), rec.loc.line):
+        return []
+    a, b = int(m.group("a")), int(m.group("b"))
+    return _error(rec, "nccl_error", fields={"code": "ncclInvalidUsage", "reason": f"Duplicate GPU detected: ranks {a} and {b} "
+                                            f"on CUDA device {m.group('dev')}", "duplicate_ranks": sorted((a, b)),
+                                            "cuda_device": m.group("dev")})
+
+
+# torch/csrc/distributed/c10d/socket.cpp SocketConnectOp::run, once every address of the store failed until the
+# connect timeout (then it throws SocketError / DistNetworkError with the same text); torch 1.13-2.x:
+#   [E socket.cpp:610] [c10d] The client socket has failed to connect to any network address of (05, 40323).
+# The `[W socket.cpp:N] ... failed to connect to [host]:port (errno: 110 ...)` lines before it are the retries.
+@rule("c10d-connect-failed", ("failed to connect to any network address of",),
+      r"\[c10d\] The client socket has failed to connect to any network address of \((?P<host>[^,()]*), (?P<port>\d+)\)")
+def _c10d_connect_failed(m, rec, state):
+    peer = f"{m.group('host').strip()}:{m.group('port')}"
+    if not first_time(state, ("c10d_connect", peer), rec.loc.line):
+        return []
+    return _error(rec, "peer_connection_lost", fields={"backend": "c10d-store", "peer": peer, "reason": "connect_failed"})
+
+
 @rule("nccl-shm-failed", ("Error while creating shared memory segment", "NCCL WARN Error: failed to extend"),
       r"NCCL WARN (?:Error while creating shared memory segment (?P<seg>\S+)|Error: failed to extend (?P<ext>\S+) to \d+ bytes)")
 def _nccl_shm(m, rec, state):
@@ -537,6 +564,7 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
+    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu,
+           _c10d_connect_failed, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
            _nccl_error, _nccl_tests_failure, _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _nccl_peer],
 )

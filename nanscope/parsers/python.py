@@ -45,9 +45,12 @@ _CLASSIFY = [
                 r"|(?:^|\.)RendezvousTimeoutError$"), "collective_timeout"),
     # The store cannot be reached at all: c10d_rendezvous_backend.py RendezvousConnectionError "The connection
     # to the C10d store has failed. See inner exception for details.", TCPStore's DistNetworkError "The client
-    # socket has timed out after 600000ms while trying to connect to (host, port)."
+    # socket has timed out after 600000ms while trying to connect to (host, port).", torch/csrc/distributed/c10d/
+    # socket.cpp SocketConnectOp::run's SocketError / DistNetworkError "The client socket has failed to connect to
+    # any network address of (host, port). ..." (every address tried until the connect timeout)
     (re.compile(r"(?:^|\.)RendezvousConnectionError$|The connection to the C10d store has failed"
-                r"|The client socket has timed out after \d+ms while trying to connect to"), "peer_connection_lost"),
+                r"|The client socket has timed out after \d+ms while trying to connect to"
+                r"|The client socket has failed to connect to any network address of"), "peer_connection_lost"),
     (re.compile(r"Function '(?P<op>\w+)' returned nan values in its (?P<i>\d+)\w* output"), "nan_op"),
     # transformers training_args.py TrainingArguments.__post_init__, every release since 4.2x:
     #   "Your setup doesn't support bf16/gpu." [+ " You need torch>=1.10, using Ampere GPU with cuda>=11.0"
@@ -62,6 +65,10 @@ _CLASSIFY = [
     # reducer.cpp ensure_prior_reduction_finished (torch 1.x and 2.x wordings share the first sentence)
     (re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"),
      "ddp_unused_parameters"),
+    # reducer.cpp mark_variable_ready (torch 1.6+; 1.10+ adds the _set_static_graph() advice and, under
+    # TORCH_DISTRIBUTED_DEBUG, "Parameter at index N with name X has been marked as ready twice."):
+    #   "Expected to mark a variable ready only once. This error is caused by one of the following reasons: ..."
+    (re.compile(r"Expected to mark a variable ready only once"), "ddp_param_ready_twice"),
     # torch/_dynamo/exc.py BackendCompilerFailed (`backend='inductor' raised:`), torch/_inductor/exc.py
     # InductorError (torch >= 2.6 raises it in place of BackendCompilerFailed for inductor).
     # Dynamo's own hard stop at the recompile limit (torch/_dynamo/convert_frame.py, with fullgraph=True /
