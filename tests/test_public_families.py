@@ -369,3 +369,47 @@ def test_a_store_nobody_can_reach_is_reported_but_one_retry_is_not(tmp_path):
     f, report = first(tmp_path, "[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 "
                                 "(errno: 99 - Cannot assign requested address).")
     assert f is None and report.verdict == "clean"
+
+
+def test_nccl_error_return_trace_without_a_warning(tmp_path):
+    # NVIDIA/nccl#1099 (1232.log): socketPollConnect failed silently; only NCCL's "-> 2" trace shows it
+    f, _ = first(tmp_path, "\n".join([
+        "nd20-01:191191:219889 [0] NCCL INFO misc/socket.cc:564 -> 2",
+        "nd20-01:191191:219889 [0] NCCL INFO bootstrap.cc:270 -> 2",
+        "nd20-01:191191:219889 [0] NCCL INFO init.cc:1303 -> 2",
+        "nd20-01:191191:219889 [0] NCCL INFO group.cc:64 -> 2 [Async thread]",
+    ]))
+    assert f.id == "nccl-error"
+    assert "init.cc:1303 -> 2" in f.summary
+
+
+def test_nccl_error_trace_after_a_warning_is_its_echo(tmp_path):
+    # pytorch/pytorch#152780 (1204.log): the WARN names the CUDA failure; the trace after it adds nothing
+    f, report = first(tmp_path, "\n".join([
+        "[2025-05-04 23:32:59] Amphitrite:940929:940929 [1] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'",
+        "Amphitrite:940929:940929 [1] NCCL INFO group.cc:241 -> 1",
+        "Amphitrite:940929:940929 [1] NCCL INFO group.cc:478 -> 1",
+    ]))
+    assert f.id == "cuda-illegal-memory-access"
+    nccl = [g for g in report.findings if g.id == "nccl-error"]
+    assert all("group.cc" not in m.events[0].text for g in nccl for m in g.matches)
+
+
+def test_terminate_with_an_unnamed_cuda_error_is_the_uncaught_exception(tmp_path):
+    # a torchrun report (min_fa3_demo, public): the C++ exception that aborted the process (exit -6)
+    f, _ = first(tmp_path, "terminate called after throwing an instance of 'c10::AcceleratorError'\n"
+                           "  what():  CUDA error: misaligned address")
+    assert f.id == "uncaught-exception"
+    assert "c10::AcceleratorError" in f.summary
+
+
+def test_uncorrectable_nvlink_error_is_a_hardware_fault(tmp_path):
+    # pytorch/pytorch#58155 (1235.log)
+    f, report = first(tmp_path, "\n".join([
+        "terminate called after throwing an instance of 'std::system_error'",
+        "  what():  Transport endpoint is not connected",
+        "terminate called after throwing an instance of 'c10::Error'",
+        "  what():  CUDA error: uncorrectable NVLink error detected during the execution",
+    ]))
+    assert f.id == "nvlink-error"
+    assert report.verdict == "retryable"

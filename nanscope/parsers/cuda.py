@@ -234,6 +234,39 @@ def _ecc(m, rec, state):
     return _error(rec, "ecc_error", {"cuda_error": "uncorrectable ECC error encountered"})
 
 
+# CUDA runtime cudaErrorNvlinkUncorrectable (220): "uncorrectable NVLink error detected during the execution" --
+# an NVLink hardware fault (the driver's kernel log names it Xid 74); PyTorch raises it as `CUDA error: ...`.
+@rule("nvlink-uncorrectable", ("uncorrectable NVLink error detected",), r"uncorrectable NVLink error detected during the execution")
+def _nvlink(m, rec, state):
+    if not first_time(state, _key(rec, "nvlink"), rec.loc.line):
+        return []
+    ev = _error(rec, "nvlink_error", {"cuda_error": "uncorrectable NVLink error detected during the execution"})
+    _terminated(ev, rec, state)
+    return ev
+
+
+# libstdc++'s verbose terminate handler, when a C++ exception leaves a thread (a c10::Error from the CUDA caching
+# allocator or a destructor, the NCCL watchdog's c10::DistBackendError) and the process aborts:
+#   terminate called after throwing an instance of 'c10::Error'
+#     what():  CUDA error: misaligned address
+# The `what():` line is the exception's message; the head names its type.
+@rule("terminate-head", ("terminate called after throwing an instance of",),
+      r"terminate called after throwing an instance of '(?P<type>[A-Za-z_][\w:]*)'\s*$")
+def _terminate_head(m, rec, state):
+    state["terminate"] = (m.group("type"), rec.loc.line)
+    return []
+
+
+def _terminated(ev: ErrorEvent, rec, state) -> None:
+    """A `what():` line right after the terminate head: the exception that aborted the process."""
+    head = state.get("terminate")
+    if head is None or not rec.text.lstrip().startswith("what():") or not 0 < rec.loc.line - head[1] <= 2:
+        return
+    if ev.exc_type is None:
+        ev.exc_type = head[0]
+    ev.fields = dict(ev.fields or {}, terminate=True)
+
+
 @rule("illegal-address", ("an illegal memory access was encountered",), r"an illegal memory access was encountered")
 def _illegal(m, rec, state):
     if not first_time(state, _key(rec, "illegal"), rec.loc.line):
@@ -312,7 +345,9 @@ def _cuda_error(m, rec, state):
     err = re.split(r"\s+(?:Search for `|CUDA kernel errors might|Compile with `)", err)[0].strip()
     if not first_time(state, _key(rec, "cuda_error", err), rec.loc.line):
         return []
-    return _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
+    ev = _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
+    _terminated(ev, rec, state)  # `what():  CUDA error: X` of an aborting process is its uncaught exception
+    return ev
 
 
 PARSER = Parser(
@@ -320,6 +355,6 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
-    rules=[_oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
+    rules=[_oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _nvlink, _terminate_head, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
            _cuda_error],
 )
