@@ -12,6 +12,9 @@ pytorch c10/cuda/CUDACachingAllocator.cpp, the OOM message in every release (§3
   Sizes come from format_size: "N bytes", "X KiB", "X MiB", "X GiB"; fields here are all GiB.
 c10/cuda/CUDAException: `CUDA error: <cudaGetErrorString>` (+ boilerplate lines that are not events);
   1.x THC: `cuda runtime error (39) : uncorrectable ECC error encountered at ...`.
+  `CUDA error: uncorrectable NVLink error detected during the execution` (cudaErrorNvlinkUncorrectable) is its own
+  kind (nvlink_error); in `terminate called after throwing an instance of 'c10::Error'` / `what():  CUDA error: X`
+  the head's type becomes the exception type of the what() line (the process aborted on it).
 aten/src/ATen/cuda/CublasHandlePool.cpp: `CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)``.
 Device-side assert, printed by the kernel once per failing thread (kept once per kernel site per stream):
   ../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [109,0,0], thread: [124,0,0] Assertion `...` failed.

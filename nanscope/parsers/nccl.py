@@ -50,6 +50,12 @@ NVIDIA/nccl src/include/checks.h CUDACHECK (a CUDA call inside NCCL failed; retu
 NVIDIA/nccl src/misc/shmutils.cc (the SHM transport cannot map its segment; ncclSystemError):
   misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-KWfVyt (size 5967872)
   misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes
+NVIDIA/nccl src/init.cc: NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000 (ncclInvalidUsage)
+NVIDIA/nccl src/include/checks.h / src/group.cc, the error-return trace (printed only when a call fails):
+  NCCL INFO misc/socket.cc:564 -> 2 ... NCCL INFO group.cc:64 -> 2 [Async thread]
+NVIDIA/nccl-tests src/common.h: <host>: Test NCCL failure common.cu:1204 'unhandled cuda error (...) / <last error>'
+torch/csrc/distributed/c10d/socket.cpp: [E socket.cpp:610] [c10d] The client socket has failed to connect to any
+  network address of (host, port).   (the store was never reached; the `[W ...]` lines before it are retries)
 NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>   (2.19+)
   <= 2.18: `WARN("Net : Connection closed by remote peer %s", ...)` and
   `WARN("Net : Call to recv from %s failed : %s", ...)` (socketProgressOpt; 2.19+ `socketProgressOpt: Call to

@@ -38,6 +38,9 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          `The actor is dead because its worker process has died.` or the raylet's `A worker died or was
                          killed while executing a task by an unexpected system error.`
 
+  fault handlers        UCX: [host:pid:thread:tid] Caught signal 7 (Bus error: nonexistent physical address)
+                         CPython faulthandler: Fatal Python error: Segmentation fault
+
 Several of these arrive as Python exception lines, which python.py (priority 80) would take as a
 generic `exception`: this parser runs before it and still fills `exc_type`.
 """
