@@ -121,12 +121,13 @@ def _step(loc, text: str, step: int, raw: dict) -> StepEvent:
 # log viewer wrapping at a column, a paste reflowed at the `|`s): the head is held, and the lines right
 # after it that are nothing but ` key: value |` fields complete it (up to the skipped / nan counters).
 _CONT_SPAN = 4
-# A continuation starts with one of training_log's own keys (or a loss: `lm loss`, `mtp_1 loss`) and is
-# nothing but `key: value |` fields, at least one `|` among them.
-_LOG_KEY = (r"(?:consumed (?:samples|tokens)|elapsed time per iteration(?: \(ms\))?|throughput per GPU[^:|]*"
+# A continuation starts with one of training_log's own keys (or a loss: `lm loss`, `mtp_1 loss`,
+# `load_balancing_loss`) and is nothing but ` key: value |` fields (checked part by part with _FIELD), at
+# least one `|` among them.
+_LOG_KEY = (r"(?:consumed (?:samples|tokens)|elapsed time per iteration(?: \(ms\))?|throughput per GPU(?: \(TFLOP/s/GPU\))?"
             r"|(?:decoupled )?learning rate|global batch size|loss scale|grad norm|num zeros|params norm"
-            r"|number of (?:skipped|nan) iterations|[A-Za-z][\w ]*loss)")
-_CONTINUATION = re.compile(r"^\s*" + _LOG_KEY + r"\s*:[^|:]*\|(?:\s*[A-Za-z][^:|]*:[^|:]*\|)*(?:\s*[A-Za-z][^:|]*:[^|:]*)?\s*$")
+            r"|number of (?:skipped|nan) iterations|(?:[A-Za-z][\w-]* )?loss|[A-Za-z]\w*_loss)")
+_CONTINUATION = r"[ \t]*" + _LOG_KEY + r"[ \t]*:"  # matched at the line's start
 _RECORD_END = ("number of skipped iterations", "number of nan iterations")
 _STEP_VALUES = ("loss", "grad_norm", "lr", "loss_scale", "skipped", "nan_iters", "skipped_iters", "tokens_per_s", "raw_fields")
 
@@ -164,10 +165,12 @@ def _release_record(state: dict) -> list:
 @rule(
     "iteration-continued",
     ("grad norm", "lm loss", "lm_loss", "loss scale", "learning rate") + _RECORD_END,
-    _CONTINUATION.pattern,
+    _CONTINUATION,
     match_start=True,
 )
 def _iteration_continued(m, rec, state):
+    if "|" not in rec.text or not all(_FIELD.match(p) for p in rec.text.split("|") if p.strip()):
+        return None  # not a line of fields only
     held = state.get("pending")
     if held is None or "record_line" not in state:
         return None

@@ -362,19 +362,20 @@ def _nccl_error(m, rec, state):
 @rule(
     "nccl-tests-failure",
     ("Test NCCL failure", "NCCL failure "),
-    r"^(?:(?P<host>\S+): Test )?NCCL failure (?P<where>[\w./-]+:\d+) '(?P<reason>[^']*?)(?: / (?P<last>[^']*?))?\s*'",
+    r"^(?:(?P<host>\S+): Test )?NCCL failure (?P<where>[\w./-]+:\d+) '(?P<body>[^']*)'",
     match_start=True,
 )
 def _nccl_tests_failure(m, rec, state):
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
-    reason = m.group("reason").strip()
+    reason, _, last = m.group("body").partition(" / ")
+    reason = reason.strip()
     code = next((c for r, c in _REASON_CODE if reason.startswith(r)), None)
     if not first_time(state, ("nccl_tests", reason), rec.loc.line):
         return []
     return _error(
         rec, "nccl_error",
         fields={"reason": reason, "code": code, "where": m.group("where"), "host": m.group("host"),
-                "last_error": (m.group("last") or "").strip() or None, "source": "nccl-tests"},
+                "last_error": last.strip() or None, "source": "nccl-tests"},
     )
 
 

@@ -292,8 +292,8 @@ _FAULTHANDLER_NAMES = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "
 @rule(
     "fatal-signal",
     ("Caught signal ", "Fatal Python error: "),
-    r"(?:(?:\[(?P<host>[^:\]\s]+):\s*(?P<pid>\d+)\s*:\s*\d+\s*:\s*\d+\]\s*)?Caught signal (?P<num>\d+) \((?P<desc>[^)]*)\)"
-    r"|^Fatal Python error: (?P<py>Segmentation fault|Bus error|Illegal instruction|Floating point exception)\s*$)",
+    r"Caught signal (?P<num>\d+) \((?P<desc>[^)]*)\)"
+    r"|^Fatal Python error: (?P<py>Segmentation fault|Bus error|Illegal instruction|Floating point exception)\s*$",
 )
 def _fatal_signal(m, rec, state):
     if m.group("py"):
@@ -302,12 +302,10 @@ def _fatal_signal(m, rec, state):
         signal, source, desc = _FAULT_SIGNALS.get(int(m.group("num"))), "ucx", m.group("desc")
         if signal is None:
             return None
-    pid = int(m.group("pid")) if m.group("pid") else None
     # One crash is reported by every thread that hits it (NCCL's proxy threads each print their own line).
-    if not first_time(state, ("fatal_signal", signal, pid), rec.loc.line):
+    if not first_time(state, ("fatal_signal", signal), rec.loc.line):
         return []
-    fields = {"source": source, "self_reported": True, "signal_name": desc, "host": m.group("host"), "pid": pid,
-              "shm_suspect": signal == "SIGBUS"}
+    fields = {"source": source, "self_reported": True, "signal_name": desc, "shm_suspect": signal == "SIGBUS"}
     return _err(rec, "worker_failed", fields, signal=signal)
 
 
