@@ -223,3 +223,193 @@ def test_an_unnamed_cuda_error_exception_is_an_uncaught_exception(tmp_path):
                  "CUBLAS_GEMM_DFALT_TENSOR_OP)`\n", encoding="utf-8")
     report = api.diagnose([str(p)])
     assert [f.id for f in report.findings] == ["uncaught-exception"]
+
+
+# --- training stacks, blind round s8-train (sample_logs/public/1200-1219) ---
+
+NCCL_TESTS_FAILURE = "HCA-14: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '"
+
+
+def test_nccl_tests_failure_is_the_nccl_error_not_mpiruns_exit_code(tmp_path):
+    # NVIDIA/nccl-tests#322 (1203.log): every host prints nccl-tests' NCCLCHECK report, then mpirun's block names
+    # the first process that exited (code 3 = testNcclError); the NCCL failure is what to fix
+    f, report = first(tmp_path, "\n".join([
+        NCCL_TESTS_FAILURE,
+        " .. HCA-14 pid 1015577: Test failure common.cu:915",
+        "HCA-28: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '",
+        "--------------------------------------------------------------------------",
+        "mpirun detected that one or more processes exited with non-zero status, thus causing",
+        "the job to be terminated. The first process to do so was:",
+        "",
+        "  Process name: [[44912,1],251]",
+        "  Exit code:    3",
+        "--------------------------------------------------------------------------",
+    ]))
+    assert f.id == "nccl-error"
+    assert report.verdict == "retryable"
+    assert "uncaught-exception" not in [g.id for g in report.findings]
+
+
+def test_nccl_tests_failure_before_2019_had_no_host_name(tmp_path):
+    # NVIDIA/nccl-tests#5
+    f, _ = first(tmp_path, "NCCL failure all_reduce.cu:95 'unhandled cuda error'")
+    assert f.id == "nccl-error"
+
+
+def test_ucx_bus_error_report_is_a_segfaulted_worker(tmp_path):
+    # msr-fiddle/pipedream#76 (1207.log): docker's 64 MB /dev/shm; UCX's handler prints the signal, torchrun
+    # only the bare ChildFailedError header
+    f, _ = first(tmp_path, "\n".join([
+        "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)",
+        "==== backtrace (tid:   3095) ====",
+        " 0 0x0000000000043090 killpg()  ???:0",
+        " 4 0x0000000000059e97 ncclGetUniqueId()  ???:0",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    ]))
+    assert f.id == "worker-segfault"
+    assert "SIGBUS" in f.summary
+
+
+def test_faulthandler_segfault_is_a_native_crash_but_an_abort_is_not(tmp_path):
+    # pytorch/pytorch#72086 (the torchrun agent itself segfaults); vllm-project/vllm#4108 (an abort after a C++ exception)
+    f, _ = first(tmp_path, "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f4ebf9d3740 (most recent call first):")
+    assert f.id == "worker-segfault"
+    f, report = first(tmp_path, "(RayWorkerVllm pid=7046) Fatal Python error: Aborted")
+    assert "worker-segfault" not in [g.id for g in report.findings]
+
+
+RECOMPILE_WARNING = [
+    "W0110 12:27:06.332000 158 torch/_dynamo/convert_frame.py:1551] [2/8] torch._dynamo hit config.recompile_limit (8)",
+    "W0110 12:27:06.332000 158 torch/_dynamo/convert_frame.py:1551] [2/8]    function: 'dion2_post_orthogonalize' "
+    "(/usr/local/lib/python3.12/dist-packages/dion/dion2.py:621)",
+]
+
+
+def test_recompile_limit_under_fullgraph_is_a_compile_failure(tmp_path):
+    # microsoft/dion#23 (1206.log): FailOnRecompileLimitHit does not end in "Error" and was not read at all
+    f, report = first(tmp_path, "\n".join(RECOMPILE_WARNING + [
+        "",
+        "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True. Excessive recompilations "
+        "can degrade performance due to the compilation overhead of each recompilation. To monitor recompilations, enable "
+        "TORCH_LOGS=recompiles. If recompilations are expected, consider increasing torch._dynamo.config.cache_size_limit "
+        "to an appropriate value.",
+    ]))
+    assert f.id == "torch-compile-failed"
+    assert "recompile_limit reached with fullgraph=True" in f.summary
+    assert "backend failed" not in f.summary  # it is dynamo's own stop, not the backend's
+
+
+def test_the_recompile_limit_warning_alone_is_clean(tmp_path):
+    # Lightning-AI/lightning-thunder#2682 (1205.log): the frame runs eagerly from then on, nothing failed
+    f, report = first(tmp_path, "\n".join(RECOMPILE_WARNING))
+    assert f is None and report.verdict == "clean"
+
+
+WRAPPED_RECORD = [
+    "iteration 5/50 | elapsed time per iteration: 21392.5 ms |",
+    "learning rate: 1.350000E-04 | global batch size: 4096 |",
+    "loss scale: 1.0 | grad norm: nan |",
+    "number of skipped iterations: 0 | number of nan iterations: 0",
+]
+
+
+def test_megatron_record_broken_over_lines_is_read_whole(tmp_path):
+    # NVIDIA-NeMo/Megatron-Bridge#5306 (1212.log): grad norm nan, loss dropped, nothing skipped -> a poisoned run
+    f, _ = first(tmp_path, "\n".join(WRAPPED_RECORD))
+    assert f.id in ("nan-persistent", "grad-norm-nonfinite")
+    assert f.first_step == 5
+
+
+def test_a_megatron_head_without_its_continuation_is_still_a_step(tmp_path):
+    # the head alone (the rest of the record cut from the paste) is released at the end of the input: a step, no finding
+    p = tmp_path / "job.log"
+    p.write_text(WRAPPED_RECORD[0] + "\n", encoding="utf-8")
+    steps = [e for e in api.events([str(p)]) if e.kind == "step"]
+    assert [(e.step, e.loss) for e in steps] == [(5, None)]
+
+
+READY_TWICE = ("RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following "
+               "reasons: 1) Use of a module parameter outside the `forward` function. Please make sure model parameters are "
+               "not shared across multiple concurrent forward-backward passes. or try to use _set_static_graph() as a "
+               "workaround if this module graph does not change during training loop.2) Reused parameters in multiple "
+               "reentrant backward passes. For example, if you use multiple `checkpoint` functions to wrap the same part of "
+               "your model, it would result in the same set of parameters been used by different reentrant backward passes "
+               "multiple times, and hence marking a variable ready multiple times. DDP does not support such use cases in "
+               "default. You can try to use _set_static_graph() as a workaround if your module graph does not change over "
+               "iterations.")
+
+
+def test_ddp_parameter_ready_twice_is_named_with_its_rank(tmp_path):
+    # modelscope/ms-swift#3171 (1220.log): reentrant gradient checkpointing under DDP
+    f, report = first(tmp_path, "[rank3]: " + READY_TWICE)
+    assert (f.id, f.initiating_rank) == ("ddp-param-ready-twice", 3)
+    assert [g.id for g in report.findings] == ["ddp-param-ready-twice"]  # not also an uncaught exception
+    assert "use_reentrant=False" in f.fix
+
+
+def test_nccl_duplicate_gpu_warnings_under_mpirun_tags(tmp_path):
+    # horovod/horovod#3929 (1222.log): every rank's NCCL init refuses a GPU another rank already uses
+    f, _ = first(tmp_path, "\n".join([
+        "[1,2]<stdout>:smc-gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000",
+        "[1,2]<stdout>:smc-gpu-03:29880:30398 [0] NCCL INFO init.cc:867 -> 5",
+        "[1,4]<stdout>:smc-gpu-03:29882:30400 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 4 and rank 0 both on CUDA device 1000",
+    ]))
+    assert f.id == "nccl-error"
+    assert "Duplicate GPU" in f.summary
+
+
+def test_a_store_nobody_can_reach_is_reported_but_one_retry_is_not(tmp_path):
+    # hpcaitech/Open-Sora#667 (1228.log): the E line comes after every address failed until the connect timeout;
+    # pytorch/PiPPy#158: a lone W line is a connect attempt that is retried
+    f, _ = first(tmp_path, "\n".join([
+        "[W socket.cpp:697] [c10d] The client socket has failed to connect to 0.104.99.143:47389 (errno: 110 - Connection timed out).",
+        "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of (6841231, 47389).",
+    ]))
+    assert f.id == "peer-connection-lost"
+    f, report = first(tmp_path, "[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 "
+                                "(errno: 99 - Cannot assign requested address).")
+    assert f is None and report.verdict == "clean"
+
+
+def test_nccl_error_return_trace_without_a_warning(tmp_path):
+    # NVIDIA/nccl#1099 (1232.log): socketPollConnect failed silently; only NCCL's "-> 2" trace shows it
+    f, _ = first(tmp_path, "\n".join([
+        "nd20-01:191191:219889 [0] NCCL INFO misc/socket.cc:564 -> 2",
+        "nd20-01:191191:219889 [0] NCCL INFO bootstrap.cc:270 -> 2",
+        "nd20-01:191191:219889 [0] NCCL INFO init.cc:1303 -> 2",
+        "nd20-01:191191:219889 [0] NCCL INFO group.cc:64 -> 2 [Async thread]",
+    ]))
+    assert f.id == "nccl-error"
+    assert "init.cc:1303 -> 2" in f.summary
+
+
+def test_nccl_error_trace_after_a_warning_is_its_echo(tmp_path):
+    # pytorch/pytorch#152780 (1204.log): the WARN names the CUDA failure; the trace after it adds nothing
+    f, report = first(tmp_path, "\n".join([
+        "[2025-05-04 23:32:59] Amphitrite:940929:940929 [1] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'",
+        "Amphitrite:940929:940929 [1] NCCL INFO group.cc:241 -> 1",
+        "Amphitrite:940929:940929 [1] NCCL INFO group.cc:478 -> 1",
+    ]))
+    assert f.id == "cuda-illegal-memory-access"
+    nccl = [g for g in report.findings if g.id == "nccl-error"]
+    assert all("group.cc" not in m.events[0].text for g in nccl for m in g.matches)
+
+
+def test_terminate_with_an_unnamed_cuda_error_is_the_uncaught_exception(tmp_path):
+    # a torchrun report (min_fa3_demo, public): the C++ exception that aborted the process (exit -6)
+    f, _ = first(tmp_path, "terminate called after throwing an instance of 'c10::AcceleratorError'\n"
+                           "  what():  CUDA error: misaligned address")
+    assert f.id == "uncaught-exception"
+    assert "c10::AcceleratorError" in f.summary
+
+
+def test_uncorrectable_nvlink_error_is_a_hardware_fault(tmp_path):
+    # pytorch/pytorch#58155 (1235.log)
+    f, report = first(tmp_path, "\n".join([
+        "terminate called after throwing an instance of 'std::system_error'",
+        "  what():  Transport endpoint is not connected",
+        "terminate called after throwing an instance of 'c10::Error'",
+        "  what():  CUDA error: uncorrectable NVLink error detected during the execution",
+    ]))
+    assert f.id == "nvlink-error"
+    assert report.verdict == "retryable"

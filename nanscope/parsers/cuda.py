@@ -12,6 +12,9 @@ pytorch c10/cuda/CUDACachingAllocator.cpp, the OOM message in every release (§3
   Sizes come from format_size: "N bytes", "X KiB", "X MiB", "X GiB"; fields here are all GiB.
 c10/cuda/CUDAException: `CUDA error: <cudaGetErrorString>` (+ boilerplate lines that are not events);
   1.x THC: `cuda runtime error (39) : uncorrectable ECC error encountered at ...`.
+  `CUDA error: uncorrectable NVLink error detected during the execution` (cudaErrorNvlinkUncorrectable) is its own
+  kind (nvlink_error); in `terminate called after throwing an instance of 'c10::Error'` / `what():  CUDA error: X`
+  the head's type becomes the exception type of the what() line (the process aborted on it).
 aten/src/ATen/cuda/CublasHandlePool.cpp: `CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)``.
 Device-side assert, printed by the kernel once per failing thread (kept once per kernel site per stream):
   ../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [109,0,0], thread: [124,0,0] Assertion `...` failed.
@@ -284,14 +287,7 @@ _RUNTIME_CUDA_ERROR = re.compile(
     r"\[(?P<tag>TensorRT-LLM|TM|FT)\]\[ERROR\] CUDA runtime error(?: in (?P<call>.+?))?: (?P<err>[A-Za-z][\w ,'-]*?)"
     r"(?=\s+\(|\s+/|\s*$)"
 )
-_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 _TLLM_EXC = re.compile(r"(?P<type>(?:\w+::)+\w*Exception): \[TensorRT-LLM\]")
-
-
-@rule("cxx-terminate", ("terminate called after throwing",), _TERMINATE.pattern)
-def _cxx_terminate(m, rec, state):
-    state["cxx_terminate"] = (rec.loc.line, m.group("type"))
-    return None  # the what() line that follows says what was thrown
 
 
 @rule("runtime-cuda-error", ("CUDA runtime error",), _RUNTIME_CUDA_ERROR.pattern)
@@ -303,10 +299,10 @@ def _runtime_cuda_error(m, rec, state):
     ev = _error(rec, "cuda_error", {"cuda_error": err, "runtime": runtime,
                                     "call": m.group("call").strip() if m.group("call") else None})
     if ev.exc_type is None:
-        term = state.pop("cxx_terminate", None)
+        term = state.get("terminate")  # (type, line) of libstdc++'s terminate head (_terminate_head)
         tllm = _TLLM_EXC.search(rec.text)
-        if term is not None and 0 < rec.loc.line - term[0] <= 2:
-            ev.exc_type = term[1]  # an uncaught C++ exception: the process aborted
+        if term is not None and 0 < rec.loc.line - term[1] <= 2:
+            ev.exc_type = term[0]  # an uncaught C++ exception: the process aborted
             ev.fields["aborted"] = True
         elif tllm is not None:
             ev.exc_type = tllm.group("type")
@@ -332,6 +328,39 @@ def _ecc(m, rec, state):
     if not first_time(state, _key(rec, "ecc"), rec.loc.line):
         return []
     return _error(rec, "ecc_error", {"cuda_error": "uncorrectable ECC error encountered"})
+
+
+# CUDA runtime cudaErrorNvlinkUncorrectable (220): "uncorrectable NVLink error detected during the execution" --
+# an NVLink hardware fault (the driver's kernel log names it Xid 74); PyTorch raises it as `CUDA error: ...`.
+@rule("nvlink-uncorrectable", ("uncorrectable NVLink error detected",), r"uncorrectable NVLink error detected during the execution")
+def _nvlink(m, rec, state):
+    if not first_time(state, _key(rec, "nvlink"), rec.loc.line):
+        return []
+    ev = _error(rec, "nvlink_error", {"cuda_error": "uncorrectable NVLink error detected during the execution"})
+    _terminated(ev, rec, state)
+    return ev
+
+
+# libstdc++'s verbose terminate handler, when a C++ exception leaves a thread (a c10::Error from the CUDA caching
+# allocator or a destructor, the NCCL watchdog's c10::DistBackendError) and the process aborts:
+#   terminate called after throwing an instance of 'c10::Error'
+#     what():  CUDA error: misaligned address
+# The `what():` line is the exception's message; the head names its type.
+@rule("terminate-head", ("terminate called after throwing an instance of",),
+      r"terminate called after throwing an instance of '(?P<type>[A-Za-z_][\w:]*)'\s*$")
+def _terminate_head(m, rec, state):
+    state["terminate"] = (m.group("type"), rec.loc.line)
+    return []
+
+
+def _terminated(ev: ErrorEvent, rec, state) -> None:
+    """A `what():` line right after the terminate head: the exception that aborted the process."""
+    head = state.get("terminate")
+    if head is None or not rec.text.lstrip().startswith("what():") or not 0 < rec.loc.line - head[1] <= 2:
+        return
+    if ev.exc_type is None:
+        ev.exc_type = head[0]
+    ev.fields = dict(ev.fields or {}, terminate=True)
 
 
 @rule("illegal-address", ("an illegal memory access was encountered",), r"an illegal memory access was encountered")
@@ -412,7 +441,9 @@ def _cuda_error(m, rec, state):
     err = re.split(r"\s+(?:Search for `|CUDA kernel errors might|Compile with `)", err)[0].strip()
     if not first_time(state, _key(rec, "cuda_error", err), rec.loc.line):
         return []
-    return _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
+    ev = _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
+    _terminated(ev, rec, state)  # `what():  CUDA error: X` of an aborting process is its uncaught exception
+    return ev
 
 
 PARSER = Parser(
@@ -420,6 +451,6 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
-    rules=[_startup_frame, _oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
-           _cxx_terminate, _runtime_cuda_error, _cuda_error],
+    rules=[_startup_frame, _oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink, _terminate_head, _illegal,
+           _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus, _runtime_cuda_error, _cuda_error],
 )

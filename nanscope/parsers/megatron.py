@@ -72,22 +72,16 @@ def _value(v: str):
     return f if f is not None else v
 
 
-@rule(
-    "iteration",
-    ("iteration",),
-    r"\biteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|",
-)
-def _iteration(m, rec, state):
-    raw: dict = {"train_iters": int(m.group("total"))}
-    for part in rec.text[m.end():].split("|"):
-        f = _FIELD.match(part) or _FIELD_V1.match(part)
+def _fields(text: str, raw: dict, v1: bool = True) -> None:
+    """Megatron's ` key: value |` fields of a piece of a line into raw (first value of a key wins)."""
+    for part in text.split("|"):
+        f = _FIELD.match(part) or (_FIELD_V1.match(part) if v1 else None)
         if f is not None:
             raw.setdefault(f.group("k").rstrip(), _value(f.group("v").strip()))
-    for part in rec.text[: m.start()].split("|"):  # gpt-neox puts samples/sec before the iteration
-        f = _FIELD.match(part)
-        if f is not None and not f.group("k").startswith("["):
-            raw.setdefault(f.group("k").rstrip(), _value(f.group("v").strip()))
 
+
+def _step(loc, text: str, step: int, raw: dict) -> StepEvent:
+    """The StepEvent of one training_log record (its fields in raw)."""
     def num(*keys):
         for k in keys:
             v = raw.get(k)
@@ -112,15 +106,86 @@ def _iteration(m, rec, state):
             else:
                 loss = None
                 raw["lm_loss_missing"] = True
-    step = int(m.group("it"))
     return StepEvent(
-        loc=rec.loc, text=rec.text, framework=FW, step=step, loss=loss, grad_norm=grad_norm,
+        loc=loc, text=text, framework=FW, step=step, loss=loss, grad_norm=grad_norm,
         lr=num("learning rate"), loss_scale=num("loss scale"),
         skipped=(skipped_iters > 0) if skipped_iters is not None else None,
         nan_iters=nan_iters, skipped_iters=skipped_iters,
         tokens_per_s=num("tokens per second", "tokens/s", "tokens per sec"),
         raw_fields=raw,
     )
+
+
+# training_log ends every record with `number of skipped iterations: N | number of nan iterations: N |`. A
+# record that stops after its first fields, with `|` last, was broken over several lines (a terminal or
+# log viewer wrapping at a column, a paste reflowed at the `|`s): the head is held, and the lines right
+# after it that are nothing but ` key: value |` fields complete it (up to the skipped / nan counters).
+_CONT_SPAN = 4
+# A continuation starts with one of training_log's own keys (or a loss: `lm loss`, `mtp_1 loss`,
+# `load_balancing_loss`) and is nothing but ` key: value |` fields (checked part by part with _FIELD), at
+# least one `|` among them.
+_LOG_KEY = (r"(?:consumed (?:samples|tokens)|elapsed time per iteration(?: \(ms\))?|throughput per GPU(?: \(TFLOP/s/GPU\))?"
+            r"|(?:decoupled )?learning rate|global batch size|loss scale|grad norm|num zeros|params norm"
+            r"|number of (?:skipped|nan) iterations|(?:[A-Za-z][\w-]* )?loss|[A-Za-z]\w*_loss)")
+_CONTINUATION = r"[ \t]*" + _LOG_KEY + r"[ \t]*:"  # matched at the line's start
+_RECORD_END = ("number of skipped iterations", "number of nan iterations")
+_STEP_VALUES = ("loss", "grad_norm", "lr", "loss_scale", "skipped", "nan_iters", "skipped_iters", "tokens_per_s", "raw_fields")
+
+
+@rule(
+    "iteration",
+    ("iteration",),
+    r"\biteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|",
+)
+def _iteration(m, rec, state):
+    raw: dict = {"train_iters": int(m.group("total"))}
+    _fields(rec.text[m.end():], raw)
+    for part in rec.text[: m.start()].split("|"):  # gpt-neox puts samples/sec before the iteration
+        f = _FIELD.match(part)
+        if f is not None and not f.group("k").startswith("["):
+            raw.setdefault(f.group("k").rstrip(), _value(f.group("v").strip()))
+    ev = _step(rec.loc, rec.text, int(m.group("it")), raw)
+    if rec.text.rstrip().endswith("|") and not any(k in raw for k in _RECORD_END) \
+            and not any(k in raw for k in _LOSS_KEYS) and "grad norm" not in raw:
+        out = _release_record(state)
+        state["pending"] = ev  # the head of a record broken over lines: the next lines may complete it
+        state["record_line"] = rec.loc.line
+        return out
+    # A whole record never touches the parser state, so the native lane reads such lines (a head still
+    # held when one comes is released by the next continuation, head or the end of the input).
+    return ev
+
+
+def _release_record(state: dict) -> list:
+    held = state.pop("pending", None)
+    state.pop("record_line", None)
+    return [held] if held is not None else []
+
+
+@rule(
+    "iteration-continued",
+    ("grad norm", "lm loss", "lm_loss", "loss scale", "learning rate") + _RECORD_END,
+    _CONTINUATION,
+    match_start=True,
+)
+def _iteration_continued(m, rec, state):
+    if "|" not in rec.text or not all(_FIELD.match(p) for p in rec.text.split("|") if p.strip()):
+        return None  # not a line of fields only
+    held = state.get("pending")
+    if held is None or "record_line" not in state:
+        return None
+    if rec.loc.line - state["record_line"] > _CONT_SPAN:
+        return _release_record(state)
+    raw = dict(held.raw_fields or {})
+    raw.pop("lm_loss_missing", None)
+    _fields(rec.text, raw, v1=False)
+    done = _step(held.loc, held.text, held.step, raw)
+    for attr in _STEP_VALUES:  # in place: the pending event already has its line, origin and stream
+        setattr(held, attr, getattr(done, attr))
+    state["record_line"] = rec.loc.line
+    if any(k in raw for k in _RECORD_END):
+        return _release_record(state)
+    return []
 
 
 # --- NaN checks and rerun state machine ------------------------------------------------------
@@ -271,6 +336,6 @@ PARSER = Parser(
     framework=FW,
     priority=40,
     description="Megatron-LM / Megatron-DeepSpeed / gpt-neox iteration lines, NaN checks, rerun verdicts, straggler reports",
-    rules=[_iteration, _rerun_disabled, _rerun_detected, _rerun_headless, _neox_overflow, _nan_assert, _verdict,
+    rules=[_iteration, _iteration_continued, _rerun_disabled, _rerun_detected, _rerun_headless, _neox_overflow, _nan_assert, _verdict,
            _straggler],
 )

@@ -50,6 +50,12 @@ NVIDIA/nccl src/include/checks.h CUDACHECK (a CUDA call inside NCCL failed; retu
 NVIDIA/nccl src/misc/shmutils.cc (the SHM transport cannot map its segment; ncclSystemError):
   misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-KWfVyt (size 5967872)
   misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes
+NVIDIA/nccl src/init.cc: NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000 (ncclInvalidUsage)
+NVIDIA/nccl src/include/checks.h / src/group.cc, the error-return trace (printed only when a call fails):
+  NCCL INFO misc/socket.cc:564 -> 2 ... NCCL INFO group.cc:64 -> 2 [Async thread]
+NVIDIA/nccl-tests src/common.h: <host>: Test NCCL failure common.cu:1204 'unhandled cuda error (...) / <last error>'
+torch/csrc/distributed/c10d/socket.cpp: [E socket.cpp:610] [c10d] The client socket has failed to connect to any
+  network address of (host, port).   (the store was never reached; the `[W ...]` lines before it are retries)
 NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>   (2.19+)
   <= 2.18: `WARN("Net : Connection closed by remote peer %s", ...)` and
   `WARN("Net : Call to recv from %s failed : %s", ...)` (socketProgressOpt; 2.19+ `socketProgressOpt: Call to
@@ -419,6 +425,7 @@ _KNOWN_REASON = "|".join(re.escape(r) for r, _ in _REASON_CODE)
     r"(?:,\s*NCCL version (?P<ver>[\w.\-+]+))?\s*$",
 )
 def _nccl_error(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     reason = m.group("reason").strip()
     code = next((c for r, c in _REASON_CODE if reason.startswith(r)), None)
     state["last_nccl_error"] = rec.loc.line
@@ -433,6 +440,32 @@ def _nccl_error(m, rec, state):
     return _error(
         rec, "nccl_error", collective=coll,
         fields={"reason": reason, "code": code, "where": m.group("where"), "nccl_version": m.group("ver")},
+    )
+
+
+# NVIDIA/nccl-tests src/common.h NCCLCHECK, the tests' own report of a failed NCCL call (printed by every
+# process that saw it, then ` .. <host> pid N: Test failure common.cu:L` per frame on the way up):
+#   printf("%s: Test NCCL failure %s:%d '%s / %s'\n", hostname, __FILE__, __LINE__,
+#          ncclGetErrorString(res), ncclGetLastError(NULL))            (NCCL >= 2.13; last error may be empty)
+#   printf("%s: Test NCCL failure %s:%d '%s'\n", ...)                  (older NCCL, tests since 2019)
+#   printf("NCCL failure %s:%d '%s'\n", ...)                           (tests before 2019, no host name)
+@rule(
+    "nccl-tests-failure",
+    ("Test NCCL failure", "NCCL failure "),
+    r"^(?:(?P<host>\S+): Test )?NCCL failure (?P<where>[\w./-]+:\d+) '(?P<body>[^']*)'",
+    match_start=True,
+)
+def _nccl_tests_failure(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    reason, _, last = m.group("body").partition(" / ")
+    reason = reason.strip()
+    code = next((c for r, c in _REASON_CODE if reason.startswith(r)), None)
+    if not first_time(state, ("nccl_tests", reason), rec.loc.line):
+        return []
+    return _error(
+        rec, "nccl_error",
+        fields={"reason": reason, "code": code, "where": m.group("where"), "host": m.group("host"),
+                "last_error": last.strip() or None, "source": "nccl-tests"},
     )
 
 
@@ -461,6 +494,7 @@ def _nccl_error_detail(m, rec, state):
     r"(?:error (?P<err>\d+)|status=(?:(?P<sym>[A-Z_]+)\()?(?P<st>\d+)\)?)",
 )
 def _net_ib(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     peer = m.group("peer")
     host, port = peer, None
     pm = re.match(r"^(?P<h>.+)<(?P<p>\d+)>$", peer)
@@ -482,6 +516,7 @@ _IBV_FATAL = ("ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create
 @rule("nccl-ibv-failed", ("NCCL WARN Call to ibv_",),
       r"NCCL WARN Call to (?P<call>ibv_\w+) failed(?: with error (?P<err>.*?))?\s*$")
 def _ibv_failed(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     call = m.group("call")
     if call not in _IBV_FATAL:
         return None
@@ -494,6 +529,7 @@ def _ibv_failed(m, rec, state):
 
 @rule("nccl-cuda-failure", ("NCCL WARN Cuda failure",), r"NCCL WARN Cuda failure (?:(?P<num>\d+) )?'(?P<msg>[^']*)'")
 def _nccl_cuda_failure(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     msg = m.group("msg")
     if not first_time(state, ("nccl_cuda", msg), rec.loc.line):
         return []
@@ -501,9 +537,38 @@ def _nccl_cuda_failure(m, rec, state):
                                             "cuda_error": msg, "out_of_memory": msg == "out of memory"})
 
 
+# NVIDIA/nccl src/init.cc initTransportsRank (every release 2.x), after the first allgather of peer info:
+#   WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx", rank, i, busId)
+# and ncclCommInitRank returns ncclInvalidUsage: two processes of one communicator share a GPU.
+@rule("nccl-duplicate-gpu", ("Duplicate GPU detected",),
+      r"NCCL WARN Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
+def _nccl_duplicate_gpu(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    if not first_time(state, ("nccl_duplicate_gpu",), rec.loc.line):
+        return []
+    a, b = int(m.group("a")), int(m.group("b"))
+    return _error(rec, "nccl_error", fields={"code": "ncclInvalidUsage", "reason": f"Duplicate GPU detected: ranks {a} and {b} "
+                                            f"on CUDA device {m.group('dev')}", "duplicate_ranks": sorted((a, b)),
+                                            "cuda_device": m.group("dev")})
+
+
+# torch/csrc/distributed/c10d/socket.cpp SocketConnectOp::run, once every address of the store failed until the
+# connect timeout (then it throws SocketError / DistNetworkError with the same text); torch 1.13-2.x:
+#   [E socket.cpp:610] [c10d] The client socket has failed to connect to any network address of (05, 40323).
+# The `[W socket.cpp:N] ... failed to connect to [host]:port (errno: 110 ...)` lines before it are the retries.
+@rule("c10d-connect-failed", ("failed to connect to any network address of",),
+      r"\[c10d\] The client socket has failed to connect to any network address of \((?P<host>[^,()]*), (?P<port>\d+)\)")
+def _c10d_connect_failed(m, rec, state):
+    peer = f"{m.group('host').strip()}:{m.group('port')}"
+    if not first_time(state, ("c10d_connect", peer), rec.loc.line):
+        return []
+    return _error(rec, "peer_connection_lost", fields={"backend": "c10d-store", "peer": peer, "reason": "connect_failed"})
+
+
 @rule("nccl-shm-failed", ("Error while creating shared memory segment", "NCCL WARN Error: failed to extend"),
       r"NCCL WARN (?:Error while creating shared memory segment (?P<seg>\S+)|Error: failed to extend (?P<ext>\S+) to \d+ bytes)")
 def _nccl_shm(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     if not first_time(state, ("nccl_shm",), rec.loc.line):
         return []
     return _error(rec, "nccl_error", fields={"code": "ncclSystemError", "reason": "cannot create a /dev/shm segment (shared memory too small)",
@@ -605,6 +670,7 @@ def _nccl_peer(m, rec, state):
             fields.update(host=head.group("host"), pid=int(head.group("pid")), cuda_dev=int(head.group("dev")))
         return _error(rec, "peer_connection_lost", fields=fields)
     peer = m.group("peer") or m.group("rpeer")
+    state["nccl_warned"] = rec.loc.line
     if not first_time(state, ("nccl_peer", peer), rec.loc.line):
         return []
     fields = {"backend": "nccl", "peer": peer, "nccl_info": False}
@@ -613,11 +679,45 @@ def _nccl_peer(m, rec, state):
     return _error(rec, "peer_connection_lost", fields=fields)
 
 
+# NCCL's error-return trace (src/include/checks.h NCCLCHECK: INFO(NCCL_ALL, "%s:%d -> %d", __FILE__, __LINE__, res)
+# for every frame a failing ncclResult_t passes; src/group.cc ncclAsyncJobMain: "%s:%d -> %d [Async thread]" when an
+# init / connect job failed). NCCL prints it only on an error return, so a trace that reaches the top of the call
+# (group.cc, init.cc, the async job) is a failed NCCL call even when no WARN says why (NVIDIA/nccl#1099):
+#   nd20-01:191191:219889 [0] NCCL INFO group.cc:64 -> 2 [Async thread]
+# With a WARN (or torch's `NCCL error in:`) just before, the trace is its echo and gives no second event.
+_RESULT = {1: ("ncclUnhandledCudaError", "unhandled cuda error"), 2: ("ncclSystemError", "unhandled system error"),
+           3: ("ncclInternalError", "internal error"), 4: ("ncclInvalidArgument", "invalid argument"),
+           5: ("ncclInvalidUsage", "invalid usage"), 6: ("ncclRemoteError", "remote process exited or there was a network error")}
+_TRACE_ECHO_SPAN = 60
+
+
+@rule(
+    "nccl-error-trace",
+    ("group.cc:", "init.cc:", "[Async thread]"),
+    r"NCCL INFO (?P<where>(?:[\w.-]+/)*(?P<file>[\w.-]+\.(?:cc|cu|h)):\d+) -> (?P<code>[1-9]\d*)(?P<async> \[Async thread\])?\s*$",
+)
+def _nccl_error_trace(m, rec, state):
+    if m.group("file") not in ("group.cc", "init.cc") and not m.group("async"):
+        return None
+    warned = state.get("nccl_warned")
+    if warned is not None and 0 <= rec.loc.line - warned <= _TRACE_ECHO_SPAN:
+        return []
+    code = int(m.group("code"))
+    name, reason = _RESULT.get(code, (None, f"NCCL error {code}"))
+    if not first_time(state, ("nccl_trace", code), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"code": name, "reason": reason, "where": m.group("where"), "result": code,
+                                            "from_trace": True})
+
+
 PARSER = Parser(
     name="nccl",
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
-           _nccl_error, _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _gloo_connect, _nccl_peer],
+    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+           _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _nccl_shm, _gloo_timeout, _desync_at,
+           _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
+           _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _gloo_connect, _nccl_peer,
+           _nccl_error_trace],
 )

@@ -64,9 +64,12 @@ _CLASSIFY = [
      "collective_timeout"),
     # The store cannot be reached at all: c10d_rendezvous_backend.py RendezvousConnectionError "The connection
     # to the C10d store has failed. See inner exception for details.", TCPStore's DistNetworkError "The client
-    # socket has timed out after 600000ms while trying to connect to (host, port)."
+    # socket has timed out after 600000ms while trying to connect to (host, port).", torch/csrc/distributed/c10d/
+    # socket.cpp SocketConnectOp::run's SocketError / DistNetworkError "The client socket has failed to connect to
+    # any network address of (host, port). ..." (every address tried until the connect timeout)
     (re.compile(r"(?:^|\.)RendezvousConnectionError$|The connection to the C10d store has failed"
-                r"|The client socket has timed out after \d+ms while trying to connect to"), "peer_connection_lost"),
+                r"|The client socket has timed out after \d+ms while trying to connect to"
+                r"|The client socket has failed to connect to any network address of"), "peer_connection_lost"),
     (re.compile(r"Function '(?P<op>\w+)' returned nan values in its (?P<i>\d+)\w* output"), "nan_op"),
     # transformers training_args.py TrainingArguments.__post_init__, every release since 4.2x:
     #   "Your setup doesn't support bf16/gpu." [+ " You need torch>=1.10, using Ampere GPU with cuda>=11.0"
@@ -86,9 +89,18 @@ _CLASSIFY = [
     (re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"
                 r"|It looks like your LightningModule has parameters that were not used in producing the loss"),
      "ddp_unused_parameters"),
+    # reducer.cpp mark_variable_ready (torch 1.6+; 1.10+ adds the _set_static_graph() advice and, under
+    # TORCH_DISTRIBUTED_DEBUG, "Parameter at index N with name X has been marked as ready twice."):
+    #   "Expected to mark a variable ready only once. This error is caused by one of the following reasons: ..."
+    (re.compile(r"Expected to mark a variable ready only once"), "ddp_param_ready_twice"),
     # torch/_dynamo/exc.py BackendCompilerFailed (`backend='inductor' raised:`), torch/_inductor/exc.py
     # InductorError (torch >= 2.6 raises it in place of BackendCompilerFailed for inductor).
-    (re.compile(r"\bBackendCompilerFailed$|\bInductorError$"), "compile_failed"),
+    # Dynamo's own hard stop at the recompile limit (torch/_dynamo/convert_frame.py, with fullgraph=True /
+    # one_graph or config.fail_on_recompile_limit_hit): FailOnRecompileLimitHit (torch >= 2.5; 2.3-2.4
+    # FailOnCacheLimitHit), "recompile_limit reached with fullgraph=True. Excessive recompilations ...",
+    # "cache_size_limit reached, because fail_on_recompile_limit_hit = True this is a HARD failure",
+    # "Hard failure due to fullgraph=True".
+    (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"), "compile_failed"),
 ]
 
 
@@ -341,9 +353,11 @@ def _short_detail(detail: str) -> str:
     return re.split(r" (?:There are some potential root causes|Some common causes include)", detail)[0]
 
 
-# BackendCompilerFailed does not end in Error: its line is read by the exception builder all the same.
-_compile_raised = rule("compile-raised", ("BackendCompilerFailed",),
-                       LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*BackendCompilerFailed)(?::[ \t]*(?P<msg>.*))?$",
+# BackendCompilerFailed and FailOn{Recompile,Cache}LimitHit do not end in Error: their lines are read by
+# the exception builder all the same.
+_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit"),
+                       LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*(?:BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit))"
+                       r"(?::[ \t]*(?P<msg>.*))?$",
                        match_start=True)(_exception.build)
 
 

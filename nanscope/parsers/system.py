@@ -42,6 +42,9 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          `The actor is dead because its worker process has died.` or the raylet's `A worker died or was
                          killed while executing a task by an unexpected system error.`
 
+  fault handlers        UCX: [host:pid:thread:tid] Caught signal 7 (Bus error: nonexistent physical address)
+                         CPython faulthandler: Fatal Python error: Segmentation fault
+
 Several of these arrive as Python exception lines, which python.py (priority 80) would take as a
 generic `exception`: this parser runs before it and still fills `exc_type`.
 """
@@ -316,10 +319,47 @@ def _checkpoint_write(m, rec, state):
                                                 "file": m.group("name")})
 
 
+# A process's own report that it is dying of a fault signal, printed by the handler the runtime installs
+# before it re-raises the signal (no launcher line may follow: the excerpt can end here):
+#   openucx/ucx src/ucs/debug/debug.c ucs_debug_handle_error_signal (UCX is loaded by NCCL's / Open MPI's
+#     IB plugins, HPC-X, the NGC containers):
+#       ucs_log_fatal_error("Caught signal %d (%s: %s%s)", signo, strsignal(signo), cause, buf)
+#     printed as `[host:pid:thread:tid] Caught signal 7 (Bus error: nonexistent physical address)`, then a
+#     `==== backtrace (tid: N) ====` block.
+#   CPython Modules/faulthandler.c faulthandler_fatal_error: `Fatal Python error: ` + the handler's name
+#     ("Segmentation fault", "Bus error", "Illegal instruction", "Floating point exception"), then the
+#     `Current thread 0x... (most recent call first):` stack.
+# Only the fault signals: SIGTERM / SIGINT handlers print "Caught signal 15 (Terminated)" for a normal stop.
+_FAULT_SIGNALS = {4: "SIGILL", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+_FAULTHANDLER_NAMES = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal instruction": "SIGILL",
+                       "Floating point exception": "SIGFPE"}
+
+
+@rule(
+    "fatal-signal",
+    ("Caught signal ", "Fatal Python error: "),
+    r"Caught signal (?P<num>\d+) \((?P<desc>[^)]*)\)"
+    r"|^Fatal Python error: (?P<py>Segmentation fault|Bus error|Illegal instruction|Floating point exception)\s*$",
+)
+def _fatal_signal(m, rec, state):
+    if m.group("py"):
+        signal, source, desc = _FAULTHANDLER_NAMES[m.group("py")], "faulthandler", m.group("py")
+    else:
+        signal, source, desc = _FAULT_SIGNALS.get(int(m.group("num"))), "ucx", m.group("desc")
+        if signal is None:
+            return None
+    # One crash is reported by every thread that hits it (NCCL's proxy threads each print their own line).
+    if not first_time(state, ("fatal_signal", signal), rec.loc.line):
+        return []
+    fields = {"source": source, "self_reported": True, "signal_name": desc, "shm_suspect": signal == "SIGBUS"}
+    return _err(rec, "worker_failed", fields, signal=signal)
+
+
 PARSER = Parser(
     name="system",
     framework="system",
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell kills, Ray worker deaths, DataLoader workers, corrupt checkpoints",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _ray_oom_kills,
+           _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _checkpoint, _fatal_signal],
 )
