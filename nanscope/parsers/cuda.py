@@ -262,7 +262,7 @@ _RUNTIME_CUDA_ERROR = re.compile(
     r"(?=\s+\(|\s+/|\s*$)"
 )
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
-_TLLM_EXC = re.compile(r"(?P<type>(?:\w+::)+\w*Exception): \[TensorRT-LLM\]")
+_TLLM_EXC = re.compile(r"(?<![\w:])(?P<type>(?:\w+::)+\w*Exception): \[TensorRT-LLM\]")
 
 
 @rule("cxx-terminate", ("terminate called after throwing",), _TERMINATE.pattern)
