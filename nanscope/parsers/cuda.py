@@ -287,7 +287,7 @@ _RUNTIME_CUDA_ERROR = re.compile(
     r"\[(?P<tag>TensorRT-LLM|TM|FT)\]\[ERROR\] CUDA runtime error(?: in (?P<call>.+?))?: (?P<err>[A-Za-z][\w ,'-]*?)"
     r"(?=\s+\(|\s+/|\s*$)"
 )
-_TLLM_EXC = re.compile(r"(?P<type>(?:\w+::)+\w*Exception): \[TensorRT-LLM\]")
+_TLLM_EXC = re.compile(r"(?<![\w:])(?P<type>(?:\w+::)+\w*Exception): \[TensorRT-LLM\]")
 
 
 @rule("runtime-cuda-error", ("CUDA runtime error",), _RUNTIME_CUDA_ERROR.pattern)

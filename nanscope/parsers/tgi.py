@@ -82,7 +82,7 @@ def _rust_panic(m, rec, state):
 
 @rule("process-signaled", ("process was signaled to shutdown with signal",),
       r"text_generation_launcher: (?P<what>Shard|Download) process was signaled to shutdown with signal (?P<num>\d+)"
-      r"(?:.*?\brank=(?P<rank>\d+))?")
+      r"(?:[: ][^\n]*?\brank=(?P<rank>\d+))?")
 def _signaled(m, rec, state):
     num = int(m.group("num"))
     shard = m.group("what") == "Shard"
