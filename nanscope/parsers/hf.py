@@ -23,10 +23,13 @@ from nanscope.parsers.numbers import to_float
 _KV = re.compile(r"'(?P<k>[\w/\-.]+)':\s*(?P<v>'[^']*'|tensor\([^)]*\)|[^,}\s]+)")
 
 
-# tqdm's postfix (`set_postfix(loss=...)`, accelerate/diffusers scripts): `[00:03<00:10, 4.9it/s, loss=nan]`
+# tqdm's postfix (`set_postfix(loss=...)`, accelerate/diffusers scripts): `[00:03<00:10, 4.9it/s, loss=nan]`;
+# kohya-ss/sd-scripts (train_network.py, sdxl_train*.py: `logs = {"avr_loss": avr_loss}`,
+# `progress_bar.set_postfix(**logs)`, the moving average of the step losses):
+# `steps:   1%|▋    | 41/3280 [00:50<1:06:54,  1.24s/it, avr_loss=nan]`
 _POSTFIX = re.compile(r"(?:it/s|s/it),(?P<post>[^\]]*)\]")
 _POSTFIX_PAIR = re.compile(r"(?:^|[\s,])(?P<k>[A-Za-z_][\w/.]*)=(?P<v>[^,\s\]]+)")
-_POSTFIX_LOSS = ("loss", "train_loss", "step_loss", "loss_step", "total_loss", "train/loss")
+_POSTFIX_LOSS = ("loss", "train_loss", "step_loss", "loss_step", "total_loss", "train/loss", "avr_loss")
 
 
 @rule("tqdm", ("it/s]", "s/it]", "it/s,", "s/it,"), r"\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[")

@@ -12,6 +12,14 @@ is not one. Examples, all seen in real scripts:
   Train Epoch: 1 [640/60000 (1%)]\tLoss: 2.300024             (pytorch/examples mnist: its own rule)
   epoch: 3451 loss: nan                   (a line of nothing but pairs: the epoch is the counter)
   ... | E6 iter[ 14/ 15] | [Loss] nan | [exp] ./exp/car | [step]   104 | ...   (bracketed keys: own rule)
+  100000 | loss nan | lr 0.000000e+00 | 2006.12ms | mfu 1.68%
+                                          (llama2.c train.py and its copies: `f"{iter_num} | loss {lossf:.4f} |
+                                          lr {lr:e} | {dt*1000:.2f}ms | mfu ..."`: a bare leading count
+                                          before a `|` is the step)
+  333 154 Loss=nan Time=0.040             (`print("%d %d Loss=%.3f Time=%.3f" % (epoch, cnt, ...))`,
+                                          Learning-to-See-in-the-Dark and its forks: bare counts, then
+                                          nothing but pairs; two counts are epoch and batch, and the
+                                          batch restarts each epoch, so the line is numbered in order)
 """
 
 from __future__ import annotations
@@ -63,6 +71,8 @@ def classify(keys: Sequence[str], only_pairs: bool = False) -> Optional[dict[str
 
 
 _PAIRS_ONLY_REST = re.compile(r"[\s,;|]*")
+# bare counts at the start of a line, before a `|` column or straight before the first key
+_LEAD = re.compile(r"^[ \t]*(?P<a>\d+)(?:[ \t]+(?P<b>\d+))?[ \t]*(?:(?P<bar>\|)[ \t]*)?(?=[A-Za-z])")
 
 
 def only_pairs(text: str) -> bool:
@@ -76,19 +86,38 @@ def _step(m: "re.Match[str]", rec, state):
     for p in PAIR.finditer(rec.text):
         fields.setdefault(norm_key(p.group("key")), p.group("val"))
     keys = list(fields)
-    where = classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(rec.text) else None)
+    lead = _lead(rec.text)
+    where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(rec.text) else None)
+             or (classify(keys + ["step"]) if lead is not None else None))
     if where is None:
         return None
     vals = list(fields.values())
-    got = {fld: vals[i] for fld, i in where.items()}
+    got = {fld: vals[i] for fld, i in where.items() if i < len(vals)}
     step = to_int(got.get("step"))
-    if step is None and not ({"grad_norm", "lr", "loss_scale"} & got.keys()):
+    epoch = to_float(got.get("epoch"))
+    if step is None and lead is not None:
+        if lead.group("b") is None:
+            step = int(lead.group("a"))
+        elif epoch is None:
+            epoch = float(lead.group("a"))  # epoch and batch: numbered in order
+    elif step is None and not ({"grad_norm", "lr", "loss_scale"} & got.keys()):
         step = to_int(got.get("epoch"))  # the line counts epochs: that number is its logged point
     return StepEvent(
         loc=rec.loc, text=rec.text, framework="pytorch", step=step, loss=to_float(got["loss"]),
         grad_norm=to_float(got.get("grad_norm")), lr=to_float(got.get("lr")), loss_scale=to_float(got.get("loss_scale")),
-        tokens_per_s=to_float(got.get("tokens_per_s")), epoch=to_float(got.get("epoch")), raw_fields=fields,
+        tokens_per_s=to_float(got.get("tokens_per_s")), epoch=epoch, raw_fields=fields,
     )
+
+
+def _lead(text: str) -> Optional["re.Match[str]"]:
+    """The bare leading count(s) of a step line, when they are its counter: one count before a `|`
+    column, or one or two counts before a line of nothing but pairs (see the module docstring)."""
+    m = _LEAD.match(text)
+    if m is None:
+        return None
+    if m.group("bar") is not None:
+        return m if m.group("b") is None else None
+    return m if only_pairs(text[m.end():]) else None
 
 
 # Keys in brackets, `[Loss] 51566519.44 | [exp] ./exp/0125/car | [step]    89 |` (LION's base_trainer and other

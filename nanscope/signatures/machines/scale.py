@@ -24,7 +24,12 @@ class ScaleRun(Machine):
                          framework's `initial_scales` default) or stayed at or above `low_scale`,
                          with no clean step before it and within `warmup_steps` of the start
                          (as far as the log shows steps), and never reached the floor (a run
-                         that prints no scale: at the start of the log, and recovered);
+                         that prints no scale: at the start of the log, and recovered); a run
+                         whose step lines show the same scale on `flat_steps` or more skipped
+                         steps is no calibration (a dynamic scaler halves within its hysteresis:
+                         Megatron's DynamicGradScaler after `hysteresis` (2) consecutive
+                         overflows, DeepSpeed's after `hysteresis` (2)): the scale is static, or
+                         stuck, and the updates are simply lost (see skip_rate's `min_flat`);
       verdict "collapse" the run reached the floor (`floor_when`, or a scale at most `floor`), or,
                          not a warm-up, it ends the log having halved `min_halvings` times to a
                          scale below `low_scale` (a collapse in progress).
@@ -37,7 +42,7 @@ class ScaleRun(Machine):
     PARAMS = {"bad": (True, "condition"), "good": (True, "condition"), "verdict": (True, "str"),
               "floor_when": (False, "condition"), "gap": (False, "int"), "high_scale": (False, "float"),
               "low_scale": (False, "float"), "floor": (False, "float"), "min_halvings": (False, "int"),
-              "warmup_steps": (False, "int"), "initial_scales": (False, "table")}
+              "warmup_steps": (False, "int"), "initial_scales": (False, "table"), "flat_steps": (False, "int")}
     DEFAULT_EVENTS = ("step", "scale")
 
     def __init__(self, sig_id: str, spec: dict):
@@ -54,6 +59,7 @@ class ScaleRun(Machine):
         self.floor = float(self.num("floor", 1.0))
         self.min_halvings = int(self.num("min_halvings", 3))
         self.warmup_steps = int(self.num("warmup_steps", 64))
+        self.flat_steps = int(self.num("flat_steps", 0)) or None
         init = spec.get("initial_scales", {})
         if not isinstance(init, dict) or not all(isinstance(v, (int, float)) for v in init.values()):
             raise SignatureError("'initial_scales' is a table framework = scale")
@@ -72,7 +78,7 @@ class ScaleRun(Machine):
             if r is None:
                 r = st["run"] = {"run": _Run(), "after_good": st["good_before"], "start": None, "scale": None,
                                  "low": None, "halvings": 0, "floor": False, "framework": ev.framework,
-                                 "recovery": None}
+                                 "recovery": None, "step_scales": {}}
             r["run"].add(ev)
             r["recovery"] = None
             self._scale(r, ev)
@@ -121,6 +127,8 @@ class ScaleRun(Machine):
         old, new = getattr(ev, "old_scale", None), getattr(ev, "new_scale", None)
         if ev.kind == "step":
             new = getattr(ev, "loss_scale", None)
+            if new is not None and ev.step is not None and len(r["step_scales"]) < 64:
+                r["step_scales"][ev.step] = new
         if self.floor_when is not None and self.floor_when(ev):
             r["floor"] = True
         if new is None or not math.isfinite(new):
@@ -152,6 +160,10 @@ class ScaleRun(Machine):
             warmup = not r["floor"] and not deep and r["recovery"] is not None
         else:
             warmup = not r["floor"] and not deep and (high_start or (low is not None and low >= self.low))
+        scales = set(r["step_scales"].values())
+        if (warmup and self.flat_steps is not None and r["halvings"] == 0 and len(scales) == 1
+                and len(r["step_scales"]) >= self.flat_steps):
+            warmup = False  # the same scale on every skipped step: nothing is being calibrated
         if self.verdict == "warmup":
             hit = warmup
         else:
@@ -188,7 +200,7 @@ class SkipRate(Machine):
 
     name = "skip_rate"
     PARAMS = {"total": (False, "str"), "window": (False, "str"), "min_fraction": (True, "float"),
-              "min_skipped": (False, "int"), "when": (False, "condition")}
+              "min_skipped": (False, "int"), "when": (False, "condition"), "min_flat": (False, "int")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
@@ -196,6 +208,10 @@ class SkipRate(Machine):
         self.window = field_getter(spec["window"]) if "window" in spec else None
         self.min_fraction = float(self.num("min_fraction", 0.5))
         self.min_skipped = int(self.num("min_skipped", 10))
+        # Fewer than min_skipped are enough when every update so far was skipped and the step lines
+        # show one loss scale over at least min_flat of them on two lines or more: a dynamic scaler
+        # would have halved (its warm-up), so the scale is static or stuck and nothing is learned.
+        self.min_flat = int(self.num("min_flat", 0)) or None
         self.when = self.cond("when") if "when" in spec else None
         self.vwhen = self.vcond("when") if "when" in spec else None
 
@@ -204,6 +220,8 @@ class SkipRate(Machine):
             return
         st = self.state.setdefault(ev.stream, {"prev": None, "skipped": 0, "steps": 0, "first": None, "last": None})
         tot = self.total(ev) if self.total is not None else None
+        st.setdefault("scales", set())
+        st["lines"] = st.get("lines", 0) + 1
         win = self.window(ev) if self.window is not None else None
         if tot is not None and ev.step > 0:
             st["skipped"], st["steps"] = int(tot), ev.step  # cumulative since step 0
@@ -215,7 +233,12 @@ class SkipRate(Machine):
         if tot is None and win is None:
             return
         st["prev"] = ev.step
-        if st["steps"] and st["skipped"] >= self.min_skipped and st["skipped"] >= self.min_fraction * st["steps"]:
+        scale = getattr(ev, "loss_scale", None)
+        if scale is not None and len(st["scales"]) < 4:
+            st["scales"].add(scale)
+        flat = (self.min_flat is not None and st["steps"] and st["skipped"] == st["steps"] >= self.min_flat
+                and st["lines"] >= 2 and len(st["scales"]) == 1 and scale is not None)
+        if flat or (st["steps"] and st["skipped"] >= self.min_skipped and st["skipped"] >= self.min_fraction * st["steps"]):
             if st["first"] is None:
                 st["first"] = ev
             st["last"] = (ev, st["skipped"], st["steps"])
