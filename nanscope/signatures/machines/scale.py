@@ -236,11 +236,17 @@ class SkipRate(Machine):
         scale = getattr(ev, "loss_scale", None)
         if scale is not None and len(st["scales"]) < 4:
             st["scales"].add(scale)
-        flat = (self.min_flat is not None and st["steps"] and st["skipped"] == st["steps"] >= self.min_flat
+        # every update so far skipped: the finding starts at the first of them, not where the rate held
+        every = bool(st["steps"]) and st["skipped"] == st["steps"]
+        if not every:
+            st["all_from"] = None
+        elif st.get("all_from") is None:
+            st["all_from"] = ev
+        flat = (self.min_flat is not None and every and st["skipped"] >= self.min_flat
                 and st["lines"] >= 2 and len(st["scales"]) == 1 and scale is not None)
         if flat or (st["steps"] and st["skipped"] >= self.min_skipped and st["skipped"] >= self.min_fraction * st["steps"]):
             if st["first"] is None:
-                st["first"] = ev
+                st["first"] = st["all_from"] if every and st.get("all_from") is not None else ev
             st["last"] = (ev, st["skipped"], st["steps"])
 
     def feed_batch(self, b: Any, emit: Emit) -> None:

@@ -1,0 +1,150 @@
+"""Numerics families first seen in the blind public round 1700-1723 (sample_logs/public/17NN.log):
+what a user who pastes such a log gets as the first finding, at which step.
+
+Every input is lines copied from the public thread named in the comment (the same excerpts, with
+their provenance, are in sample_logs/public), cut to what the family needs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from nanscope import api
+from nanscope.model import ScaleEvent, StepEvent
+
+ZERO2 = ("[2022-09-14 22:57:53,096] [INFO] [stage2.py:1387:step] [deepspeed] fp16 dynamic loss scale overflow! Rank {r} "
+         "Skipping step. Attempted loss scale: 4294967296, reducing to 4294967296")
+MEGATRON_602 = [  # NVIDIA/Megatron-LM#602: every iteration skipped, the loss scale never moves
+    " iteration        1/ 2753818 | consumed samples:            8 | elapsed time per iteration (ms): 5801.1 | learning rate: 1.000E-07 | global batch size:     8 | loss scale: 16384.0 | number of skipped iterations:   1 | number of nan iterations:   0 |",
+    " iteration        2/ 2753818 | consumed samples:           16 | elapsed time per iteration (ms): 1152.3 | learning rate: 1.000E-07 | global batch size:     8 | loss scale: 16384.0 | number of skipped iterations:   1 | number of nan iterations:   0 |",
+    " iteration        3/ 2753818 | consumed samples:           24 | elapsed time per iteration (ms): 1118.1 | learning rate: 1.000E-07 | global batch size:     8 | loss scale: 16384.0 | number of skipped iterations:   1 | number of nan iterations:   0 |",
+    " iteration        4/ 2753818 | consumed samples:           32 | elapsed time per iteration (ms): 1119.8 | learning rate: 1.000E-07 | global batch size:     8 | loss scale: 16384.0 | number of skipped iterations:   1 | number of nan iterations:   0 |",
+]
+
+
+def _write(tmp_path, text: str):
+    p = tmp_path / "job.log"
+    p.write_text(text + "\n", encoding="utf-8")
+    return str(p)
+
+
+def diagnose(tmp_path, text: str):
+    return api.diagnose([_write(tmp_path, text)])
+
+
+def events(tmp_path, text: str) -> list:
+    return list(api.events([_write(tmp_path, text)]))
+
+
+def steps(tmp_path, text: str) -> list[StepEvent]:
+    return [e for e in events(tmp_path, text) if isinstance(e, StepEvent)]
+
+
+def ids(report) -> list[str]:
+    return [f.id for f in report.findings]
+
+
+def test_zero2_overflow_printed_by_every_rank_is_one_warmup_overflow(tmp_path):
+    # THUDM/GLM#32: DeepSpeed 0.3-0.5 ZeRO-2 wording; all ranks print the one overflow of the step
+    text = "\n".join(ZERO2.format(r=r) for r in (4, 6, 7, 2, 5, 1, 0))
+    scales = [e for e in events(tmp_path, text) if isinstance(e, ScaleEvent)]
+    assert [(e.action, e.old_scale, e.new_scale) for e in scales] == [("overflow", 4294967296.0, 4294967296.0)]
+    report = diagnose(tmp_path, text)
+    assert ids(report) == ["loss-scale-warmup"] and report.verdict == "benign"
+    assert "1 overflow(s)" in report.findings[0].summary
+
+
+def test_zero2_overflow_repeating_a_rank_is_the_next_overflow(tmp_path):
+    # the group of one step ends at a rank that printed already: rank 4 again is the next step's overflow
+    text = "\n".join(ZERO2.format(r=r) for r in (4, 6, 4, 6))
+    scales = [e for e in events(tmp_path, text) if isinstance(e, ScaleEvent)]
+    assert len(scales) == 2
+
+
+def test_every_iteration_skipped_at_one_scale_is_updates_skipped_not_warmup(tmp_path):
+    report = diagnose(tmp_path, "\n".join(MEGATRON_602))
+    assert ids(report) == ["updates-skipped"] and report.verdict == "actionable"
+    assert report.findings[0].first_step == 1
+
+
+def test_two_skipped_iterations_are_still_too_few_for_updates_skipped(tmp_path):
+    assert "updates-skipped" not in ids(diagnose(tmp_path, "\n".join(MEGATRON_602[:2])))
+
+
+def test_yolov8_epoch_rows_with_nan_losses(tmp_path):
+    # ultralytics/ultralytics#16857 (progress bars cut at the terminal width, as pasted)
+    text = "\n".join([
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size",
+        "     1/1000      17.2G        nan        nan        nan         55        640: 100%|██████████| 4/4 [01:28<00:00, 22.19",
+        "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100%|██████████| 1/1 [00:09<0",
+        "                   all        200        449          0          0          0          0",
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size",
+        "     2/1000      17.2G        nan        nan        nan         65        640: 100%|██████████| 4/4 [01:22<00:00, 20.68",
+    ])
+    got = steps(tmp_path, text)
+    assert [e.framework for e in got] == ["ultralytics", "ultralytics"] and all(math.isnan(e.loss) for e in got)
+    assert ids(diagnose(tmp_path, text))[0] == "nan-persistent"
+
+
+def test_yolov5_single_nan_row_is_not_clean(tmp_path):
+    # ultralytics/yolov5#4963: one epoch row, every loss nan, on a GTX 16xx
+    text = ("     Epoch   gpu_mem       box       obj       cls    labels  img_size\n"
+            "      1/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]")
+    assert ids(diagnose(tmp_path, text))[0] == "nan-persistent"
+
+
+def test_yolo_finite_rows_sum_the_loss_components(tmp_path):
+    # ultralytics/ultralytics#21765 (a negative box loss, as printed) and #1854
+    text = ("      21/55      9.95G    -0.2338       5.07      2.977         12        640: 100%|██████████| 787/787 [09:07<00:00,  1.44it/s]\n"
+            "    261/300      2.95G     0.3137     0.3809     0.7961          3        640: 100%|██████████| 246/246 [02:17<00:00,  1.79it/s]")
+    got = steps(tmp_path, text)
+    assert [round(e.loss, 4) for e in got] == [round(-0.2338 + 5.07 + 2.977, 4), round(0.3137 + 0.3809 + 0.7961, 4)]
+    assert got[0].step < got[1].step
+
+
+def test_mxnet_speedometer_metric_named_loss(tmp_path):
+    # bytedance/byteps#411: the user's metric is IDLoss; nan from batch 7
+    text = "\n".join([
+        "2021-08-12 05:44:06,251 Epoch[1] Batch[6] Speed: 136.34 samples/sec,  IDLoss=70.405,",
+        "2021-08-12 05:44:07,141 Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,",
+        "2021-08-12 05:44:07,971 Epoch[1] Batch[8] Speed: 156.27 samples/sec,  IDLoss=nan,",
+    ])
+    got = steps(tmp_path, text)
+    assert [(e.framework, e.step) for e in got] == [("mxnet", 6), ("mxnet", 7), ("mxnet", 8)]
+    f = diagnose(tmp_path, text).findings[0]
+    assert (f.id, f.first_step) == ("nan-persistent", 7)
+
+
+def test_kohya_avr_loss_postfix(tmp_path):
+    # kohya-ss/sd-scripts#2137
+    text = ("steps:   1%|▋                                                        | 41/3280 [00:50<1:06:54,  1.24s/it, avr_loss=nan]\n"
+            "steps:   2%|█▍                                                       | 82/3280 [01:40<1:05:00,  1.22s/it, avr_loss=nan]")
+    f = diagnose(tmp_path, text).findings[0]
+    assert (f.id, f.first_step) == ("nan-persistent", 41)
+
+
+def test_llama2c_leading_iteration_is_the_step(tmp_path):
+    # datawhalechina/tiny-universe#31 (llama2.c's `{iter_num} | loss ... | lr ...` line)
+    got = steps(tmp_path, "100000 | loss nan | lr 0.000000e+00 | 2006.12ms | mfu 1.68%")
+    assert [(e.step, math.isnan(e.loss)) for e in got] == [(100000, True)]
+
+
+def test_bare_epoch_and_batch_counts_before_pairs(tmp_path):
+    # cchen156/Learning-to-See-in-the-Dark#117: `print("%d %d Loss=%.3f Time=%.3f" % (epoch, cnt, ...))`
+    text = "333 160 Loss=nan Time=0.036\n333 161 Loss=nan Time=0.042\n334 1 Loss=nan Time=0.044"
+    got = steps(tmp_path, text)
+    assert [e.epoch for e in got] == [333.0, 333.0, 334.0] and got[0].step < got[1].step < got[2].step
+    assert ids(diagnose(tmp_path, text))[0] == "nan-persistent"
+
+
+def test_keras_final_bars_are_numbered_by_the_epoch_headers(tmp_path):
+    # keras-team/keras#21: only each epoch's final bar is printed, all with the same count
+    text = "\n".join([
+        "Epoch 7", "61878/61878 [==============================] - 5s - loss: 0.7909     ",
+        "Epoch 8", "61878/61878 [==============================] - 4s - loss: 0.7627     ",
+        "Epoch 9", "61878/61878 [==============================] - 5s - loss: 0.7407     ",
+        "Epoch 10", "61878/61878 [==============================] - 6s - loss: 13.3614     ",
+        "Epoch 11", "61878/61878 [==============================] - 5s - loss: 26.6396     ",
+    ])
+    got = steps(tmp_path, text)
+    assert [e.step for e in got] == [61878 * k for k in range(1, 6)]
