@@ -34,7 +34,8 @@ class ScaleRun(Machine):
                          not a warm-up, it ends the log having halved `min_halvings` times to a
                          scale below `low_scale` (a collapse in progress).
     Extras: run (overflows), start_scale, end_scale, halvings, halvings_left (to `floor`),
-    last_step, recovered_step, until_end; fell (" from A to B", or "" when no scale was printed)
+    last_step, recovered_step, until_end; fell (" from A to B", " at A" when it did not move, or ""
+    when no scale was printed)
     and after ("; normal steps from step N", or that the log ends before a clean step).
     """
 
@@ -174,7 +175,8 @@ class ScaleRun(Machine):
         rec = r["recovery"]
         first = run.events[0]
         left = 0 if low is None or low <= self.floor else int(math.floor(math.log2(low / self.floor)))
-        fell = f" from {start:g} to {low:g}" if start is not None and low is not None else ""
+        fell = ("" if start is None or low is None
+                else f" at {start:g}" if start == low else f" from {start:g} to {low:g}")
         after = (f"; normal steps from step {rec.step}" if rec is not None and rec.step is not None
                  else ("; the log ends before a clean step" if rec is None else ""))
         emit(self.match(first, run.events + ([rec] if rec is not None else []), step=run.first_step,
