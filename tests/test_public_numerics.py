@@ -148,3 +148,24 @@ def test_keras_final_bars_are_numbered_by_the_epoch_headers(tmp_path):
     ])
     got = steps(tmp_path, text)
     assert [e.step for e in got] == [61878 * k for k in range(1, 6)]
+
+
+def test_imagenet_progress_meter_lines_are_steps(tmp_path):
+    # maudzung/RTM3D#4 (a copy of pytorch/examples' ProgressMeter; the logger's header line between)
+    text = ("2020-08-17 21:48:47,912: logger.py - info(), at Line 49:INFO:\n"
+            "Train - Epoch: [127/300][ 35/464]\tTime  0.738 ( 0.738)\tData  0.000 ( 0.014)\tLoss 2.1274e+00 (1.5406e+00)\n"
+            "2020-08-17 21:49:24,172: logger.py - info(), at Line 49:INFO:\n"
+            "Train - Epoch: [127/300][ 85/464]\tTime  0.730 ( 0.730)\tData  0.000 ( 0.006)\tLoss 1.2996e+00 (1.5485e+00)")
+    assert [(e.step, e.loss) for e in steps(tmp_path, text)] == [(127 * 464 + 35, 2.1274), (127 * 464 + 85, 1.2996)]
+
+
+def test_healthy_progress_meter_log_is_clean(tmp_path):
+    # cybertronai/imagenet18_old#19: the maintainer's healthy run, pasted to show the NaN is gone
+    text = "\n".join([
+        "Epoch: [23][280/715]    Time 0.290 (0.318)      Loss 1.1693 (1.1644)    Acc@1 72.656 (72.098)   Acc@5 88.895 (89.210)   Data 0.003 (0.038)      BW 0.000 0.000",
+        "Epoch: [23][285/715]    Time 0.283 (0.317)      Loss 1.1770 (1.1636)    Acc@1 71.987 (72.104)   Acc@5 88.839 (89.222)   Data 0.004 (0.038)      BW 0.000 0.000",
+        "Epoch: [23][290/715]    Time 0.305 (0.317)      Loss 1.1653 (1.1635)    Acc@1 70.815 (72.096)   Acc@5 88.895 (89.223)   Data 0.003 (0.038)      BW 0.000 0.000",
+    ])
+    assert len(steps(tmp_path, text)) == 3
+    report = diagnose(tmp_path, text)
+    assert report.findings == [] and report.verdict == "clean"

@@ -32,6 +32,12 @@ loss key, a number cut at a thousands separator) or takes a summary line for a s
       Train: 0 [   0/2502 (  0%)]  Loss:  7.023479 (7.0235)  Time: 3.680s,  139.14/s  (3.680s,  139.14/s)  LR: 1.000e-06  Data: 1.776 (1.776)
       generic: no step; epoch averages (`Averaged stats:`) taken for steps
       Loss is nan, stopping training        (the loop's own check on every iteration, then sys.exit(1))
+  pytorch/examples ImageNet ProgressMeter and its copies  (imagenet/main.py: prefix "Epoch: [{}]", batch
+      '[{:Nd}/N]', then '\t'.join of AverageMeter '{name} {val:fmt} ({avg:fmt})', the loss meter named Loss)
+      Epoch: [23][280/715]    Time 0.290 (0.318)      Loss 1.1693 (1.1644)    Acc@1 72.656 (72.098)   ...
+      Train - Epoch: [127/300][ 35/464]	Time  0.738 ( 0.738)	Data  0.000 ( 0.014)	Loss 2.1274e+00 (1.5406e+00)
+      generic: no step (the counters are in brackets); the DeiT rule wants `loss:`. `Test: [..]` lines are
+      validation.
   Ultralytics YOLOv8+ and YOLOv5 epoch bars  (a header, then the tqdm description of every redraw)
       v8 (ultralytics/yolo/v8/detect/train.py progress_string: '%11s' * (4 + len(loss_names)) % ('Epoch',
       'GPU_mem', *loss_names, 'Instances', 'Size'); row '%11s' * 2 + '%11.4g' * (2 + n) % (f'{epoch + 1}/{epochs}',
@@ -286,6 +292,23 @@ def _deit(m, rec, state):
     )
 
 
+_METER = re.compile(r"(?:^|\s)(?P<k>[A-Za-z][\w@.\-]*)\s+(?P<v>" + _F + r")\s+\(\s*(?P<avg>" + _F + r")\s*\)")
+
+
+@rule(
+    "progress-meter",
+    ("Epoch: [",),
+    r"(?:^|\s)Epoch:\s*\[(?P<ep>\d+)(?:/\d+)?\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\](?P<rest>.*)$",
+)
+def _progress_meter(m, rec, state):
+    meters = {p.group("k"): p.group("v") for p in _METER.finditer(m.group("rest"))}
+    key = next((k for k in meters if k.lower() == "loss"), None) or next((k for k in meters if k.lower().endswith("loss")), None)
+    if key is None:
+        return None
+    ep, i, n = int(m.group("ep")), int(m.group("i")), int(m.group("n"))
+    return _step_event(rec, "pytorch", step=ep * n + i, loss=to_float(meters[key]), epoch=float(ep), raw_fields=meters)
+
+
 @rule("loss-is-stopping", ("stopping training",), r"\bLoss is (?P<loss>[-+]?" + _F + r"), stopping training")
 def _loss_stopping(m, rec, state):
     # The non-finite-loss check of the MetricLogger loops: pytorch/vision references/detection/
@@ -420,5 +443,5 @@ PARSER = Parser(
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
     rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _yolo, _mxnet, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _yolo, _mxnet, _nanogpt_eval],
 )
