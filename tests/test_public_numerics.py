@@ -169,3 +169,37 @@ def test_healthy_progress_meter_log_is_clean(tmp_path):
     assert len(steps(tmp_path, text)) == 3
     report = diagnose(tmp_path, text)
     assert report.findings == [] and report.verdict == "clean"
+
+
+HALLO_152 = [  # fudan-generative-vision/hallo#152: a resumed run; the bar's step_loss is nan while the scale halves
+    "[2024-07-10 15:50:45,798] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 262144, reducing to 131072",
+    "Steps:   0%|                                                                                                                                         | 1/2000 [00:14<8:16:07, 14.89s/it, lr=1e-5, step_loss=nan, td=2.85s][2024-07-10 15:50:50,576] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 131072, reducing to 65536",
+    "Steps:   0%|▏                                                                                                                                        | 2/2000 [00:19<4:57:47,  8.94s/it, lr=1e-5, step_loss=nan, td=0.11s][2024-07-10 15:50:55,602] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+]
+
+
+def test_a_bar_glued_before_an_overflow_keeps_its_step_loss(tmp_path):
+    got = steps(tmp_path, "\n".join(HALLO_152))
+    assert [(e.step, math.isnan(e.loss)) for e in got] == [(1, True), (2, True)]
+    scales = [e for e in events(tmp_path, "\n".join(HALLO_152)) if isinstance(e, ScaleEvent)]
+    assert [e.step for e in scales][1:] == [2, 3]
+
+
+def test_nan_loss_during_halvings_is_no_warmup(tmp_path):
+    report = diagnose(tmp_path, "\n".join(HALLO_152))
+    assert ids(report) == ["nan-persistent"] and report.verdict == "actionable"
+    assert "do not explain a non-finite loss" in report.findings[0].summary
+
+
+def test_torchtune_bar_description_loss(tmp_path):
+    # meta-pytorch/torchtune#2776 (the paste lost the `epoch|step` part: the bar's count is the step)
+    got = steps(tmp_path, "|Loss: nan:   0%|                         | 3/3073 [00:15<4:04:50,  4.79s/it]")
+    assert [(e.framework, e.step, math.isnan(e.loss)) for e in got] == [("torchtune", 3, True)]
+
+
+def test_an_inf_loss_in_the_first_window_that_recovers(tmp_path):
+    # open-mmlab/mmdetection#4594: the scale never touches the forward pass, so this is no warm-up
+    text = ("2021-02-09 17:29:51,273 - mmdet - INFO - Epoch [1][50/152]\tlr: 9.890e-04, eta: 1:59:58, time: 2.408, data_time: 0.165, memory: 10807, loss_cls: 0.9762, loss_bbox: inf, loss: inf, grad_norm: 2.7955\n"
+            "2021-02-09 17:31:46,863 - mmdet - INFO - Epoch [1][100/152]\tlr: 1.988e-03, eta: 1:55:37, time: 2.312, data_time: 0.086, memory: 10807, loss_cls: 0.6676, loss_bbox: 0.5111, loss: 1.1786, grad_norm: 2.3799")
+    f = diagnose(tmp_path, text).findings[0]
+    assert (f.id, f.first_step) == ("nan-skip-recover", 50)

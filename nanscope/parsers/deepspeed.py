@@ -26,7 +26,10 @@ printer, never evidence of where the overflow came from.
 
 Under the Hugging Face Trainer the message is often glued to the tqdm redraw before it
 (` 14%|█▍  | 378/2724 [13:58:09<86:18:35, 132.44s/it][2023-06-07 22:16:00,018] [INFO] ...
-OVERFLOW! ...`): the bar counts the optimizer steps done, so the overflow is in step 378 + 1.
+OVERFLOW! ...`): the bar counts the optimizer steps done, so the overflow is in step 378 + 1. A
+bar whose postfix names a loss (accelerate/diffusers scripts: `..., 14.89s/it, lr=1e-5,
+step_loss=nan, td=2.85s][2024-07-10 ...] ... OVERFLOW! ...`) is also that step's loss: the line
+gives both events, as it would if the two writes had not shared a line.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import re
 
 from nanscope.model import ErrorEvent, LifecycleEvent, ScaleEvent, StepEvent
 from nanscope.parsers.base import Parser, rule, signal_of
+from nanscope.parsers.hf import postfix_loss
 from nanscope.parsers.numbers import to_float, to_int
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)"
@@ -66,6 +70,17 @@ def _glued_step(m, rec):
     return int(t.group("n")) + 1 if t is not None else None
 
 
+def _glued_loss(m, rec) -> list:
+    """The step event of a glued bar whose postfix names a loss (see above), or nothing."""
+    t = _TQDM.search(rec.text, 0, m.start())
+    got = postfix_loss(rec.text, t.start(), m.start()) if t is not None else None
+    if got is None:
+        return []
+    loss, pairs = got
+    return [StepEvent(loc=rec.loc, text=rec.text, framework="hf", step=int(t.group("n")), loss=loss,
+                      lr=to_float(pairs.get("lr")), raw_fields=pairs)]
+
+
 @rule(
     "overflow-hysteresis",
     ("OVERFLOW!", "Overflow detected", "loss scale overflow!"),
@@ -90,11 +105,11 @@ def _overflow(m, rec, state):
     old, new = to_float(m.group("old")), to_float(m.group("new"))
     if _same_overflow(m, rec, state, old, new):
         return []
-    return ScaleEvent(
+    return _glued_loss(m, rec) + [ScaleEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", action="overflow",
         old_scale=old, new_scale=new, step=_glued_step(m, rec),
         rank_is_printer_only=True,
-    )
+    )]
 
 
 @rule("grad-overflow-iteration", ("Grad overflow on iteration",), r"Grad overflow on iteration (?P<it>\d+)")

@@ -41,6 +41,17 @@ def _tqdm(m, rec, state):
     return [pending]
 
 
+def postfix_loss(text: str, start: int = 0, end: "int | None" = None) -> "tuple[float, dict] | None":
+    """The loss a tqdm postfix in text[start:end] names, with all its pairs (None without one)."""
+    pm = _POSTFIX.search(text, start, len(text) if end is None else end)
+    if pm is None:
+        return None
+    pairs = {p.group("k"): p.group("v") for p in _POSTFIX_PAIR.finditer(pm.group("post"))}
+    key = next((k for k in _POSTFIX_LOSS if k in pairs), None)
+    loss = to_float(pairs[key]) if key else None
+    return (loss, pairs) if loss is not None else None
+
+
 def _postfix_step(m, rec, state):
     """A bar whose postfix names a loss is a step line (the count is the step); tqdm redraws one
     count several times, and only a new count is a new step."""

@@ -38,6 +38,10 @@ loss key, a number cut at a thousands separator) or takes a summary line for a s
       Train - Epoch: [127/300][ 35/464]	Time  0.738 ( 0.738)	Data  0.000 ( 0.014)	Loss 2.1274e+00 (1.5406e+00)
       generic: no step (the counters are in brackets); the DeiT rule wants `loss:`. `Test: [..]` lines are
       validation.
+  torchtune recipes' tqdm bar  (recipes/*_finetune_*.py: pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}"))
+      1|3|Loss: nan:   0%|                         | 3/3073 [00:15<4:04:50,  4.79s/it]
+      generic: the loss is in the bar's description, which the tqdm readers do not read; a paste can
+      lose the `epoch|step` part, and then the bar's count is the step.
   Ultralytics YOLOv8+ and YOLOv5 epoch bars  (a header, then the tqdm description of every redraw)
       v8 (ultralytics/yolo/v8/detect/train.py progress_string: '%11s' * (4 + len(loss_names)) % ('Epoch',
       'GPU_mem', *loss_names, 'Instances', 'Size'); row '%11s' * 2 + '%11.4g' * (2 + n) % (f'{epoch + 1}/{epochs}',
@@ -375,6 +379,22 @@ def _timm(m, rec, state):
                        lr=to_float(lr.group(1)) if lr else None, epoch=float(ep))
 
 
+# --- torchtune ------------------------------------------------------------------------------------
+
+@rule(
+    "torchtune-bar",
+    ("|Loss: ",),
+    r"(?:^|\s)(?:(?P<ep>\d+)\|(?P<gs>\d+))?\|Loss: (?P<loss>" + _F + r"):\s*\d+%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)",
+)
+def _torchtune(m, rec, state):
+    step = int(m.group("gs")) if m.group("gs") else int(m.group("n"))
+    if state.get("tt_last") == step:
+        return []  # a redraw of the same step
+    state["tt_last"] = step
+    return _step_event(rec, "torchtune", step=step, loss=to_float(m.group("loss")),
+                       epoch=float(m.group("ep")) if m.group("ep") else None)
+
+
 # --- Ultralytics YOLO ------------------------------------------------------------------------------
 
 _YOLO_ROW = (r"^\s*(?P<ep>\d+)/(?P<eps>\d+)\s+(?P<mem>\d+(?:\.\d+)?G)\s+(?P<vals>(?:" + _F + r"\s+){1,8}?)"
@@ -443,5 +463,5 @@ PARSER = Parser(
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
     rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _yolo, _mxnet, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _torchtune, _yolo, _mxnet, _nanogpt_eval],
 )

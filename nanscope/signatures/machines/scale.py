@@ -43,7 +43,8 @@ class ScaleRun(Machine):
     PARAMS = {"bad": (True, "condition"), "good": (True, "condition"), "verdict": (True, "str"),
               "floor_when": (False, "condition"), "gap": (False, "int"), "high_scale": (False, "float"),
               "low_scale": (False, "float"), "floor": (False, "float"), "min_halvings": (False, "int"),
-              "warmup_steps": (False, "int"), "initial_scales": (False, "table"), "flat_steps": (False, "int")}
+              "warmup_steps": (False, "int"), "initial_scales": (False, "table"), "flat_steps": (False, "int"),
+              "spoil_when": (False, "condition")}
     DEFAULT_EVENTS = ("step", "scale")
 
     def __init__(self, sig_id: str, spec: dict):
@@ -61,6 +62,9 @@ class ScaleRun(Machine):
         self.min_halvings = int(self.num("min_halvings", 3))
         self.warmup_steps = int(self.num("warmup_steps", 64))
         self.flat_steps = int(self.num("flat_steps", 0)) or None
+        # an event inside a run that says it is no calibration (see the warm-up's spoil_when)
+        self.spoil = self.cond("spoil_when") if "spoil_when" in spec else None
+        self.vspoil = self.vcond("spoil_when") if "spoil_when" in spec else None
         init = spec.get("initial_scales", {})
         if not isinstance(init, dict) or not all(isinstance(v, (int, float)) for v in init.values()):
             raise SignatureError("'initial_scales' is a table framework = scale")
@@ -83,7 +87,11 @@ class ScaleRun(Machine):
             r["run"].add(ev)
             r["recovery"] = None
             self._scale(r, ev)
+            if self.spoil is not None and self.spoil(ev):
+                r["spoiled"] = True
             return
+        if r is not None and self.spoil is not None and self.spoil(ev):
+            r["spoiled"] = True
         if not self.good(ev):
             return
         if r is not None:
@@ -99,16 +107,17 @@ class ScaleRun(Machine):
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         bad, good = self.vbad(b), self.vgood(b)
-        if bad is None or good is None:
+        spoil = self.vspoil(b) if self.vspoil is not None else np.zeros(len(b), dtype=bool)
+        if bad is None or good is None or spoil is None:
             return super().feed_batch(b, emit)
         st = self._st(b.stream)
         if st["run"] is None and not bad.any():
             if good.any():
                 st["good_before"] = True
             return  # the common case: clean steps, no run open
-        # A row neither bad nor good changes nothing; with no run open a good row only sets
-        # good_before: so only the bad rows, and the good ones while a run is open, go one by one.
-        rows = np.nonzero(bad | good)[0]
+        # A row neither bad nor good (nor spoiling) changes nothing; with no run open a good row only
+        # sets good_before: so only the bad rows, and the good ones while a run is open, go one by one.
+        rows = np.nonzero(bad | good | spoil)[0]
         bad_at = np.nonzero(bad)[0]
         k = 0
         while k < len(rows):
@@ -161,6 +170,8 @@ class ScaleRun(Machine):
             warmup = not r["floor"] and not deep and r["recovery"] is not None
         else:
             warmup = not r["floor"] and not deep and (high_start or (low is not None and low >= self.low))
+        if r.get("spoiled"):
+            warmup = False
         scales = set(r["step_scales"].values())
         if (warmup and self.flat_steps is not None and r["halvings"] == 0 and len(scales) == 1
                 and len(r["step_scales"]) >= self.flat_steps):
