@@ -203,3 +203,33 @@ def test_an_inf_loss_in_the_first_window_that_recovers(tmp_path):
             "2021-02-09 17:31:46,863 - mmdet - INFO - Epoch [1][100/152]\tlr: 1.988e-03, eta: 1:55:37, time: 2.312, data_time: 0.086, memory: 10807, loss_cls: 0.6676, loss_bbox: 0.5111, loss: 1.1786, grad_norm: 2.3799")
     f = diagnose(tmp_path, text).findings[0]
     assert (f.id, f.first_step) == ("nan-skip-recover", 50)
+
+
+def test_opennmt_xent_is_the_loss(tmp_path):
+    # OpenNMT/OpenNMT-py#1072: onmt's Statistics.output line; the loss is xent
+    text = ("[2018-11-26 15:02:57,162 INFO] Step 5600/50000; acc:  47.14; ppl:  9.83; xent: 2.29; lr: 0.00069; 1065/1591 tok/s;  20926 sec\n"
+            "[2018-11-26 15:06:01,481 INFO] Step 5650/50000; acc:   0.19; ppl:   nan; xent:  nan; lr: 0.00070; 1928/2310 tok/s;  21110 sec\n"
+            "[2018-11-26 15:09:00,598 INFO] Step 5700/50000; acc:   0.17; ppl:   nan; xent:  nan; lr: 0.00070; 1827/2180 tok/s;  21289 sec")
+    assert [e.step for e in steps(tmp_path, text)] == [5600, 5650, 5700]
+    f = diagnose(tmp_path, text).findings[0]
+    assert (f.id, f.first_step) == ("nan-persistent", 5650)
+
+
+def test_tf_nan_tensor_hook_is_one_nan_loss_not_just_an_exception(tmp_path):
+    # JiDong-CS/icme2019-bytedance-grand-challenge#14: the error, its glog copy, then the exception
+    text = "\n".join([
+        "INFO:tensorflow:Saving checkpoints for 0 into finish/model.ckpt.",
+        "ERROR:tensorflow:Model diverged with loss = NaN.",
+        "E0410 22:34:13.729731 4483055104 basic_session_run_hooks.py:760] Model diverged with loss = NaN.",
+        "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training. ",
+    ])
+    assert len(steps(tmp_path, text)) == 1
+    assert ids(diagnose(tmp_path, text)) == ["nan-persistent"]
+
+
+def test_the_nan_loss_exception_alone(tmp_path):
+    # alibaba/EasyRec#24: only the end of the traceback was pasted
+    text = ('File "/worker/venv/lib/python2.7/site-packages/tensorflow/python/training/basic_session_run_hooks.py", line 792, in after_run\n'
+            "    raise NanLossDuringTrainingError\n"
+            "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training.")
+    assert ids(diagnose(tmp_path, text))[0] == "nan-persistent"

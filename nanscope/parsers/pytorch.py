@@ -16,6 +16,9 @@ is not one. Examples, all seen in real scripts:
                                           (llama2.c train.py and its copies: `f"{iter_num} | loss {lossf:.4f} |
                                           lr {lr:e} | {dt*1000:.2f}ms | mfu ..."`: a bare leading count
                                           before a `|` is the step)
+  [2018-11-26 15:06:01,481 INFO] Step 5650/50000; acc:   0.19; ppl:   nan; xent:  nan; lr: 0.00070; ...
+                                          (OpenNMT-py onmt/utils/statistics.py Statistics.output: the loss is
+                                          `xent`, the cross-entropy; `ppl` is exp(xent))
   333 154 Loss=nan Time=0.040             (`print("%d %d Loss=%.3f Time=%.3f" % (epoch, cnt, ...))`,
                                           Learning-to-See-in-the-Dark and its forks: bare counts, then
                                           nothing but pairs; two counts are epoch and batch, and the
@@ -37,7 +40,7 @@ SEP = r"[ \t]*[:=][ \t]*|[ \t]+"
 PAIR = re.compile(rf"(?<![\w./])(?P<key>{KEY})(?:{SEP})(?P<val>{NUM})(?![\w.])", re.I)
 
 STEP_KEYS = {"step", "steps", "iter", "iters", "iteration", "global_step", "it", "batch"}
-LOSS_KEYS = {"loss", "train_loss", "train loss", "lm loss", "lm_loss", "total_loss", "loss/train", "train/loss"}
+LOSS_KEYS = {"loss", "train_loss", "train loss", "lm loss", "lm_loss", "total_loss", "loss/train", "train/loss", "xent"}
 GRAD_KEYS = {"grad_norm", "grad norm", "gnorm", "grad_norm/total", "total_norm", "gradnorm", "norm"}
 LR_KEYS = {"lr", "learning_rate", "learning-rate"}
 SCALE_KEYS = {"scale", "loss_scale", "loss scale", "grad_scale", "lossscale"}
@@ -80,7 +83,7 @@ def only_pairs(text: str) -> bool:
     return _PAIRS_ONLY_REST.fullmatch(PAIR.sub("", text)) is not None
 
 
-@rule("step-line", ("loss", "Loss", "LOSS"), PAIR.pattern, re.I)
+@rule("step-line", ("loss", "Loss", "LOSS", "xent:"), PAIR.pattern, re.I)
 def _step(m: "re.Match[str]", rec, state):
     fields: dict[str, str] = {}
     for p in PAIR.finditer(rec.text):

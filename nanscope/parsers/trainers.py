@@ -326,6 +326,29 @@ def _loss_stopping(m, rec, state):
     return _step_event(rec, "deit", step=None, loss=loss)
 
 
+@rule("tf-nan-tensor-hook", ("Model diverged with loss = NaN", "NanLossDuringTrainingError: NaN loss during training"),
+      r"Model diverged with loss = NaN\.|NanLossDuringTrainingError: NaN loss during training")
+def _tf_nan_hook(m, rec, state):
+    # tensorflow/python/training/basic_session_run_hooks.py NanTensorHook.after_run: on a NaN loss
+    # `failure_message = "Model diverged with loss = NaN."`, logged as an error before it raises
+    # NanLossDuringTrainingError (str: "NaN loss during training.") when fail_on_nan_loss (the
+    # Estimator default), else as a warning on every NaN step while training goes on. The glog copy
+    # (`E0410 ... basic_session_run_hooks.py:760] Model diverged ...`, the next line) and the exception
+    # after the traceback repeat the same step: one NaN loss for the step in progress.
+    last = state.get("tf_nan_line")
+    if m.group(0).startswith("Model diverged"):
+        state["tf_nan_line"] = rec.loc.line
+        if last is not None and rec.loc.line - last <= 2:
+            return []
+    elif last is not None and rec.loc.line - last <= _TF_TRACEBACK:
+        return []
+    return _step_event(rec, "tensorflow", step=None, loss=float("nan"))
+
+
+# the exception closes the traceback of the `Model diverged` error: within this many lines of it
+_TF_TRACEBACK = 300
+
+
 @rule(
     "detectron2-anomaly",
     ("Loss became infinite or NaN",),
@@ -463,5 +486,5 @@ PARSER = Parser(
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
     rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _torchtune, _yolo, _mxnet, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _tf_nan_hook, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _torchtune, _yolo, _mxnet, _nanogpt_eval],
 )
