@@ -233,3 +233,25 @@ def test_the_nan_loss_exception_alone(tmp_path):
             "    raise NanLossDuringTrainingError\n"
             "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training.")
     assert ids(diagnose(tmp_path, text))[0] == "nan-persistent"
+
+
+def test_tacotron2_iteration_is_not_the_loss(tmp_path):
+    # NVIDIA/tacotron2#368: a healthy run; the generic reader took `loss 1` (the iteration) for the loss
+    text = "\n".join([
+        "Epoch: 0",
+        "Train loss 0 48.220909 Grad Norm 13.484264 5.71s/it",
+        "Validation loss 0: 37.061010  ",
+        "Train loss 1 35.229748 Grad Norm 25.020286 3.79s/it",
+        "Train loss 2 16.508032 Grad Norm 17.146819 3.99s/it",
+        "Train loss 3 9.564240 Grad Norm 13.827114 3.99s/it",
+    ])
+    assert [(e.step, e.loss, e.grad_norm) for e in steps(tmp_path, text)] == [
+        (0, 48.220909, 13.484264), (1, 35.229748, 25.020286), (2, 16.508032, 17.146819), (3, 9.56424, 13.827114)]
+    assert diagnose(tmp_path, text).verdict == "clean"
+
+
+def test_cifar_tutorial_lines_count_on_across_epochs(tmp_path):
+    # maxvanspengler/hyperbolic_learning_library#2: the tutorial's own output, healthy
+    text = "\n".join(["[1, 10000] loss: 1.579", "[1, 12000] loss: 1.476", "[2,  2000] loss: 1.462", "[2,  4000] loss: 1.425"])
+    assert [(e.step, e.loss) for e in steps(tmp_path, text)] == [(10000, 1.579), (12000, 1.476), (14000, 1.462), (16000, 1.425)]
+    assert diagnose(tmp_path, text).verdict == "clean"

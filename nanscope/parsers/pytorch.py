@@ -164,6 +164,20 @@ def _train_epoch(m, rec, state):
     )
 
 
+@rule("cifar-tutorial", ("] loss: ",), r"^\[(?P<ep>\d+),\s*(?P<i>\d+)\] loss: (?P<loss>" + NUM + r")\s*$", match_start=True)
+def _cifar_tutorial(m, rec, state):
+    # pytorch/tutorials beginner_source/blitz/cifar10_tutorial.py (and the many scripts copied from it):
+    #   print(f'[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 2000:.3f}')   (older: '[%d, %5d] loss: %.3f')
+    # The batch count restarts every epoch: the step is the count plus the last count of the epochs before.
+    ep, i = int(m.group("ep")), int(m.group("i"))
+    if state.get("cifar_epoch") != ep:
+        state["cifar_base"] = state.get("cifar_base", 0) + state.get("cifar_last", 0) if "cifar_epoch" in state else 0
+        state["cifar_epoch"] = ep
+    state["cifar_last"] = i
+    return StepEvent(loc=rec.loc, text=rec.text, framework="pytorch", step=state["cifar_base"] + i,
+                     loss=to_float(m.group("loss")), epoch=float(ep))
+
+
 @rule(
     "lr-scheduler-before-optimizer",
     ("lr_scheduler.step()",),
@@ -195,5 +209,5 @@ PARSER = Parser(
     framework="pytorch",
     priority=90,
     description="plain PyTorch step prints and PyTorch warnings",
-    rules=[_lr_warning, _clip, _train_epoch, _bracket_pairs, _step],
+    rules=[_lr_warning, _clip, _train_epoch, _cifar_tutorial, _bracket_pairs, _step],
 )

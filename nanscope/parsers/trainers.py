@@ -38,6 +38,10 @@ loss key, a number cut at a thousands separator) or takes a summary line for a s
       Train - Epoch: [127/300][ 35/464]	Time  0.738 ( 0.738)	Data  0.000 ( 0.014)	Loss 2.1274e+00 (1.5406e+00)
       generic: no step (the counters are in brackets); the DeiT rule wants `loss:`. `Test: [..]` lines are
       validation.
+  NVIDIA/tacotron2 train.py and its copies (mellotron, tacotron2-gst):
+      print("Train loss {} {:.6f} Grad Norm {:.6f} {:.2f}s/it".format(iteration, reduced_loss, grad_norm, duration))
+      Train loss 1 35.229748 Grad Norm 25.020286 3.79s/it
+      generic: `loss 1` - the iteration taken for the loss (a healthy run's loss would climb with the count)
   torchtune recipes' tqdm bar  (recipes/*_finetune_*.py: pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}"))
       1|3|Loss: nan:   0%|                         | 3/3073 [00:15<4:04:50,  4.79s/it]
       generic: the loss is in the bar's description, which the tqdm readers do not read; a paste can
@@ -402,6 +406,19 @@ def _timm(m, rec, state):
                        lr=to_float(lr.group(1)) if lr else None, epoch=float(ep))
 
 
+# --- tacotron2 ------------------------------------------------------------------------------------
+
+@rule(
+    "tacotron2-train",
+    ("Train loss ",),
+    r"^Train loss (?P<it>\d+) (?P<loss>" + _F + r") Grad Norm (?P<gn>" + _F + r")(?: (?P<t>" + _F + r")s/it)?",
+    match_start=True,
+)
+def _tacotron2(m, rec, state):
+    return _step_event(rec, "tacotron2", step=int(m.group("it")), loss=to_float(m.group("loss")),
+                       grad_norm=to_float(m.group("gn")))
+
+
 # --- torchtune ------------------------------------------------------------------------------------
 
 @rule(
@@ -486,5 +503,5 @@ PARSER = Parser(
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
     rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _tf_nan_hook, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _torchtune, _yolo, _mxnet, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _tf_nan_hook, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo, _mxnet, _nanogpt_eval],
 )
