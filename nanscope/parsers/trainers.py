@@ -300,7 +300,7 @@ def _deit(m, rec, state):
     )
 
 
-_METER = re.compile(r"(?:^|\s)(?P<k>[A-Za-z][\w@.\-]*)\s+(?P<v>" + _F + r")\s+\(\s*(?P<avg>" + _F + r")\s*\)")
+_METER = re.compile(r"(?<![\w@.\-])(?P<k>[A-Za-z][\w@.\-]*)[ \t]+(?P<v>" + _F + r")[ \t]+\([ \t]*(?P<avg>" + _F + r")[ \t]*\)")
 
 
 @rule(
