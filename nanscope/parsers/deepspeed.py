@@ -6,6 +6,13 @@ deepspeed/runtime/fp16/loss_scaler.py (current):
   Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.
 older releases: `[deepscale] OVERFLOW! ...`, `Grad overflow on iteration N`,
 `Reducing dynamic loss scale from A to B`, `[Rank 0] Overflow detected. Skipping step. ...`.
+ZeRO stage 1/2 of DeepSpeed 0.3-0.5 (deepspeed/runtime/zero/stage2.py, FP16_DeepSpeedZeroOptimizer.step)
+prints its own wording on every rank:
+  [deepspeed] fp16 dynamic loss scale overflow! Rank 4 Skipping step. Attempted loss scale: 4294967296, reducing to 4294967296
+(the attempted scale kept on the first overflow is the scaler's hysteresis, as above). Every rank
+prints the one overflow of a step (the overflow flag is all-reduced first): consecutive lines with the
+same scales from ranks not yet seen in that group are one overflow, and the group ends at a rank that
+printed already (rank 0's loss_scaler.py message repeats Rank 0, so each of its lines is an overflow).
 deepspeed/runtime/engine.py: `[Rank 0] step=10, skipped=2, lr=[0.0001], mom=[(0.9, 0.999)]`.
 deepspeed/launcher/launch.py sigkill_handler (the line number moves: 315/321, 318/324, 428/434, 335/341):
   [2024-03-20 20:31:29,210] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3353707
@@ -19,7 +26,10 @@ printer, never evidence of where the overflow came from.
 
 Under the Hugging Face Trainer the message is often glued to the tqdm redraw before it
 (` 14%|█▍  | 378/2724 [13:58:09<86:18:35, 132.44s/it][2023-06-07 22:16:00,018] [INFO] ...
-OVERFLOW! ...`): the bar counts the optimizer steps done, so the overflow is in step 378 + 1.
+OVERFLOW! ...`): the bar counts the optimizer steps done, so the overflow is in step 378 + 1. A
+bar whose postfix names a loss (accelerate/diffusers scripts: `..., 14.89s/it, lr=1e-5,
+step_loss=nan, td=2.85s][2024-07-10 ...] ... OVERFLOW! ...`) is also that step's loss: the line
+gives both events, as it would if the two writes had not shared a line.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import re
 
 from nanscope.model import ErrorEvent, LifecycleEvent, ScaleEvent, StepEvent
 from nanscope.parsers.base import Parser, rule, signal_of
+from nanscope.parsers.hf import postfix_loss
 from nanscope.parsers.numbers import to_float, to_int
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)"
@@ -36,19 +47,49 @@ _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)"
 _TQDM = re.compile(r"\|\s*(?P<n>\d+)/(?P<total>\d+) \[[^\]]*(?:it/s|s/it)[^\]]*\]\s*(?:\[[^\]]*\]\s*)*$")
 
 
+_RANK = re.compile(r"Rank (?P<r>\d+) ")
+
+
+def _same_overflow(m, rec, state, old, new) -> bool:
+    """True for another rank's copy of the overflow the previous line reported (see above)."""
+    r = _RANK.search(rec.text, m.start(), m.end())
+    if r is None:
+        state.pop("ds_overflow", None)
+        return False
+    rank, group = int(r.group("r")), state.get("ds_overflow")
+    if group is not None and group[0] == (old, new) and rank not in group[1]:
+        group[1].add(rank)
+        return True
+    state["ds_overflow"] = ((old, new), {rank})
+    return False
+
+
 def _glued_step(m, rec):
     """The step in progress from a tqdm bar glued in front of the message (None without one)."""
     t = _TQDM.search(rec.text, 0, m.start())
     return int(t.group("n")) + 1 if t is not None else None
 
 
+def _glued_loss(m, rec) -> list:
+    """The step event of a glued bar whose postfix names a loss (see above), or nothing."""
+    t = _TQDM.search(rec.text, 0, m.start())
+    got = postfix_loss(rec.text, t.start(), m.start()) if t is not None else None
+    if got is None:
+        return []
+    loss, pairs = got
+    return [StepEvent(loc=rec.loc, text=rec.text, framework="hf", step=int(t.group("n")), loss=loss,
+                      lr=to_float(pairs.get("lr")), raw_fields=pairs)]
+
+
 @rule(
     "overflow-hysteresis",
-    ("OVERFLOW!", "Overflow detected"),
-    r"(?:OVERFLOW!|Overflow detected\.)\s*Rank \d+ Skipping step\.?\s*Attempted loss scale: (?P<old>" + _F + r"), but hysteresis is (?P<h>\d+)",
+    ("OVERFLOW!", "Overflow detected", "loss scale overflow!"),
+    r"(?:OVERFLOW!|Overflow detected\.|fp16 dynamic loss scale overflow!)\s*Rank \d+ Skipping step\.?\s*Attempted loss scale: (?P<old>" + _F + r"), but hysteresis is (?P<h>\d+)",
 )
 def _hysteresis(m, rec, state):
     s = to_float(m.group("old"))
+    if _same_overflow(m, rec, state, s, s):
+        return []
     return ScaleEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", action="overflow", old_scale=s, new_scale=s,
         step=_glued_step(m, rec), rank_is_printer_only=True,
@@ -57,15 +98,18 @@ def _hysteresis(m, rec, state):
 
 @rule(
     "overflow",
-    ("OVERFLOW!", "Overflow detected"),
-    r"(?:OVERFLOW!|Overflow detected\.)\s*(?:Rank \d+ )?Skipping step\.?\s*(?:Attempted loss scale: (?P<old>" + _F + r"),? reducing to (?P<new>" + _F + r"))?",
+    ("OVERFLOW!", "Overflow detected", "loss scale overflow!"),
+    r"(?:OVERFLOW!|Overflow detected\.|fp16 dynamic loss scale overflow!)\s*(?:Rank \d+ )?Skipping step\.?\s*(?:Attempted loss scale: (?P<old>" + _F + r"),? reducing to (?P<new>" + _F + r"))?",
 )
 def _overflow(m, rec, state):
-    return ScaleEvent(
+    old, new = to_float(m.group("old")), to_float(m.group("new"))
+    if _same_overflow(m, rec, state, old, new):
+        return []
+    return _glued_loss(m, rec) + [ScaleEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", action="overflow",
-        old_scale=to_float(m.group("old")), new_scale=to_float(m.group("new")), step=_glued_step(m, rec),
+        old_scale=old, new_scale=new, step=_glued_step(m, rec),
         rank_is_printer_only=True,
-    )
+    )]
 
 
 @rule("grad-overflow-iteration", ("Grad overflow on iteration",), r"Grad overflow on iteration (?P<it>\d+)")

@@ -24,8 +24,9 @@ _KV = re.compile(r"'(?P<k>[\w/\-.]+)':\s*(?P<v>'[^']*'|tensor\([^)]*\)|[^,}\s]+)
 
 
 # tqdm's postfix (`set_postfix(loss=...)`, accelerate/diffusers scripts): `[00:03<00:10, 4.9it/s, loss=nan]`.
-# kohya-ss sd-scripts and musubi-tuner (train_network.py: `logs = {"avr_loss": avr_loss}`;
-# `progress_bar.set_postfix(**logs)`) show only the moving average of the loss: `2.94s/it, avr_loss=nan]`.
+# kohya-ss sd-scripts and musubi-tuner (train_network.py, sdxl_train*.py: `logs = {"avr_loss": avr_loss}`;
+# `progress_bar.set_postfix(**logs)`) show only the moving average of the step losses:
+# `steps:   1%|▋    | 41/3280 [00:50<1:06:54,  1.24s/it, avr_loss=nan]`
 _POSTFIX = re.compile(r"(?:it/s|s/it),(?P<post>[^\]]*)\]")
 _POSTFIX_PAIR = re.compile(r"(?:^|[\s,])(?P<k>[A-Za-z_][\w/.]*)=(?P<v>[^,\s\]]+)")
 _POSTFIX_LOSS = ("loss", "train_loss", "step_loss", "loss_step", "total_loss", "train/loss", "avr_loss")
@@ -40,18 +41,25 @@ def _tqdm(m, rec, state):
     return [pending]
 
 
-def _postfix_step(m, rec, state):
-    """A bar whose postfix names a loss is a step line (the count is the step); tqdm redraws one
-    count several times, and only a new count is a new step."""
-    pm = _POSTFIX.search(rec.text, m.end())
+def postfix_loss(text: str, start: int = 0, end: "int | None" = None) -> "tuple[float, dict] | None":
+    """The loss a tqdm postfix in text[start:end] names, with all its pairs (None without one)."""
+    pm = _POSTFIX.search(text, start, len(text) if end is None else end)
     if pm is None:
-        return []
+        return None
     pairs = {p.group("k"): p.group("v") for p in _POSTFIX_PAIR.finditer(pm.group("post"))}
     key = next((k for k in _POSTFIX_LOSS if k in pairs), None)
     loss = to_float(pairs[key]) if key else None
+    return (loss, pairs) if loss is not None else None
+
+
+def _postfix_step(m, rec, state):
+    """A bar whose postfix names a loss is a step line (the count is the step); tqdm redraws one
+    count several times, and only a new count is a new step."""
+    found = postfix_loss(rec.text, m.end())
     n = int(m.group("n"))
-    if loss is None or state.get("tqdm_last") == n:
+    if found is None or state.get("tqdm_last") == n:
         return []
+    loss, pairs = found
     state["tqdm_last"] = n
     return [StepEvent(loc=rec.loc, text=rec.text, framework="hf", step=n, loss=loss,
                       lr=to_float(pairs.get("lr")), raw_fields=pairs)]

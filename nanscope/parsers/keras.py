@@ -13,7 +13,10 @@
         3/234 [....] - ETA: 33:37:24 - loss: 44.4110Batch 3: Invalid loss, terminating training
 
 The bar's count restarts every epoch; the step is the count plus the targets of the epochs before
-(a count that goes back down starts a new epoch). Non-finite averages print as `nan` / `inf`.
+(a count that goes back down starts a new epoch, and so does the epoch header ProgbarLogger prints
+before each epoch's bar, which a log that keeps only each epoch's final bar needs: `Epoch 2/10`, in
+Keras 2 / 3 `print_msg(f"Epoch {epoch + 1}/{self.epochs}")`; `Epoch 2` in the first releases).
+Non-finite averages print as `nan` / `inf`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ _TERMINATE = re.compile(r"Batch (?P<b>\d+): Invalid loss, terminating training")
 
 def _global(state: dict, n: int, total: int) -> int:
     last = state.get("keras_last")
-    if last is not None and n < last:
+    header = state.pop("keras_header", False)
+    if last is not None and (n < last or header):
         state["keras_base"] = state.get("keras_base", 0) + state.get("keras_total", total)
     state["keras_last"], state["keras_total"] = n, total
     return state.get("keras_base", 0) + n
@@ -68,6 +72,14 @@ def _progbar(m, rec, state):
     return out
 
 
+@rule("keras-epoch-header", ("Epoch ",), r"^Epoch \d+(?:/\d+)?\s*$", match_start=True)
+def _epoch_header(m, rec, state):
+    if "keras_last" not in state:
+        return None  # no bar yet: nothing to number, and not necessarily Keras
+    state["keras_header"] = True
+    return []
+
+
 @rule("keras-terminate-on-nan", ("Invalid loss, terminating training",), _TERMINATE.pattern)
 def _terminate(m, rec, state):
     base = state.get("keras_base", 0)
@@ -79,5 +91,5 @@ PARSER = Parser(
     framework="keras",
     priority=27,
     description="Keras / tf.keras progress bars and TerminateOnNaN",
-    rules=[_progbar, _terminate],
+    rules=[_progbar, _epoch_header, _terminate],
 )

@@ -12,6 +12,17 @@ is not one. Examples, all seen in real scripts:
   Train Epoch: 1 [640/60000 (1%)]\tLoss: 2.300024             (pytorch/examples mnist: its own rule)
   epoch: 3451 loss: nan                   (a line of nothing but pairs: the epoch is the counter)
   ... | E6 iter[ 14/ 15] | [Loss] nan | [exp] ./exp/car | [step]   104 | ...   (bracketed keys: own rule)
+  100000 | loss nan | lr 0.000000e+00 | 2006.12ms | mfu 1.68%
+                                          (llama2.c train.py and its copies: `f"{iter_num} | loss {lossf:.4f} |
+                                          lr {lr:e} | {dt*1000:.2f}ms | mfu ..."`: a bare leading count
+                                          before a `|` is the step)
+  [2018-11-26 15:06:01,481 INFO] Step 5650/50000; acc:   0.19; ppl:   nan; xent:  nan; lr: 0.00070; ...
+                                          (OpenNMT-py onmt/utils/statistics.py Statistics.output: the loss is
+                                          `xent`, the cross-entropy; `ppl` is exp(xent))
+  333 154 Loss=nan Time=0.040             (`print("%d %d Loss=%.3f Time=%.3f" % (epoch, cnt, ...))`,
+                                          Learning-to-See-in-the-Dark and its forks: bare counts, then
+                                          nothing but pairs; two counts are epoch and batch, and the
+                                          batch restarts each epoch, so the line is numbered in order)
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ SEP = r"[ \t]*[:=][ \t]*|[ \t]+"
 PAIR = re.compile(rf"(?<![\w./])(?P<key>{KEY})(?:{SEP})(?P<val>{NUM})(?![\w.])", re.I)
 
 STEP_KEYS = {"step", "steps", "iter", "iters", "iteration", "global_step", "it", "batch"}
-LOSS_KEYS = {"loss", "train_loss", "train loss", "lm loss", "lm_loss", "total_loss", "loss/train", "train/loss"}
+LOSS_KEYS = {"loss", "train_loss", "train loss", "lm loss", "lm_loss", "total_loss", "loss/train", "train/loss", "xent"}
 GRAD_KEYS = {"grad_norm", "grad norm", "gnorm", "grad_norm/total", "total_norm", "gradnorm", "norm"}
 LR_KEYS = {"lr", "learning_rate", "learning-rate"}
 SCALE_KEYS = {"scale", "loss_scale", "loss scale", "grad_scale", "lossscale"}
@@ -63,6 +74,8 @@ def classify(keys: Sequence[str], only_pairs: bool = False) -> Optional[dict[str
 
 
 _PAIRS_ONLY_REST = re.compile(r"[\s,;|]*")
+# bare counts at the start of a line, before a `|` column or straight before the first key
+_LEAD = re.compile(r"^[ \t]*(?P<a>\d+)(?:[ \t]+(?P<b>\d+))?[ \t]*(?:(?P<bar>\|)[ \t]*)?(?=[A-Za-z])")
 
 
 def only_pairs(text: str) -> bool:
@@ -70,25 +83,44 @@ def only_pairs(text: str) -> bool:
     return _PAIRS_ONLY_REST.fullmatch(PAIR.sub("", text)) is not None
 
 
-@rule("step-line", ("loss", "Loss", "LOSS"), PAIR.pattern, re.I)
+@rule("step-line", ("loss", "Loss", "LOSS", "xent:"), PAIR.pattern, re.I)
 def _step(m: "re.Match[str]", rec, state):
     fields: dict[str, str] = {}
     for p in PAIR.finditer(rec.text):
         fields.setdefault(norm_key(p.group("key")), p.group("val"))
     keys = list(fields)
-    where = classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(rec.text) else None)
+    lead = _lead(rec.text)
+    where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(rec.text) else None)
+             or (classify(keys + ["step"]) if lead is not None else None))
     if where is None:
         return None
     vals = list(fields.values())
-    got = {fld: vals[i] for fld, i in where.items()}
+    got = {fld: vals[i] for fld, i in where.items() if i < len(vals)}
     step = to_int(got.get("step"))
-    if step is None and not ({"grad_norm", "lr", "loss_scale"} & got.keys()):
+    epoch = to_float(got.get("epoch"))
+    if step is None and lead is not None:
+        if lead.group("b") is None:
+            step = int(lead.group("a"))
+        elif epoch is None:
+            epoch = float(lead.group("a"))  # epoch and batch: numbered in order
+    elif step is None and not ({"grad_norm", "lr", "loss_scale"} & got.keys()):
         step = to_int(got.get("epoch"))  # the line counts epochs: that number is its logged point
     return StepEvent(
         loc=rec.loc, text=rec.text, framework="pytorch", step=step, loss=to_float(got["loss"]),
         grad_norm=to_float(got.get("grad_norm")), lr=to_float(got.get("lr")), loss_scale=to_float(got.get("loss_scale")),
-        tokens_per_s=to_float(got.get("tokens_per_s")), epoch=to_float(got.get("epoch")), raw_fields=fields,
+        tokens_per_s=to_float(got.get("tokens_per_s")), epoch=epoch, raw_fields=fields,
     )
+
+
+def _lead(text: str) -> Optional["re.Match[str]"]:
+    """The bare leading count(s) of a step line, when they are its counter: one count before a `|`
+    column, or one or two counts before a line of nothing but pairs (see the module docstring)."""
+    m = _LEAD.match(text)
+    if m is None:
+        return None
+    if m.group("bar") is not None:
+        return m if m.group("b") is None else None
+    return m if only_pairs(text[m.end():]) else None
 
 
 # Keys in brackets, `[Loss] 51566519.44 | [exp] ./exp/0125/car | [step]    89 |` (LION's base_trainer and other
@@ -132,6 +164,20 @@ def _train_epoch(m, rec, state):
     )
 
 
+@rule("cifar-tutorial", ("] loss: ",), r"^\[(?P<ep>\d+),\s*(?P<i>\d+)\] loss: (?P<loss>" + NUM + r")\s*$", match_start=True)
+def _cifar_tutorial(m, rec, state):
+    # pytorch/tutorials beginner_source/blitz/cifar10_tutorial.py (and the many scripts copied from it):
+    #   print(f'[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 2000:.3f}')   (older: '[%d, %5d] loss: %.3f')
+    # The batch count restarts every epoch: the step is the count plus the last count of the epochs before.
+    ep, i = int(m.group("ep")), int(m.group("i"))
+    if state.get("cifar_epoch") != ep:
+        state["cifar_base"] = state.get("cifar_base", 0) + state.get("cifar_last", 0) if "cifar_epoch" in state else 0
+        state["cifar_epoch"] = ep
+    state["cifar_last"] = i
+    return StepEvent(loc=rec.loc, text=rec.text, framework="pytorch", step=state["cifar_base"] + i,
+                     loss=to_float(m.group("loss")), epoch=float(ep))
+
+
 @rule(
     "lr-scheduler-before-optimizer",
     ("lr_scheduler.step()",),
@@ -163,5 +209,5 @@ PARSER = Parser(
     framework="pytorch",
     priority=90,
     description="plain PyTorch step prints and PyTorch warnings",
-    rules=[_lr_warning, _clip, _train_epoch, _bracket_pairs, _step],
+    rules=[_lr_warning, _clip, _train_epoch, _cifar_tutorial, _bracket_pairs, _step],
 )

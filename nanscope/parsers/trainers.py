@@ -32,8 +32,36 @@ loss key, a number cut at a thousands separator) or takes a summary line for a s
       Train: 0 [   0/2502 (  0%)]  Loss:  7.023479 (7.0235)  Time: 3.680s,  139.14/s  (3.680s,  139.14/s)  LR: 1.000e-06  Data: 1.776 (1.776)
       generic: no step; epoch averages (`Averaged stats:`) taken for steps
       Loss is nan, stopping training        (the loop's own check on every iteration, then sys.exit(1))
-  torchtune  `1|3|Loss: nan:   0%|          | 3/3073 [00:15<4:04:50,  4.79s/it]` (the bar's description)
-      generic: nothing (hf.py's tqdm rule claims the bar)
+  pytorch/examples ImageNet ProgressMeter and its copies  (imagenet/main.py: prefix "Epoch: [{}]", batch
+      '[{:Nd}/N]', then '\t'.join of AverageMeter '{name} {val:fmt} ({avg:fmt})', the loss meter named Loss)
+      Epoch: [23][280/715]    Time 0.290 (0.318)      Loss 1.1693 (1.1644)    Acc@1 72.656 (72.098)   ...
+      Train - Epoch: [127/300][ 35/464]	Time  0.738 ( 0.738)	Data  0.000 ( 0.014)	Loss 2.1274e+00 (1.5406e+00)
+      generic: no step (the counters are in brackets); the DeiT rule wants `loss:`. `Test: [..]` lines are
+      validation.
+  NVIDIA/tacotron2 train.py and its copies (mellotron, tacotron2-gst):
+      print("Train loss {} {:.6f} Grad Norm {:.6f} {:.2f}s/it".format(iteration, reduced_loss, grad_norm, duration))
+      Train loss 1 35.229748 Grad Norm 25.020286 3.79s/it
+      generic: `loss 1` - the iteration taken for the loss (a healthy run's loss would climb with the count)
+  torchtune recipes' tqdm bar  (recipes/*_finetune_*.py: pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}"))
+      1|3|Loss: nan:   0%|                         | 3/3073 [00:15<4:04:50,  4.79s/it]
+      generic: the loss is in the bar's description, which the tqdm readers do not read; a paste can
+      lose the `epoch|step` part, and then the bar's count is the step.
+  Ultralytics YOLOv8+ and YOLOv5 epoch bars  (a header, then the tqdm description of every redraw)
+      v8 (ultralytics/yolo/v8/detect/train.py progress_string: '%11s' * (4 + len(loss_names)) % ('Epoch',
+      'GPU_mem', *loss_names, 'Instances', 'Size'); row '%11s' * 2 + '%11.4g' * (2 + n) % (f'{epoch + 1}/{epochs}',
+      mem, *losses, instances, size)):
+            Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size
+           1/1000      17.2G        nan        nan        nan         55        640: 100%|██████████| 4/4 [01:28<00:00, 22.19
+      v5 (yolov5/train.py: the same row with f'{epoch}/{epochs - 1}', '%10s' before v6.2, header
+      `Epoch gpu_mem box obj cls labels img_size` in older releases):
+            1/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]
+      generic: nothing (no key names on the row). Every column between the memory and the last two
+      counts is a loss component: the loss is their sum (non-finite when one is).
+  MXNet Speedometer and the Gluon scripts copied from it  (python/mxnet/callback.py Speedometer:
+      'Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec' + '\t%s=%f' per metric; older `Train-%s=%f`;
+      `Batch [%d-%d]` in 1.x), e.g. `Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,`
+      generic: no loss key (the metric is named by the user): the loss is the metric named `loss`,
+      `cross-entropy` or ending in `loss`.
   nanoGPT  `iter 100: loss 4.2345, time 12.34ms, mfu 1.20%` is read right by the generic parser; only its
       eval line `step 2000: train loss 1.7533, val loss 1.8947` is claimed here (it repeats a step number).
 """
@@ -272,6 +300,23 @@ def _deit(m, rec, state):
     )
 
 
+_METER = re.compile(r"(?<![\w@.\-])(?P<k>[A-Za-z][\w@.\-]*)[ \t]+(?P<v>" + _F + r")[ \t]+\([ \t]*(?P<avg>" + _F + r")[ \t]*\)")
+
+
+@rule(
+    "progress-meter",
+    ("Epoch: [",),
+    r"(?:^|\s)Epoch:\s*\[(?P<ep>\d+)(?:/\d+)?\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\](?P<rest>.*)$",
+)
+def _progress_meter(m, rec, state):
+    meters = {p.group("k"): p.group("v") for p in _METER.finditer(m.group("rest"))}
+    key = next((k for k in meters if k.lower() == "loss"), None) or next((k for k in meters if k.lower().endswith("loss")), None)
+    if key is None:
+        return None
+    ep, i, n = int(m.group("ep")), int(m.group("i")), int(m.group("n"))
+    return _step_event(rec, "pytorch", step=ep * n + i, loss=to_float(meters[key]), epoch=float(ep), raw_fields=meters)
+
+
 @rule("loss-is-stopping", ("stopping training",), r"\bLoss is (?P<loss>[-+]?" + _F + r"), stopping training")
 def _loss_stopping(m, rec, state):
     # The non-finite-loss check of the MetricLogger loops: pytorch/vision references/detection/
@@ -283,6 +328,29 @@ def _loss_stopping(m, rec, state):
     if loss is None or math.isfinite(loss):
         return None
     return _step_event(rec, "deit", step=None, loss=loss)
+
+
+@rule("tf-nan-tensor-hook", ("Model diverged with loss = NaN", "NanLossDuringTrainingError: NaN loss during training"),
+      r"Model diverged with loss = NaN\.|NanLossDuringTrainingError: NaN loss during training")
+def _tf_nan_hook(m, rec, state):
+    # tensorflow/python/training/basic_session_run_hooks.py NanTensorHook.after_run: on a NaN loss
+    # `failure_message = "Model diverged with loss = NaN."`, logged as an error before it raises
+    # NanLossDuringTrainingError (str: "NaN loss during training.") when fail_on_nan_loss (the
+    # Estimator default), else as a warning on every NaN step while training goes on. The glog copy
+    # (`E0410 ... basic_session_run_hooks.py:760] Model diverged ...`, the next line) and the exception
+    # after the traceback repeat the same step: one NaN loss for the step in progress.
+    last = state.get("tf_nan_line")
+    if m.group(0).startswith("Model diverged"):
+        state["tf_nan_line"] = rec.loc.line
+        if last is not None and rec.loc.line - last <= 2:
+            return []
+    elif last is not None and rec.loc.line - last <= _TF_TRACEBACK:
+        return []
+    return _step_event(rec, "tensorflow", step=None, loss=float("nan"))
+
+
+# the exception closes the traceback of the `Model diverged` error: within this many lines of it
+_TF_TRACEBACK = 300
 
 
 @rule(
@@ -338,14 +406,25 @@ def _timm(m, rec, state):
                        lr=to_float(lr.group(1)) if lr else None, epoch=float(ep))
 
 
-# torchtune recipes (recipes/*_finetune_*.py, every release): the loss lives only in the bar's description,
-#   pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")
-# printed by tqdm as `1|3|Loss: nan:   0%|          | 3/3073 [00:15<4:04:50,  4.79s/it]`. The global step
-# is the step; a paste that lost the `epoch|step` part keeps the bar's count.
+# --- tacotron2 ------------------------------------------------------------------------------------
+
+@rule(
+    "tacotron2-train",
+    ("Train loss ",),
+    r"^Train loss (?P<it>\d+) (?P<loss>" + _F + r") Grad Norm (?P<gn>" + _F + r")(?: (?P<t>" + _F + r")s/it)?",
+    match_start=True,
+)
+def _tacotron2(m, rec, state):
+    return _step_event(rec, "tacotron2", step=int(m.group("it")), loss=to_float(m.group("loss")),
+                       grad_norm=to_float(m.group("gn")))
+
+
+# --- torchtune ------------------------------------------------------------------------------------
+
 @rule(
     "torchtune-bar",
     ("|Loss: ",),
-    r"(?:(?<![\w.])(?P<ep>\d+)\|(?P<gs>\d+))?\|Loss: (?P<loss>" + _F + r"):\s*\d+%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)",
+    r"(?:^|\s)(?:(?P<ep>\d+)\|(?P<gs>\d+))?\|Loss: (?P<loss>" + _F + r"):\s*\d+%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)",
 )
 def _torchtune(m, rec, state):
     step = int(m.group("gs")) if m.group("gs") else int(m.group("n"))
@@ -354,6 +433,63 @@ def _torchtune(m, rec, state):
     state["tt_last"] = step
     return _step_event(rec, "torchtune", step=step, loss=to_float(m.group("loss")),
                        epoch=float(m.group("ep")) if m.group("ep") else None)
+
+
+# --- Ultralytics YOLO ------------------------------------------------------------------------------
+
+_YOLO_ROW = (r"^\s*(?P<ep>\d+)/(?P<eps>\d+)\s+(?P<mem>\d+(?:\.\d+)?G)\s+(?P<vals>(?:" + _F + r"\s+){1,8}?)"
+             r"(?P<inst>\d+)\s+(?P<size>\d+):\s+\d+%\|[^|]*\|\s*(?P<i>\d+)/(?P<nb>\d+)")
+
+
+@rule("yolo-epoch-row", ("%|",), _YOLO_ROW, match_start=True)
+def _yolo(m, rec, state):
+    parts = [to_float(v) for v in m.group("vals").split()]
+    if not parts or any(v is None for v in parts):
+        return None
+    ep, i, nb = int(m.group("ep")), int(m.group("i")), int(m.group("nb"))
+    # the epoch as printed (v8 counts from 1, v5 from 0) times the batches per epoch, plus the batch:
+    # increasing either way; tqdm redraws one batch count several times, only a new count is a step
+    step = ep * nb + i
+    if state.get("yolo_last") == step:
+        return []
+    state["yolo_last"] = step
+    loss = sum(parts) if all(math.isfinite(v) for v in parts) else next(v for v in parts if not math.isfinite(v))
+    return _step_event(rec, "ultralytics", step=step, loss=loss, epoch=float(ep),
+                       raw_fields={"losses": m.group("vals").split(), "epochs": m.group("eps")})
+
+
+# --- MXNet Speedometer -----------------------------------------------------------------------------
+
+_MX_PAIR = re.compile(r"(?:^|[\s,])(?P<k>[A-Za-z][\w\-]*)=(?P<v>" + _F + r")(?![\w.])")
+
+
+def _mx_loss(pairs: dict) -> Optional[float]:
+    for k, v in pairs.items():
+        name = k.lower()
+        for prefix in ("train-", "train_"):
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+        if name in ("loss", "cross-entropy", "ce") or name.endswith("loss"):
+            return to_float(v)
+    return None
+
+
+@rule(
+    "mxnet-speedometer",
+    ("samples/sec",),
+    r"\bEpoch\s?\[(?P<ep>\d+)\]\s*Batch\s*\[(?:\d+-)?(?P<b>\d+)\]:?\s*Speed:\s*" + _F + r" samples/sec(?P<rest>.*)$",
+)
+def _mxnet(m, rec, state):
+    pairs = {p.group("k"): p.group("v") for p in _MX_PAIR.finditer(m.group("rest"))}
+    loss = _mx_loss(pairs)
+    if loss is None:
+        return None
+    ep, b = int(m.group("ep")), int(m.group("b"))
+    if state.get("mx_epoch") != ep:  # the batch count restarts each epoch
+        state["mx_base"] = state.get("mx_base", 0) + state.get("mx_last", 0) if "mx_epoch" in state else 0
+        state["mx_epoch"] = ep
+    state["mx_last"] = b
+    return _step_event(rec, "mxnet", step=state["mx_base"] + b, loss=loss, epoch=float(ep), raw_fields=pairs)
 
 
 @rule("nanogpt-eval", ("val loss",), r"^step \d+: train loss " + _F + r", val loss " + _F + r"\s*$", match_start=True)
@@ -365,7 +501,7 @@ PARSER = Parser(
     name="trainers",
     framework="trainers",
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
-    description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm and detectron2 step lines",
+    description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
     rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _torchtune, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _tf_nan_hook, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo, _mxnet, _nanogpt_eval],
 )

@@ -64,13 +64,15 @@ class Transient(Machine):
     gap: good steps within `gap` steps of the last bad one do not end the run (an fp16 warm-up
     interleaves overflows with normal prints). position: "after_start" (the run begins more than
     start_window steps after the stream's first step: a recovery in the middle of training),
-    "start" (a warm-up burst), or "any".
+    "start" (a warm-up burst), or "any"; a run with a bad event that is `anywhere_when` passes any
+    position (a non-finite loss at the start is no loss-scale warm-up: the scale never touches the
+    forward pass).
     """
 
     name = "transient"
     PARAMS = {"bad": (True, "condition"), "good": (True, "condition"), "min_run": (False, "int"),
               "max_run": (False, "int"), "position": (False, "str"), "gap": (False, "int"),
-              "start_window": (False, "int")}
+              "start_window": (False, "int"), "anywhere_when": (False, "condition")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
@@ -82,6 +84,7 @@ class Transient(Machine):
         self.position = spec.get("position", "after_start")
         if self.position not in ("start", "after_start", "any"):
             raise SignatureError("'position' is one of start, after_start, any")
+        self.anywhere = self.cond("anywhere_when") if "anywhere_when" in spec else None
 
     def feed(self, ev: Event, emit: Emit) -> None:
         st = self.state.get(ev.stream)
@@ -94,7 +97,10 @@ class Transient(Machine):
             if run is None:
                 run = st["run"] = _Run()
                 st["run_after_good"] = st["good_before"]
+                st["anywhere"] = False
             run.add(ev)
+            if self.anywhere is not None and self.anywhere(ev):
+                st["anywhere"] = True
             st["recovery"] = None
             return
         if not self.good(ev):
@@ -133,12 +139,15 @@ class Transient(Machine):
                     break
                 run = st["run"] = _Run()
                 st["run_after_good"] = st["good_before"]
+                st["anywhere"] = False
                 run.add_row(b, nxt)
+                self._anywhere_row(st, b, nxt)
                 st["recovery"] = None
                 pos = nxt + 1
                 continue
             if bad[pos]:
                 run.add_row(b, pos)
+                self._anywhere_row(st, b, pos)
                 st["recovery"] = None
             elif good[pos]:
                 if st["recovery"] is None:
@@ -147,6 +156,10 @@ class Transient(Machine):
                     self._close(st, emit)
                     st["good_before"] = True
             pos += 1
+
+    def _anywhere_row(self, st: dict, b: Any, i: int) -> None:
+        if self.anywhere is not None and not st.get("anywhere") and self.anywhere(b.event(i)):
+            st["anywhere"] = True
 
     def _close(self, st: dict, emit: Emit) -> None:
         run: _Run = st["run"]
@@ -166,7 +179,7 @@ class Transient(Machine):
         """At the start: nothing good came before the run, or the log begins at the start of
         training (its first step is within start_window) and the run within start_window of it.
         An excerpt that begins at step 23 is not the start of training."""
-        if self.position == "any":
+        if self.position == "any" or st.get("anywhere"):
             return True
         at_start = not st.get("run_after_good", False)
         first = st["first_step"]
@@ -189,7 +202,8 @@ class Persistent(Machine):
     name = "persistent"
     PARAMS = {"bad": (True, "condition"), "reset": (True, "condition"), "min_run": (False, "int"),
               "require": (False, "condition"), "min_run_at_end": (False, "int"),
-              "require_at_end": (False, "condition"), "before_at_end": (False, "condition")}
+              "require_at_end": (False, "condition"), "before_at_end": (False, "condition"),
+              "soft_reset": (False, "condition"), "hard_when": (False, "condition")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
@@ -202,10 +216,15 @@ class Persistent(Machine):
         self.require_at_end = self.cond("require_at_end") if "require_at_end" in spec else None
         self.vrequire_at_end = self.vcond("require_at_end") if "require_at_end" in spec else None
         self.before_at_end = self.cond("before_at_end") if "before_at_end" in spec else None
+        # soft_reset ends a run too, unless one of its bad events is `hard_when`: a loss scaler's
+        # skip explains a non-finite gradient norm, never a non-finite loss (the forward pass)
+        self.soft_reset = self.cond("soft_reset") if "soft_reset" in spec else None
+        self.hard = self.cond("hard_when") if "hard_when" in spec else None
+        self.vhard = self.vcond("hard_when") if "hard_when" in spec else None
 
     def _new_state(self) -> dict:
         return {"run": None, "last": None, "required": False, "required_end": False, "reset_step": None,
-                "before": None, "reset_ev": None}
+                "before": None, "reset_ev": None, "hard": False}
 
     def _close(self, stream: Any, st: dict, emit: Emit, until_end: bool) -> None:
         run: Optional[_Run] = st.get("run")
@@ -219,11 +238,17 @@ class Persistent(Machine):
                 and (run.first_step is None or run.first_step != st.get("reset_step"))))
         if long_enough and (self.require is None or st.get("required")):
             first = run.events[0]
+            between = (", with no finite step between them; the loss scaler's skipped updates among them do not"
+                       " explain a non-finite loss" if st.get("soft_skipped") else
+                       ", with no skipped update or finite step between them")
             emit(self.match(first, run.events + ([st["last"]] if st["last"] not in run.events else []),
-                            step=first.step, run=run.steps, last_step=st["last"].step, until_end=until_end))
+                            step=first.step, run=run.steps, last_step=st["last"].step, until_end=until_end,
+                            between=between))
         st["run"] = None
         st["required"] = False
         st["required_end"] = False
+        st["hard"] = False
+        st["soft_skipped"] = False
 
     def feed(self, ev: Event, emit: Emit) -> None:
         st = self.state.setdefault(ev.stream, self._new_state())
@@ -237,20 +262,26 @@ class Persistent(Machine):
                 st["required"] = True
             if self.require_at_end is not None and not st["required_end"] and self.require_at_end(ev):
                 st["required_end"] = True
-        elif self.reset(ev):
+            if self.hard is not None and not st.get("hard") and self.hard(ev):
+                st["hard"] = True
+        elif self.reset(ev) or (self.soft_reset is not None and not st.get("hard") and self.soft_reset(ev)):
             st["reset_step"] = ev.step
             if self.before_at_end is not None:
                 st["reset_ev"] = ev
             if st["run"] is not None:
                 self._close(ev.stream, st, emit, until_end=False)
+        elif self.soft_reset is not None and st["run"] is not None and self.soft_reset(ev):
+            st["soft_skipped"] = True  # a skip inside a run of non-finite losses: kept, and said
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         bad, reset = self.vbad(b), self.vreset(b)
         req = self.vrequire(b) if self.vrequire is not None else None
         req_end = self.vrequire_at_end(b) if self.vrequire_at_end is not None else None
+        hard = self.vhard(b) if self.vhard is not None else None
         if bad is None or reset is None or (self.vrequire is not None and req is None) or (
-                self.vrequire_at_end is not None and req_end is None):
+                self.vrequire_at_end is not None and req_end is None) or (self.vhard is not None and hard is None):
             return super().feed_batch(b, emit)
+        # (a soft reset is a scale event, never a row of a step batch: the rows reset as before)
         st = self.state.setdefault(b.stream, self._new_state())
         resets = np.nonzero(reset & ~bad)[0]
         bads = np.nonzero(bad)[0]
@@ -282,6 +313,8 @@ class Persistent(Machine):
                 st["required"] = True
             if req_end is not None and not st["required_end"] and req_end[rows].any():
                 st["required_end"] = True
+            if hard is not None and not st.get("hard") and hard[rows].any():
+                st["hard"] = True
         prev = int(bads[-1]) if len(bads) else -1
         if len(resets):
             st["reset_step"] = int(b.step[int(resets[-1])])

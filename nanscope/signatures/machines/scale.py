@@ -25,12 +25,18 @@ class ScaleRun(Machine):
                          with no clean step before it and within `warmup_steps` of the start
                          (as far as the log shows steps), and never reached the floor (a run
                          that prints no scale: at the start of the log, and recovered, or one
-                         window of a `windowed_loss` logger with a finite loss that ends the log);
+                         window of a `windowed_loss` logger with a finite loss that ends the log); a run
+                         whose step lines show the same scale on `flat_steps` or more skipped
+                         steps is no calibration (a dynamic scaler halves within its hysteresis:
+                         Megatron's DynamicGradScaler after `hysteresis` (2) consecutive
+                         overflows, DeepSpeed's after `hysteresis` (2)): the scale is static, or
+                         stuck, and the updates are simply lost (see skip_rate's `min_flat`);
       verdict "collapse" the run reached the floor (`floor_when`, or a scale at most `floor`), or,
                          not a warm-up, it ends the log having halved `min_halvings` times to a
                          scale below `low_scale` (a collapse in progress).
     Extras: run (overflows), start_scale, end_scale, halvings, halvings_left (to `floor`),
-    last_step, recovered_step, until_end; fell (" from A to B", or "" when no scale was printed)
+    last_step, recovered_step, until_end; fell (" from A to B", " at A" when it did not move, or ""
+    when no scale was printed)
     and after ("; normal steps from step N", or that the log ends before a clean step).
     """
 
@@ -38,7 +44,8 @@ class ScaleRun(Machine):
     PARAMS = {"bad": (True, "condition"), "good": (True, "condition"), "verdict": (True, "str"),
               "floor_when": (False, "condition"), "gap": (False, "int"), "high_scale": (False, "float"),
               "low_scale": (False, "float"), "floor": (False, "float"), "min_halvings": (False, "int"),
-              "warmup_steps": (False, "int"), "initial_scales": (False, "table"), "windowed_loss": (False, "list")}
+              "warmup_steps": (False, "int"), "initial_scales": (False, "table"), "windowed_loss": (False, "list"),
+              "flat_steps": (False, "int"), "spoil_when": (False, "condition")}
     DEFAULT_EVENTS = ("step", "scale")
 
     def __init__(self, sig_id: str, spec: dict):
@@ -55,6 +62,10 @@ class ScaleRun(Machine):
         self.floor = float(self.num("floor", 1.0))
         self.min_halvings = int(self.num("min_halvings", 3))
         self.warmup_steps = int(self.num("warmup_steps", 64))
+        self.flat_steps = int(self.num("flat_steps", 0)) or None
+        # an event inside a run that says it is no calibration (see the warm-up's spoil_when)
+        self.spoil = self.cond("spoil_when") if "spoil_when" in spec else None
+        self.vspoil = self.vcond("spoil_when") if "spoil_when" in spec else None
         init = spec.get("initial_scales", {})
         if not isinstance(init, dict) or not all(isinstance(v, (int, float)) for v in init.values()):
             raise SignatureError("'initial_scales' is a table framework = scale")
@@ -77,11 +88,15 @@ class ScaleRun(Machine):
             if r is None:
                 r = st["run"] = {"run": _Run(), "after_good": st["good_before"], "start": None, "scale": None,
                                  "low": None, "halvings": 0, "floor": False, "framework": ev.framework,
-                                 "recovery": None}
+                                 "recovery": None, "step_scales": {}}
             r["run"].add(ev)
             r["recovery"] = None
             self._scale(r, ev)
+            if self.spoil is not None and self.spoil(ev):
+                r["spoiled"] = True
             return
+        if r is not None and self.spoil is not None and self.spoil(ev):
+            r["spoiled"] = True
         if not self.good(ev):
             return
         if r is not None:
@@ -97,16 +112,17 @@ class ScaleRun(Machine):
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         bad, good = self.vbad(b), self.vgood(b)
-        if bad is None or good is None:
+        spoil = self.vspoil(b) if self.vspoil is not None else np.zeros(len(b), dtype=bool)
+        if bad is None or good is None or spoil is None:
             return super().feed_batch(b, emit)
         st = self._st(b.stream)
         if st["run"] is None and not bad.any():
             if good.any():
                 st["good_before"] = True
             return  # the common case: clean steps, no run open
-        # A row neither bad nor good changes nothing; with no run open a good row only sets
-        # good_before: so only the bad rows, and the good ones while a run is open, go one by one.
-        rows = np.nonzero(bad | good)[0]
+        # A row neither bad nor good (nor spoiling) changes nothing; with no run open a good row only
+        # sets good_before: so only the bad rows, and the good ones while a run is open, go one by one.
+        rows = np.nonzero(bad | good | spoil)[0]
         bad_at = np.nonzero(bad)[0]
         k = 0
         while k < len(rows):
@@ -126,6 +142,8 @@ class ScaleRun(Machine):
         old, new = getattr(ev, "old_scale", None), getattr(ev, "new_scale", None)
         if ev.kind == "step":
             new = getattr(ev, "loss_scale", None)
+            if new is not None and ev.step is not None and len(r["step_scales"]) < 64:
+                r["step_scales"][ev.step] = new
         if self.floor_when is not None and self.floor_when(ev):
             r["floor"] = True
         if new is None or not math.isfinite(new):
@@ -164,6 +182,12 @@ class ScaleRun(Machine):
             warmup = not r["floor"] and not deep and (r["recovery"] is not None or lone)
         else:
             warmup = not r["floor"] and not deep and (high_start or (low is not None and low >= self.low))
+        if r.get("spoiled"):
+            warmup = False
+        scales = set(r["step_scales"].values())
+        if (warmup and self.flat_steps is not None and r["halvings"] == 0 and len(scales) == 1
+                and len(r["step_scales"]) >= self.flat_steps):
+            warmup = False  # the same scale on every skipped step: nothing is being calibrated
         if self.verdict == "warmup":
             hit = warmup
         else:
@@ -174,7 +198,8 @@ class ScaleRun(Machine):
         rec = r["recovery"]
         first = run.events[0]
         left = 0 if low is None or low <= self.floor else int(math.floor(math.log2(low / self.floor)))
-        fell = f" from {start:g} to {low:g}" if start is not None and low is not None else ""
+        fell = ("" if start is None or low is None
+                else f" at {start:g}" if start == low else f" from {start:g} to {low:g}")
         after = (f"; normal steps from step {rec.step}" if rec is not None and rec.step is not None
                  else ("; the log ends before a clean step" if rec is None else ""))
         emit(self.match(first, run.events + ([rec] if rec is not None else []), step=run.first_step,
@@ -200,7 +225,7 @@ class SkipRate(Machine):
 
     name = "skip_rate"
     PARAMS = {"total": (False, "str"), "window": (False, "str"), "min_fraction": (True, "float"),
-              "min_skipped": (False, "int"), "when": (False, "condition")}
+              "min_skipped": (False, "int"), "when": (False, "condition"), "min_flat": (False, "int")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
@@ -208,6 +233,10 @@ class SkipRate(Machine):
         self.window = field_getter(spec["window"]) if "window" in spec else None
         self.min_fraction = float(self.num("min_fraction", 0.5))
         self.min_skipped = int(self.num("min_skipped", 10))
+        # Fewer than min_skipped are enough when every update so far was skipped and the step lines
+        # show one loss scale over at least min_flat of them on two lines or more: a dynamic scaler
+        # would have halved (its warm-up), so the scale is static or stuck and nothing is learned.
+        self.min_flat = int(self.num("min_flat", 0)) or None
         self.when = self.cond("when") if "when" in spec else None
         self.vwhen = self.vcond("when") if "when" in spec else None
 
@@ -216,6 +245,8 @@ class SkipRate(Machine):
             return
         st = self.state.setdefault(ev.stream, {"prev": None, "skipped": 0, "steps": 0, "first": None, "last": None})
         tot = self.total(ev) if self.total is not None else None
+        st.setdefault("scales", set())
+        st["lines"] = st.get("lines", 0) + 1
         win = self.window(ev) if self.window is not None else None
         if tot is not None and ev.step > 0:
             st["skipped"], st["steps"] = int(tot), ev.step  # cumulative since step 0
@@ -227,9 +258,20 @@ class SkipRate(Machine):
         if tot is None and win is None:
             return
         st["prev"] = ev.step
-        if st["steps"] and st["skipped"] >= self.min_skipped and st["skipped"] >= self.min_fraction * st["steps"]:
+        scale = getattr(ev, "loss_scale", None)
+        if scale is not None and len(st["scales"]) < 4:
+            st["scales"].add(scale)
+        # every update so far skipped: the finding starts at the first of them, not where the rate held
+        every = bool(st["steps"]) and st["skipped"] == st["steps"]
+        if not every:
+            st["all_from"] = None
+        elif st.get("all_from") is None:
+            st["all_from"] = ev
+        flat = (self.min_flat is not None and every and st["skipped"] >= self.min_flat
+                and st["lines"] >= 2 and len(st["scales"]) == 1 and scale is not None)
+        if flat or (st["steps"] and st["skipped"] >= self.min_skipped and st["skipped"] >= self.min_fraction * st["steps"]):
             if st["first"] is None:
-                st["first"] = ev
+                st["first"] = st["all_from"] if every and st.get("all_from") is not None else ev
             st["last"] = (ev, st["skipped"], st["steps"])
 
     def feed_batch(self, b: Any, emit: Emit) -> None:

@@ -181,7 +181,8 @@ class Trend(_ValueMachine):
         if st["best"] is None or med < st["best"]:
             st["best"] = med
             i_min = min(range(len(hist)), key=lambda i: hist[i][0])
-            st["onset"] = hist[i_min + 1][1] if i_min + 1 < len(hist) else hist[i_min][1]
+            at = _after(i_min, len(hist), lambda i: resolve(hist[i][1]).step)
+            st["onset"] = hist[at][1]
 
     def feed_values(self, b: Any, rows: Any, xs: Any, emit: Emit) -> None:
         st = self.state.get(b.stream)
@@ -205,8 +206,9 @@ class Trend(_ValueMachine):
                 st["best"] = float(meds[k])
                 end = int(ends[maybe[k]])
                 win = allv[end - w + 1: end + 1]
-                i_min = int(np.argmin(win))
-                at = end - w + 1 + (i_min + 1 if i_min + 1 < w else i_min)
+                lo_w = end - w + 1
+                at = lo_w + _after(int(np.argmin(win)), w,
+                                   lambda i: self._step(lo_w + i, h0, hist, b, rows))
                 st["onset"] = self._ref(at, h0, hist, b, rows)
         tail = list(zip(allv[-w:].tolist(), refs[-w:]))
         hist.clear()
@@ -216,6 +218,10 @@ class Trend(_ValueMachine):
     def _ref(at: int, h0: int, hist: Any, b: Any, rows: Any) -> Any:
         return hist[at][1] if at < h0 else b.ref(int(rows[at - h0]))
 
+    @staticmethod
+    def _step(at: int, h0: int, hist: Any, b: Any, rows: Any) -> Any:
+        return resolve(hist[at][1]).step if at < h0 else int(b.step[int(rows[at - h0])])
+
     def finish(self, emit: Emit) -> None:
         for st in self.state.values():
             best, med = st["best"], st["med"]
@@ -224,6 +230,17 @@ class Trend(_ValueMachine):
             onset, last = resolve(st["onset"]), resolve(st["last"])
             emit(self.match(onset, [onset, last], step=onset.step, best=best, value=med,
                             ratio=med / best, now_step=last.step))
+
+
+def _after(i_min: int, n: int, step_of: Any) -> int:
+    """The window index of the first value after the lowest one (i_min) logged at a later step:
+    a line printed twice (two log handlers, a tqdm redraw) repeats the lowest step, and the climb
+    starts after it. The lowest itself when nothing follows it."""
+    base = step_of(i_min)
+    for j in range(i_min + 1, n):
+        if base is None or step_of(j) != base:
+            return j
+    return i_min
 
 
 class OutlierAcrossRanks(_ValueMachine):
