@@ -301,6 +301,72 @@ def _fallen_off_bus(m, rec, state):
                       fields={"pci": pci})
 
 
+# The CUDA runtime could not give the process a usable GPU, before any kernel ran. The texts are the
+# runtime's cudaGetErrorString (CUDA toolkit cuda_runtime_api.h / driver_types.h), printed through every
+# wrapper: PyTorch's `CUDA error: X` / 1.x THC `cuda runtime error (35) : X` / `THCudaCheck FAIL ... error=35
+# : X`, c10/cuda/CUDAFunctions.cpp device_count_impl (`Unexpected error from cudaGetDeviceCount(). Did you
+# run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 804:
+# X`, raised, or warned as `UserWarning: CUDA initialization: ...` by torch.cuda.is_available), vLLM's
+# engine log, onnxruntime's `CUDA failure 35: X`, bitsandbytes' `Error X at line N in file ops.cu`:
+#   35  cudaErrorInsufficientDriver          CUDA driver version is insufficient for CUDA runtime version
+#   803 cudaErrorSystemDriverMismatch        system has unsupported display driver / cuda driver combination
+#   804 cudaErrorCompatNotSupportedOnDevice  forward compatibility was attempted on non supported HW
+#   torch/cuda/__init__.py _check_driver:    The NVIDIA driver on your system is too old (found version 11040).
+# and none at all:
+#   100 cudaErrorNoDevice                    no CUDA-capable device is detected
+#   46  cudaErrorDevicesUnavailable          CUDA-capable device(s) is/are busy or unavailable
+#   c10/cuda/CUDAFunctions.cpp:              Found no NVIDIA driver on your system. Please check that you have ...
+#                                            CUDA driver initialization failed, you might not have a CUDA gpu.
+#   aten CUDAHooks / torch._C._cuda_init:    No CUDA GPUs are available
+_DRIVER_MISMATCH = {
+    "CUDA driver version is insufficient for CUDA runtime version": (35, "the NVIDIA driver is older than the CUDA runtime"),
+    "system has unsupported display driver / cuda driver combination": (803, "the user-space CUDA driver does not match the kernel driver"),
+    "forward compatibility was attempted on non supported HW": (804, "CUDA forward-compatibility libraries loaded on a GPU that does not support them"),
+    "NVIDIA driver on your system is too old": (None, "the NVIDIA driver is older than this PyTorch build's CUDA"),
+}
+_NO_DEVICE = {
+    "no CUDA-capable device is detected": (100, "no GPU visible to the process"),
+    "CUDA-capable device(s) is/are busy or unavailable": (46, "the GPUs are busy (exclusive-process mode) or unavailable"),
+    "Found no NVIDIA driver on your system": (None, "no NVIDIA driver loaded"),
+    "CUDA driver initialization failed, you might not have a CUDA gpu": (3, "the CUDA driver failed to initialise"),
+    "No CUDA GPUs are available": (None, "no GPU visible to the process"),
+}
+
+
+def _alternation(texts) -> str:
+    return "|".join(re.escape(t) for t in texts)
+
+
+@rule(
+    "cuda-unusable",
+    tuple(_DRIVER_MISMATCH) + tuple(_NO_DEVICE),
+    r"(?P<text>" + _alternation(_DRIVER_MISMATCH) + "|" + _alternation(_NO_DEVICE) + r")(?: \(found version (?P<found>\d+)\))?",
+)
+def _cuda_unusable(m, rec, state):
+    text = m.group("text")
+    mismatch = text in _DRIVER_MISMATCH
+    code, what = (_DRIVER_MISMATCH if mismatch else _NO_DEVICE)[text]
+    coded = re.search(r"(?:Error |error=|error \(|CUDA failure )(\d+)", rec.text)
+    if coded is not None:
+        code = int(coded.group(1))
+    error = "cuda_driver_mismatch" if mismatch else "cuda_no_device"
+    if not first_time(state, _key(rec, error), rec.loc.line):
+        return []
+    fields = {"cuda_error": text, "code": code, "detail": what, "warning": "UserWarning" in rec.text}
+    if m.group("found"):
+        fields["driver_found"] = int(m.group("found"))
+    return _error(rec, error, fields)
+
+
+# cudaErrorNvlinkUncorrectable (220): the kernel driver saw an uncorrectable error on an NVLink the
+# context uses (Xid 74 in the kernel log); every later CUDA call of the process fails.
+@rule("nvlink", ("uncorrectable NVLink error",), r"uncorrectable NVLink error detected during the execution")
+def _nvlink(m, rec, state):
+    if not first_time(state, _key(rec, "nvlink"), rec.loc.line):
+        return []
+    return _error(rec, "nvlink_error", {"cuda_error": "uncorrectable NVLink error detected during the execution", "code": 220})
+
+
 @rule(
     "cuda-error",
     ("CUDA error: ", "cuda runtime error ("),
@@ -319,7 +385,7 @@ PARSER = Parser(
     name="cuda",
     framework=FW,
     priority=30,
-    description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
+    description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch",
     rules=[_oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
-           _cuda_error],
+           _cuda_unusable, _nvlink, _cuda_error],
 )

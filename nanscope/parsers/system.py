@@ -176,16 +176,58 @@ def _srun_task(m, rec, state):
     )
 
 
+# bash's report of a child killed by a signal: the signal's strsignal() text, in the user's locale
+# (glibc: "Killed"; zh_CN "已杀死", es "Terminado (killed)"). A job-control line puts the job number
+# first (`[1]+  Killed   python train.py`), a script's child its line and pid (`./run.sh: line 28:
+# 8156 Killed   python3 main.py`), whose column padding a web paste may collapse to one space. A log
+# collector may stamp the line (`2020-11-24 20:22:28.106 /bin/bash: line 27: 318 Killed sh start.sh`).
+KILLED_WORDS = ("Killed", "已杀死", "Terminado (killed)")
+_KILLED_WORD = "(?:" + "|".join(re.escape(w) for w in KILLED_WORDS) + ")"
+_STAMP = r"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+)?"
+
+
 @rule(
     "shell-killed",
-    ("Killed",),
-    r"^(?:\S+: line \d+:[ \t]+(?P<pid>\d+)[ \t]+)?Killed(?:[ \t]{2,}(?P<cmd>\S.*?))?[ \t]*$",
+    KILLED_WORDS,
+    "^" + _STAMP + r"(?:(?:\S+: line \d+:[ \t]+(?P<pid>\d+)[ \t]+" + _KILLED_WORD + r"(?:[ \t]+(?P<cmd>\S.*?))?)"
+    r"|(?:\[\d+\][+-]?[ \t]+)?" + _KILLED_WORD + r"(?:[ \t]{2,}(?P<cmd2>\S.*?))?)[ \t]*$",
     match_start=True,
 )
 def _killed(m, rec, state):
     # bash reports a child killed by SIGKILL: usually the OOM killer, only a hint on its own.
     return _err(rec, "killed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
-                                "command": m.group("cmd")}, signal="SIGKILL")
+                                "command": m.group("cmd") or m.group("cmd2")}, signal="SIGKILL")
+
+
+# A progress bar has no newline of its own: the shell's `Killed` lands right after tqdm's last redraw
+# (`... 331/1063 [01:06<03:59,  3.06it/s]Killed`).
+GLUED_KILL = re.compile(r"\]" + _KILLED_WORD + r"[ \t]*$")
+
+
+@rule("bar-killed", KILLED_WORDS, r"\d+/\d+[ \t]*\[[^\]\n]*\]" + _KILLED_WORD + r"[ \t]*$")
+def _bar_killed(m, rec, state):  # hf.py's tqdm rule leaves such a line to this one (GLUED_KILL)
+    if not first_time(state, ("bar_killed",), rec.loc.line):
+        return []
+    return _err(rec, "killed", {"source": "shell", "after_progress_bar": True}, signal="SIGKILL")
+
+
+# JetBrains IDEs' run console (platform ProcessTerminatedListener): `Process finished with exit code 137
+# (interrupted by signal 9: SIGKILL)` (older builds `signal 9:SIGKILL`; a CJK locale's full-width
+# parentheses and colon as pasted: `（interrupted by signal 9： SIGKILL）`).
+_IDE_EXIT = re.compile(
+    r"Process finished with exit code (?P<code>\d+)\s*[(（]interrupted by signal (?P<sig>\d+)\s*[:：]\s*(?P<name>SIG[A-Z0-9]+)\s*[)）]"
+)
+
+
+@rule("ide-exit-signal", ("Process finished with exit code",), _IDE_EXIT.pattern)
+def _ide_exit(m, rec, state):
+    name = m.group("name")
+    fields = {"source": "ide", "exitcode": int(m.group("code")), "signal_number": int(m.group("sig"))}
+    if name == "SIGKILL":
+        return _err(rec, "killed", fields, signal=name)
+    if name in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT"):
+        return _err(rec, "worker_failed", fields, signal=name, exitcode=-int(m.group("sig")))
+    return []  # SIGINT / SIGTERM: the user stopped the run from the IDE
 
 
 @rule(
@@ -243,23 +285,35 @@ def _checkpoint(m, rec, state):
 _SAVE_SPAN = 400
 
 
-@rule("checkpoint-save-frame", ('serialization.py"',), r'File "[^"]*torch/serialization\.py", line \d+, in _?save\b')
+@rule("checkpoint-save-frame", ('serialization.py"', 'safetensors/torch.py"'),
+      r'File "[^"]*(?:torch/serialization\.py", line \d+, in _?save|safetensors/torch\.py", line \d+, in save(?:_file|_model)?)\b')
 def _save_frame(m, rec, state):
     state["saving_line"] = rec.loc.line
     return None
 
 
+# ENOSPC as each runtime words it: Python's OSError `[Errno 28] No space left on device`, Rust's io::Error
+# through safetensors (`I/O error: No space left on device (os error 28)`; older Debug form
+# `IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })`). safetensors'
+# `Error while serializing:` is a save by itself; anything else is a save only under a save frame.
+_ENOSPC = r"\[Errno 28\] No space left on device|No space left on device \(os error 28\)|code: 28, kind: StorageFull"
+
+
 @rule(
     "checkpoint-write",
-    ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "Some tensors share memory"),
+    ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "StorageFull", "Some tensors share memory"),
     r"PytorchStreamWriter failed writing file (?P<name>\S+?): file write failed"
     r"|unexpected pos (?P<pos>\d+) vs (?P<want>\d+)"
-    r"|(?P<enospc>\[Errno 28\] No space left on device)"
+    r"|(?P<enospc>" + _ENOSPC + r")"
     r"|(?P<shared>Some tensors share memory, this will lead to duplicate memory on disk)",
 )
 def _checkpoint_write(m, rec, state):
     saving = state.pop("saving_line", None)
     if m.group("enospc"):
+        if "Error while serializing" in rec.text:
+            saving = rec.loc.line
+        if not first_time(state, ("enospc", saving is not None), rec.loc.line):
+            return []
         if saving is None or rec.loc.line - saving > _SAVE_SPAN:
             return _err(rec, "disk_full", {"cause": "disk_full", "saving": False})
         return _err(rec, "checkpoint_save_failed", {"cause": "disk_full", "saving": True})
@@ -270,10 +324,62 @@ def _checkpoint_write(m, rec, state):
                                                 "file": m.group("name")})
 
 
+# ESTALE (errno 116 on Linux): the NFS (or other network file system) server no longer knows the file
+# this client holds a handle to: another node deleted or replaced it, or the export was remounted.
+# Python: `OSError: [Errno 116] Stale file handle: 'path'`; h5py/HDF5: `errno = 116, error message =
+# 'Stale file handle'`; Rust: `Stale file handle (os error 116)`.
+@rule(
+    "stale-file-handle",
+    ("Stale file handle",),
+    r"(?:\[Errno 116\] Stale file handle(?::\s*(?P<path>.+?))?\s*$|errno = 116, error message = 'Stale file handle'"
+    r"|Stale file handle \(os error 116\))",
+)
+def _stale_handle(m, rec, state):
+    if not first_time(state, ("estale",), rec.loc.line):
+        return []
+    path = (m.group("path") or "").strip().strip("'\"") or None
+    return _err(rec, "stale_file_handle", {"errno": 116, "path": path})
+
+
+# The kubelet's eviction of a pod under node pressure (kubernetes pkg/kubelet/eviction/helpers.go:
+# Reason "Evicted"; nodeLowMessageFmt "The node was low on resource: %v. ", nodeConditionMessageFmt "The
+# node had condition: %v. ", containerMessageFmt "Container %s was using %s, which exceeds its request of
+# %s. ", the ephemeral-storage messages; <= 1.8 "The node was low on resource: %v."), as kubectl shows it:
+# describe's `Message:`, the events table, and get pods' STATUS column `Evicted`.
+_EVICT_MSG = re.compile(
+    r"The node (?:was low on resource: (?P<res>\[?[\w.\-/]+\]?)|had condition: (?P<cond>\[[\w, ]+\]))"
+    r"|(?P<es>Pod ephemeral local storage usage exceeds the total limit of containers|exceeded its local ephemeral storage limit"
+    r"|Usage of EmptyDir volume \S+ exceeds the limit)"
+)
+
+
+@rule(
+    "k8s-evicted",
+    ("The node was low on resource:", "The node had condition:", "ephemeral local storage", "Usage of EmptyDir volume", "Evicted"),
+    _EVICT_MSG.pattern + r"|^\s*\S+\s+\d+/\d+\s+Evicted\s+\d+",
+)
+def _k8s_evicted(m, rec, state):
+    if m.group("res") or m.group("cond"):
+        resource = (m.group("res") or m.group("cond")).rstrip(".").strip("[]")
+    elif m.group("es"):
+        resource = "ephemeral-storage"
+    else:
+        resource = None  # kubectl get pods: only the status
+    resource = {"MemoryPressure": "memory", "DiskPressure": "disk"}.get(resource or "", resource)
+    used = re.search(r"Container (\S+) was using (\S+), which exceeds its request of (\S+?)\.", rec.text)
+    if not first_time(state, ("evicted", resource), rec.loc.line):
+        return []
+    fields = {"source": "kubernetes", "resource": resource}
+    if used:
+        fields.update(container=used.group(1), using=used.group(2), request=used.group(3))
+    return _err(rec, "pod_evicted", fields)
+
+
 PARSER = Parser(
     name="system",
     framework="system",
     priority=45,
-    description="kernel OOM killer, Slurm and srun, shell kills, Ray worker deaths, DataLoader workers, corrupt checkpoints",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _checkpoint],
+    description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions",
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _bar_killed, _ide_exit,
+           _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _stale_handle, _k8s_evicted, _checkpoint],
 )
