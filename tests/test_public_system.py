@@ -1,0 +1,106 @@
+"""Failures below the framework, as users pasted them (sample_logs/public/16NN.log and the threads named in
+the comments): the driver and the GPU, the host's memory and disks, the fabric, the scheduler. What a
+user gets as the first finding, and that the healthy look-alikes stay quiet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nanscope import api
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+def first_of(paths: list[str]):
+    report = api.diagnose(paths)
+    return report.findings[0] if report.findings else None
+
+
+def first_line(tmp_path, *lines: str):
+    p = tmp_path / "job.log"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return first_of([str(p)])
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("1600.log", "nvlink-error"),          # terminate ... CUDA error: uncorrectable NVLink error (pytorch#58155)
+    ("1601.log", "cuda-driver-mismatch"),  # vLLM engine: Error 804 forward compatibility (gpustack#1540)
+    ("1602.log", "cuda-driver-mismatch"),  # the UserWarning form, is_available() False (TorchPod#43)
+    ("1603.log", "cuda-driver-mismatch"),  # THCudaCheck error=35 then the RuntimeError (human-pose-estimation#23)
+    ("1604.log", "cuda-no-device"),        # No CUDA GPUs are available (CoR-GS#23)
+    ("1605.log", "stale-file-handle"),     # [Errno 116] under [rank1]: (ms-swift#6695)
+    ("1606.log", "checkpoint-save-failed"),  # safetensors: Error while serializing ... (os error 28) (SimpleTuner#2353)
+    ("1607.log", "disk-full"),             # datasets' Arrow cache: [Errno 28], no save frame (LlamaFactory#275)
+    ("1608.log", "disk-full"),             # the same under [rank4]: (ms-swift#3551)
+    ("1609.log", "pod-evicted"),           # kubectl get pods / describe: Evicted, low on memory (kubeflow/trainer#301)
+    ("1612.log", "nccl-error"),            # NET/OFI Couldn't open AV. RC: -22 (aws-ofi-nccl#24)
+    ("1613.log", "process-killed"),        # `Killed` glued to tqdm's last redraw (LandMark#65)
+    ("1614.log", "process-killed"),        # a collector's stamp, bash's job line with its padding collapsed
+    ("1615.log", "process-killed"),        # bash in a zh_CN locale: 已杀死 (dreamerv3#203)
+    ("1616.log", "process-killed"),        # PyCharm: exit code 137 (interrupted by signal 9: SIGKILL), full-width
+    ("1624.log", "nccl-network-fabric"),   # NET/IB : Got async event : port error (nccl#905)
+    ("1625.log", "pod-evicted"),           # kubectl get events: Evicted ... exceeds its request of 0 (KubeFATE#64)
+])
+def test_public_system_failures_come_first(name, expected):
+    f = first_of([str(PUBLIC / name)])
+    assert f is not None and f.id == expected
+
+
+def test_the_ecc_error_is_on_the_rank_the_prefix_names():
+    # pytorch/pytorch#113128: torchrun's [default0]: over torch's [rank12]: on the watchdog's line
+    f = first_of([str(PUBLIC / "1610.log")])
+    assert (f.id, f.initiating_rank) == ("ecc-error", 12)
+
+
+@pytest.mark.parametrize("name", ["1617.log", "1618.log", "1619.log", "1620.log"])
+def test_system_look_alikes_stay_quiet(name):
+    # srun retrying step creation; nvidia-smi's ECC column; a succeeded pod with 'Reason: Error'; a PyTorchJob pod
+    assert api.diagnose([str(PUBLIC / name)]).findings == []
+
+
+@pytest.mark.parametrize("line, expected", [
+    # NCCL 2.19+ names the HCA port first (nvidia/nccl#1710, as pasted with its markdown link)
+    ("node201:127799:127863 [0] transport/[net_ib.cc:101](http://net_ib.cc:101/) NCCL WARN NET/IB : mlx5_0:1 Got async "
+     "event : local access violation work queue error", "nccl-network-fabric"),
+    # c10/cuda/CUDAFunctions.cpp with no driver loaded (facebookresearch/pytorch3d#1259)
+    ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
+     "from http://www.nvidia.com/Download/index.aspx", "cuda-no-device"),
+    # a trainer's own log line around the 804 text (ostris/ai-toolkit#240)
+    ("Error running job: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non "
+     "supported HW", "cuda-driver-mismatch"),
+    # the IDE's half-width form (davidsandberg/facenet#236)
+    ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", "process-killed"),
+    # HDF5's wording of ESTALE (h5py/h5py#2346)
+    ("OSError: [Errno 116] Unable to synchronously create file (unable to fstat file, errno = 116, error message = "
+     "'Stale file handle')", "stale-file-handle"),
+    # the kubelet's old condition wording (gitpod-io/gitpod#1229)
+    ("Evicted: Pod The node was low on resource: [DiskPressure]", "pod-evicted"),
+    # safetensors' older Debug form of ENOSPC is still a failed save (hiyouga/LlamaFactory#5155)
+    ('safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: '
+     '"No space left on device" })', "checkpoint-save-failed"),
+])
+def test_other_wordings_of_the_same_families(tmp_path, line, expected):
+    f = first_line(tmp_path, line)
+    assert f is not None and f.id == expected
+
+
+def test_enospc_outside_a_save_is_disk_full_and_under_torch_save_a_failed_save(tmp_path):
+    # hpcaitech/Open-Sora#663: pandarallel pickles its chunks into a memory file system that filled up
+    f = first_line(tmp_path,
+                   "Traceback (most recent call last):",
+                   '  File "/opt/conda/envs/pytorch/lib/python3.9/site-packages/pandarallel/core.py", line 263, in closure',
+                   "    pickle.dump(chunk, filedescriptor)",
+                   "OSError: [Errno 28] No space left on device")
+    assert f.id == "disk-full"
+    # databrickslabs/dolly#139 (sample_logs/public/310.log): the same errno under torch.save's frames
+    assert first_of([str(PUBLIC / "310.log")]).id == "checkpoint-save-failed"
+
+
+def test_benign_fabric_events_are_not_failures(tmp_path):
+    # UCX's note of a subnet-manager re-registration (openucx/ucx#7349): the fabric reconfiguring itself
+    assert first_line(tmp_path, "[1630842634.549719] [node01:33913:1]      ib_device.c:482  UCX  WARN  IB Async event "
+                                "on mlx5_0: client reregistration on port 1") is None
