@@ -43,6 +43,19 @@ def first_line(tmp_path, *lines: str):
     ("1616.log", "process-killed"),        # PyCharm: exit code 137 (interrupted by signal 9: SIGKILL), full-width
     ("1624.log", "nccl-network-fabric"),   # NET/IB : Got async event : port error (nccl#905)
     ("1625.log", "pod-evicted"),           # kubectl get events: Evicted ... exceeds its request of 0 (KubeFATE#64)
+    # the second blind pass (1626-1638)
+    ("1626.log", "disk-full"),             # Triton's cache: [Errno 122] Disk quota exceeded (NOAA-EPIC/EAGLE#121)
+    ("1627.log", "shm-exhausted"),         # unable to write to file </torch_...> from reduce_storage (nnUNet#294)
+    ("1628.log", "shm-exhausted"),         # the TH allocator's 0.4 wording (huaweicloud/dls-example#26)
+    ("1629.log", "ecc-error"),             # cuda runtime error (39) : uncorrectable ECC error (semantic-segmentation#33)
+    ("1630.log", "ecc-error"),             # darknet's CUDA Error: uncorrectable ECC error encountered (darknet#3496)
+    ("1631.log", "slurm-preempted"),       # submitit: Caught signal SIGHUP on <host>: this job is preempted.
+    ("1632.log", "process-killed"),        # kubectl: command terminated with exit code 137 (docker-stacks#736)
+    ("1633.log", "cuda-driver-mismatch"),  # Error 803 as torch's UserWarning (easydiffusion#379)
+    ("1634.log", "cuda-driver-mismatch"),  # glog: Check failed: e == cudaSuccess (803 vs. 0) (nvidia-docker#1256)
+    ("1635.log", "cuda-no-device"),        # THCudaCheck error=46: all CUDA-capable devices are busy (pytorch#2704)
+    ("1636.log", "cuda-no-device"),        # the newer text of error 46 under [rank0]: (ms-swift#5118)
+    ("1638.log", "process-killed"),        # slurmctld: _job_complete: JobId=N WTERMSIG 9 (ArjunaUsers#137)
 ])
 def test_public_system_failures_come_first(name, expected):
     f = first_of([str(PUBLIC / name)])
@@ -55,9 +68,10 @@ def test_the_ecc_error_is_on_the_rank_the_prefix_names():
     assert (f.id, f.initiating_rank) == ("ecc-error", 12)
 
 
-@pytest.mark.parametrize("name", ["1617.log", "1618.log", "1619.log", "1620.log"])
+@pytest.mark.parametrize("name", ["1617.log", "1618.log", "1619.log", "1620.log", "1637.log"])
 def test_system_look_alikes_stay_quiet(name):
-    # srun retrying step creation; nvidia-smi's ECC column; a succeeded pod with 'Reason: Error'; a PyTorchJob pod
+    # srun retrying step creation; nvidia-smi's ECC column; a succeeded pod with 'Reason: Error'; a PyTorchJob pod;
+    # libnvidia-container's start-up debug log ('dxcore initialization failed, continuing ...')
     assert api.diagnose([str(PUBLIC / name)]).findings == []
 
 
@@ -82,6 +96,8 @@ def test_system_look_alikes_stay_quiet(name):
     # safetensors' older Debug form of ENOSPC is still a failed save (hiyouga/LlamaFactory#5155)
     ('safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: '
      '"No space left on device" })', "checkpoint-save-failed"),
+    # the user's quota, not the disk (KennthShang/HostG#7)
+    ("OSError: [Errno 122] Disk quota exceeded: 'out/intermediate.ntw'", "disk-full"),
 ])
 def test_other_wordings_of_the_same_families(tmp_path, line, expected):
     f = first_line(tmp_path, line)

@@ -315,6 +315,7 @@ def _fallen_off_bus(m, rec, state):
 # and none at all:
 #   100 cudaErrorNoDevice                    no CUDA-capable device is detected
 #   46  cudaErrorDevicesUnavailable          CUDA-capable device(s) is/are busy or unavailable
+#                                            (CUDA <= 10: all CUDA-capable devices are busy or unavailable)
 #   c10/cuda/CUDAFunctions.cpp:              Found no NVIDIA driver on your system. Please check that you have ...
 #                                            CUDA driver initialization failed, you might not have a CUDA gpu.
 #   aten CUDAHooks / torch._C._cuda_init:    No CUDA GPUs are available
@@ -327,6 +328,7 @@ _DRIVER_MISMATCH = {
 _NO_DEVICE = {
     "no CUDA-capable device is detected": (100, "no GPU visible to the process"),
     "CUDA-capable device(s) is/are busy or unavailable": (46, "the GPUs are busy (exclusive-process mode) or unavailable"),
+    "all CUDA-capable devices are busy or unavailable": (46, "the GPUs are busy (exclusive-process mode) or unavailable"),
     "Found no NVIDIA driver on your system": (None, "no NVIDIA driver loaded"),
     "CUDA driver initialization failed, you might not have a CUDA gpu": (3, "the CUDA driver failed to initialise"),
     "No CUDA GPUs are available": (None, "no GPU visible to the process"),

@@ -292,16 +292,19 @@ def _save_frame(m, rec, state):
     return None
 
 
-# ENOSPC as each runtime words it: Python's OSError `[Errno 28] No space left on device`, Rust's io::Error
+# ENOSPC as each runtime words it (and EDQUOT, errno 122 on Linux: `[Errno 122] Disk quota exceeded`, the
+# user's quota rather than the disk): Python's OSError `[Errno 28] No space left on device`, Rust's io::Error
 # through safetensors (`I/O error: No space left on device (os error 28)`; older Debug form
 # `IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })`). safetensors'
 # `Error while serializing:` is a save by itself; anything else is a save only under a save frame.
-_ENOSPC = r"\[Errno 28\] No space left on device|No space left on device \(os error 28\)|code: 28, kind: StorageFull"
+_ENOSPC = (r"\[Errno 28\] No space left on device|No space left on device \(os error 28\)|code: 28, kind: StorageFull"
+           r"|\[Errno 122\] Disk quota exceeded|Disk quota exceeded \(os error 122\)")
 
 
 @rule(
     "checkpoint-write",
-    ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "StorageFull", "Some tensors share memory"),
+    ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "StorageFull", "Disk quota exceeded",
+     "Some tensors share memory"),
     r"PytorchStreamWriter failed writing file (?P<name>\S+?): file write failed"
     r"|unexpected pos (?P<pos>\d+) vs (?P<want>\d+)"
     r"|(?P<enospc>" + _ENOSPC + r")"
@@ -314,14 +317,76 @@ def _checkpoint_write(m, rec, state):
             saving = rec.loc.line
         if not first_time(state, ("enospc", saving is not None), rec.loc.line):
             return []
+        cause = "quota" if "quota" in m.group("enospc") else "disk_full"
         if saving is None or rec.loc.line - saving > _SAVE_SPAN:
-            return _err(rec, "disk_full", {"cause": "disk_full", "saving": False})
-        return _err(rec, "checkpoint_save_failed", {"cause": "disk_full", "saving": True})
+            return _err(rec, "disk_full", {"cause": cause, "saving": False})
+        return _err(rec, "checkpoint_save_failed", {"cause": cause, "saving": True})
     if m.group("shared"):
         return _err(rec, "checkpoint_save_failed", {"cause": "shared_tensors", "format": "safetensors", "saving": True})
     cause = "write_failed" if m.group("name") else "short_write"
     return _err(rec, "checkpoint_save_failed", {"cause": cause, "format": "torch_zip", "saving": True,
                                                 "file": m.group("name")})
+
+
+# POSIX shared memory (/dev/shm) is full: torch's MapAllocator (aten/src/ATen/MapAllocator.cpp; TH's
+# THAllocator.c before 1.0) cannot size the segment a tensor crosses processes in (DataLoader workers,
+# torch.multiprocessing queues): `unable to write to file </torch_15769_1517813162>` (1.x adds `: No space
+# left on device (28)`), 2.x `unable to allocate shared memory(shm) for file </torch_...>: <strerror> (N)`.
+# A container's /dev/shm is 64 MB unless --shm-size / --ipc=host says otherwise.
+@rule(
+    "shm-exhausted",
+    ("unable to write to file </torch_", "unable to allocate shared memory(shm) for file"),
+    r"unable to (?:write to file|allocate shared memory\(shm\) for file) <(?P<seg>/torch_[^>]*|[^>]*)>",
+)
+def _shm_exhausted(m, rec, state):
+    if not first_time(state, ("shm",), rec.loc.line):
+        return []
+    return _err(rec, "shm_exhausted", {"segment": m.group("seg"), "source": "torch"})
+
+
+# A job scheduler's or a wrapper's record of a process that got SIGKILL, with no word of why:
+#   kubectl exec / run:  command terminated with exit code 137          (128 + 9)
+#   Python subprocess (accelerate launch, kohya): CalledProcessError: Command '[...]' died with <Signals.SIGKILL: 9>.
+# (docker compose's `trainer-1 exited with code 137` is left alone: `docker compose stop` ends a container
+# that ignores SIGTERM the same way, so on its own it does not say the job failed.)
+#   slurmctld (src/slurmctld/job_mgr.c job_complete): _job_complete: JobId=127441 WTERMSIG 9  (and `OOM failure`)
+@rule(
+    "exit-137",
+    ("command terminated with exit code 137", "<Signals.SIGKILL: 9>"),
+    r"command terminated with exit code 137\b|died with <Signals\.SIGKILL: 9>",
+)
+def _exit_137(m, rec, state):
+    if not first_time(state, ("exit137",), rec.loc.line):
+        return []
+    return _err(rec, "killed", {"source": "wrapper", "exitcode": 137}, signal="SIGKILL")
+
+
+@rule(
+    "slurmctld-job-complete",
+    ("_job_complete: JobId=",),
+    r"_job_complete: JobId=(?P<job>\S+) (?:WTERMSIG (?P<sig>\d+)|(?P<oom>OOM failure))",
+)
+def _slurmctld_complete(m, rec, state):
+    fields = {"source": "slurmctld", "job": m.group("job")}
+    if m.group("oom"):
+        return _err(rec, "host_oom", fields)
+    sig = int(m.group("sig"))
+    name = {9: "SIGKILL", 11: "SIGSEGV", 7: "SIGBUS", 6: "SIGABRT", 4: "SIGILL", 8: "SIGFPE"}.get(sig)
+    if name == "SIGKILL":
+        return _err(rec, "killed", fields, signal=name)
+    if name is not None:
+        return _err(rec, "worker_failed", fields, signal=name, exitcode=-sig)
+    return []  # SIGTERM and the like: a cancel or a time limit, reported by slurmstepd
+
+
+# submitit (facebookincubator/submitit, submitit/core/job_environment.py checkpoint_and_try_requeue):
+# `Caught signal SIGUSR2 on <host>: this job is preempted.` / `... this job is timed-out.`, then it
+# checkpoints and requeues the job.
+@rule("submitit-signal", ("this job is preempted", "this job is timed-out"),
+      r"Caught signal (?P<sig>SIG\w+) on (?P<host>\S+): this job is (?P<case>preempted|timed-out)\.")
+def _submitit(m, rec, state):
+    kind = "slurm_preempted" if m.group("case") == "preempted" else "slurm_time_limit"
+    return _err(rec, kind, {"source": "submitit", "node": m.group("host"), "signal_name": m.group("sig")})
 
 
 # ESTALE (errno 116 on Linux): the NFS (or other network file system) server no longer knows the file
@@ -381,5 +446,6 @@ PARSER = Parser(
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _bar_killed, _ide_exit,
-           _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _stale_handle, _k8s_evicted, _checkpoint],
+           _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
+           _stale_handle, _k8s_evicted, _checkpoint],
 )
