@@ -120,3 +120,11 @@ def test_benign_fabric_events_are_not_failures(tmp_path):
     # UCX's note of a subnet-manager re-registration (openucx/ucx#7349): the fabric reconfiguring itself
     assert first_line(tmp_path, "[1630842634.549719] [node01:33913:1]      ib_device.c:482  UCX  WARN  IB Async event "
                                 "on mlx5_0: client reregistration on port 1") is None
+
+
+def test_slurm_node_failure_and_a_plain_cancel(tmp_path):
+    # nebius/soperator#854: salloc's notice of the node it lost
+    f = first_line(tmp_path, "salloc: error: Node failure on worker-1")
+    assert f.id == "slurm-node-failure" and "worker-1" in f.summary
+    # bcbio/bcbio-nextgen#741: Slurm 14.x's banner of a plain scancel (the node after the stars) is no failure
+    assert first_line(tmp_path, "slurmstepd: *** JOB 1479012 CANCELLED AT 2015-02-04T06:33:25 *** on sh-2-3") is None

@@ -9,9 +9,16 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          error: Detected 1 oom-kill event(s) in step 3495064.0 cgroup. ...   (<= 20.x)
                          error: *** JOB 494583 ON node CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***
                          *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***   (old order)
+                         *** JOB N ON node CANCELLED AT T DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***
+  srun / salloc          error: Node failure on node12
+  slurmctld              _job_complete: JobId=127441 WTERMSIG 9  |  _job_complete: JobId=N OOM failure
+  submitit               Caught signal SIGUSR2 on learnfair0293: this job is preempted.  (or timed-out)
   srun                   error: nid001277: tasks 1-3: Out Of Memory
                          error: Orion-18-69: task 289: Bus error / Killed / Terminated / Exited with exit code 1
   bash                   Killed    |   /var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed   python3 main.py
+                         (zh_CN: 已杀死; glued to a tqdm bar: `... [01:06<03:59,  3.06it/s]Killed`)
+  JetBrains IDEs         Process finished with exit code 137 (interrupted by signal 9: SIGKILL)
+  kubectl / subprocess   command terminated with exit code 137  |  Command '[...]' died with <Signals.SIGKILL: 9>.
   torch/utils/data       RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.
                          RuntimeError: DataLoader worker (pid(s) 1234, 5678) exited unexpectedly
                          ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).
@@ -29,7 +36,11 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                              Reason:       OOMKilled
                          and `Last State: Terminated` / `Reason: OOMKilled` after a restart; kubectl get pods
                          prints the reason in its STATUS column: `trainer-0   0/1   OOMKilled   3   5m`
-  errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save)
+  errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save;
+                         elsewhere disk_full), [Errno 122] Disk quota exceeded, Rust's `(os error 28)`
+  errno ESTALE           OSError: [Errno 116] Stale file handle
+  /dev/shm               RuntimeError: unable to write to file </torch_15769_1517813162>
+  kubelet eviction       Reason: Evicted / Message: The node was low on resource: memory.
   ray src/ray/raylet/node_manager.cc HandleClientConnectionError, a Ray worker (a Ray Train / vLLM / verl actor)
                          gone without an exception of its own:
                          Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection
@@ -139,26 +150,44 @@ def _slurm_oom(m, rec, state):
     })
 
 
-@rule(
-    "slurm-cancelled",
-    ("CANCELLED AT",),
-    r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.]+) (?:ON (?P<node>\S+) )?CANCELLED AT (?P<at>\S+)"
-    r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?(?: on (?P<node2>\S+))? \*\*\*",
+# slurmstepd's cancellation banner (src/slurmd/slurmstepd/req.c), by release:
+#   <= 14.03   *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT ***
+#   14.03.8    *** JOB N CANCELLED AT T DUE TO TIME LIMIT on n447 ***, ... DUE TO NODE n447 FAILURE ***,
+#              *** JOB N CANCELLED AT T *** on sh-2-3   (scancel)
+#   15.08+     *** JOB N ON node CANCELLED AT T DUE TO TIME LIMIT | PREEMPTION | JOB REQUEUE | TASK FAILURE ***,
+#              ... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***, ... DUE to SIGNAL Terminated ***
+_CANCELLED = re.compile(
+    r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.+]+) (?:ON (?P<node>\S+) )?CANCELLED AT (?P<at>\S+)"
+    r"(?: DUE (?:TO|to) (?:NODE (?:(?P<fnode>\S+) )?(?P<nodefail>FAILURE)|SIGNAL (?P<signame>[A-Za-z ]+?)|(?P<why>[A-Z][A-Z ]*?)))?"
+    r"(?:, [^*]*?)?(?: on (?P<node2>\S+))? \*\*\*(?: on (?P<node3>\S+))?"
 )
+
+
+@rule("slurm-cancelled", ("CANCELLED AT",), _CANCELLED.pattern)
 def _slurm_cancelled(m, rec, state):
-    why = m.group("why")
+    why = "NODE FAILURE" if m.group("nodefail") else m.group("why")
     job = m.group("id").split(".")[0]
     seen = state.setdefault("slurm_cancelled", set())
     if (job, why) in seen:  # `*** JOB n ...` and `*** STEP n.0 ...` report the same cancellation
         return []
     seen.add((job, why))
     fields = {"source": "slurm", "job": job, "step": m.group("id") if m.group("what") == "STEP" else None,
-              "node": m.group("node") or m.group("node2"), "at": m.group("at"), "reason": why}
+              "node": m.group("node") or m.group("fnode") or m.group("node2") or m.group("node3"), "at": m.group("at"),
+              "reason": why, "signal_name": m.group("signame")}
     kinds = {"TIME LIMIT": "slurm_time_limit", "PREEMPTION": "slurm_preempted", "NODE FAILURE": "slurm_node_failure"}
     if why in kinds:
         return _err(rec, kinds[why], fields)
-    # No reason (scancel, or Slurm ending the step after an OOM) or another one: the job ended.
+    # No reason (scancel, or Slurm ending the step after an OOM), a signal someone sent, or another one: the job ended.
     return LifecycleEvent(loc=rec.loc, text=rec.text, framework="system", action="end", fields=fields)
+
+
+# srun / salloc / the step-launch API when slurmctld reports an allocated node down
+# (src/srun/allocate.c, src/salloc/salloc.c, src/api/step_launch.c: error("Node failure on %s", nodelist)).
+@rule("slurm-node-fail", ("Node failure on",), r"(?:(?:srun|salloc|sbatch): )?error: Node failure on (?P<nodes>\S+)")
+def _slurm_node_fail(m, rec, state):
+    if not first_time(state, ("node_fail", m.group("nodes")), rec.loc.line):
+        return []
+    return _err(rec, "slurm_node_failure", {"source": "slurm", "node": m.group("nodes")})
 
 
 @rule("srun-task", ("srun: error:",), r"srun: error: (?P<node>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.*?\S)\s*$")
@@ -445,7 +474,7 @@ PARSER = Parser(
     framework="system",
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _bar_killed, _ide_exit,
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _bar_killed, _ide_exit,
            _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
            _stale_handle, _k8s_evicted, _checkpoint],
 )
