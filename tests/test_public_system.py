@@ -98,6 +98,11 @@ def test_system_look_alikes_stay_quiet(name):
      '"No space left on device" })', "checkpoint-save-failed"),
     # the user's quota, not the disk (KennthShang/HostG#7)
     ("OSError: [Errno 122] Disk quota exceeded: 'out/intermediate.ntw'", "disk-full"),
+    # nvidia-smi once the driver lost a board (marian-nmt/marian#251), and its Unknown Error form
+    # (NVIDIA/open-gpu-kernel-modules#387, the GPU fell off the bus; fixed by reseating it)
+    ("Unable to determine the device handle for GPU 0000:03:00.0: GPU is lost.  Reboot the system to recover this GPU",
+     "gpu-fallen-off-bus"),
+    ("Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error", "gpu-fallen-off-bus"),
 ])
 def test_other_wordings_of_the_same_families(tmp_path, line, expected):
     f = first_line(tmp_path, line)

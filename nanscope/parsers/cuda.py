@@ -369,6 +369,22 @@ def _nvlink(m, rec, state):
     return _error(rec, "nvlink_error", {"cuda_error": "uncorrectable NVLink error detected during the execution", "code": 220})
 
 
+# nvidia-smi once the driver has lost a GPU (nvml's device handle query fails for it):
+#   Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost.  Reboot the system to recover this GPU
+#   (newer: `... for GPU0: 0000:24:00.0: GPU is lost.`), or `...: Unknown Error` for the same lost board.
+@rule(
+    "nvidia-smi-gpu-lost",
+    ("Unable to determine the device handle for GPU",),
+    r"Unable to determine the device handle for GPU ?(?:\d+: )?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])"
+    r": (?P<why>GPU is lost|Unknown Error)",
+)
+def _gpu_lost(m, rec, state):
+    if not first_time(state, ("gpu_lost", m.group("pci")), rec.loc.line):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="gpu_fallen_off_bus", message=rec.text.strip(),
+                      fields={"pci": m.group("pci"), "source": "nvidia-smi", "detail": m.group("why")})
+
+
 @rule(
     "cuda-error",
     ("CUDA error: ", "cuda runtime error ("),
@@ -389,5 +405,5 @@ PARSER = Parser(
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch",
     rules=[_oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
-           _cuda_unusable, _nvlink, _cuda_error],
+           _gpu_lost, _cuda_unusable, _nvlink, _cuda_error],
 )

@@ -418,6 +418,24 @@ def _submitit(m, rec, state):
     return _err(rec, kind, {"source": "submitit", "node": m.group("host"), "signal_name": m.group("sig")})
 
 
+# Kubernetes took the pod away for someone else or for the node's sake, not for anything the pod did:
+#   scheduler preemption (pkg/scheduler/framework/preemption, reason Preempted):
+#       Preempted by pod <uid> on node <node>        (<= 1.2x: "by <namespace>/<name> on node <node>")
+#   graceful node shutdown (pkg/kubelet/nodeshutdown, reason Terminated; spot/preemptible VMs reclaimed):
+#       Pod was terminated in response to imminent node shutdown.
+@rule(
+    "k8s-preempted",
+    ("Preempted by", "by pod", "in response to imminent node shutdown"),
+    r"Preempted\s+by (?:pod )?(?P<by>\S+) on node (?P<node>\S+)|(?P<shutdown>Pod was terminated in response to imminent node shutdown)",
+)
+def _k8s_preempted(m, rec, state):
+    cause = "node_shutdown" if m.group("shutdown") else "preemption"
+    if not first_time(state, ("k8s_preempted", cause), rec.loc.line):
+        return []
+    return _err(rec, "pod_preempted", {"source": "kubernetes", "cause": cause, "node": m.group("node"),
+                                       "preemptor": m.group("by")})
+
+
 # ESTALE (errno 116 on Linux): the NFS (or other network file system) server no longer knows the file
 # this client holds a handle to: another node deleted or replaced it, or the export was remounted.
 # Python: `OSError: [Errno 116] Stale file handle: 'path'`; h5py/HDF5: `errno = 116, error message =
@@ -476,5 +494,5 @@ PARSER = Parser(
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _bar_killed, _ide_exit,
            _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
-           _stale_handle, _k8s_evicted, _checkpoint],
+           _k8s_preempted, _stale_handle, _k8s_evicted, _checkpoint],
 )
