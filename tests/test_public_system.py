@@ -103,6 +103,19 @@ def test_system_look_alikes_stay_quiet(name):
     ("Unable to determine the device handle for GPU 0000:03:00.0: GPU is lost.  Reboot the system to recover this GPU",
      "gpu-fallen-off-bus"),
     ("Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error", "gpu-fallen-off-bus"),
+    # NVIDIA's Kubernetes device plugin turning a driver Xid into an unhealthy GPU (NVIDIA/k8s-device-plugin#189)
+    ("2020/08/10 19:09:42 XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will "
+     "go unhealthy.", "gpu-xid"),
+    # UCX under Open MPI: the IB retry counter ran out (openucx/ucx#5199)
+    ("[master:19546:0:19546] ib_mlx5_log.c:139  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 "
+     "hw_synd 0/0)", "nccl-network-fabric"),
+    # the user-space OOM killers (systemd/systemd#22032, rfjakob/earlyoom#321)
+    ("Jan 09 14:32:25 H systemd-oomd[70]: oomd attempting to kill 113 with KILL", "host-oom"),
+    ('Jul 18 08:23:17 server.name earlyoom[2608931]: sending SIGTERM to process 2595764 uid 0 "cellxgene": badness 711, '
+     'VmRSS 52562 MiB', "host-oom"),
+    # bash's kill report behind journald's prefix, the script run as a systemd unit (fatihak/InkyPi#428)
+    ('Nov 20 15:10:43 inky inkypi[27237]: /usr/local/bin/inkypi: line 13: 27241 Killed                  python -u '
+     '"$(realpath $PROGRAM_PATH/src/inkypi.py)"', "process-killed"),
 ])
 def test_other_wordings_of_the_same_families(tmp_path, line, expected):
     f = first_line(tmp_path, line)

@@ -281,6 +281,19 @@ def _xid(m, rec, state):
     )
 
 
+# NVIDIA's Kubernetes device plugin (k8s-device-plugin internal/rm/health.go) turns the driver's critical Xid
+# events into a device health change, in every release's wording:
+#   XidCriticalError: Xid=79 on Device=GPU-..., the device will go unhealthy.
+#   XidCriticalError: Xid=79 on Device=GPU-...; marking device as unhealthy.
+@rule("device-plugin-xid", ("XidCriticalError: Xid=",), r"XidCriticalError: Xid=(?P<xid>\d+) on (?:Device=(?P<dev>[^,;\s]+)|unknown device)")
+def _plugin_xid(m, rec, state):
+    if not first_time(state, ("plugin_xid", m.group("xid"), m.group("dev")), rec.loc.line):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="gpu_xid", message=rec.text.strip(),
+                      fields={"xid": int(m.group("xid")), "pci": m.group("dev") or "unknown", "source": "k8s-device-plugin",
+                              "detail": "the device plugin marked the GPU unhealthy"})
+
+
 @rule("nvrm-gpu-head", ("NVRM: The NVIDIA GPU ",), r"NVRM: The NVIDIA GPU (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 def _nvrm_head(m, rec, state):
     state["nvrm_gpu"] = (m.group("pci"), rec.loc.line)
@@ -404,6 +417,6 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch",
-    rules=[_oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus,
+    rules=[_oom, _oom_fraction, _runtime_oom, _cublas_alloc, _ecc, _illegal, _assert_triggered, _assert_line, _xid, _plugin_xid, _nvrm_head, _fallen_off_bus,
            _gpu_lost, _cuda_unusable, _nvlink, _cuda_error],
 )

@@ -414,6 +414,23 @@ def _ib_async(m, rec, state):
     return _error(rec, "nccl_network", fields={"async_event": event, "device": dev, "code": None, "peer": None})
 
 
+# UCX (the transport under Open MPI / Horovod / UCC and NCCL's UCX plugin) reports the same IB work-request
+# failure in its own words (src/uct/ib/mlx5/ib_mlx5_log.c, src/uct/ib/rc/verbs/rc_verbs_iface.c, dc_verbs.c):
+#   ib_mlx5_log.c:139  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)
+#   rc_verbs_iface.c:63   FATAL: send completion with error: transport retry counter exceeded
+#   dc_verbs.c:633  UCX  ERROR Send completion with error on qp 0x10e55: transport retry counter exceeded syndrome 0x81
+@rule(
+    "ucx-retry-exceeded",
+    ("Transport retry count exceeded", "transport retry counter exceeded"),
+    r"Transport retry count exceeded on (?P<dev>\S+)|completion with error(?: on qp \S+)?: transport retry counter exceeded",
+)
+def _ucx_retry(m, rec, state):
+    if not first_time(state, ("ucx_retry", m.group("dev")), rec.loc.line):
+        return []
+    return _error(rec, "nccl_network", fields={"device": m.group("dev"), "code": 12, "status_name": "IBV_WC_RETRY_EXC_ERR",
+                                               "peer": None, "transport": "ucx"})
+
+
 # aws-ofi-nccl, the libfabric (EFA) net plugin: NCCL_OFI_WARN (include/nccl_ofi_log.h) prefixes "NET/OFI "
 # to its message; plugin 1.0 printed `WARN: Function: <fn> Line: <n>: NET/OFI ...` itself. The failures
 # carry libfabric's return code: `Couldn't open AV. RC: -22, ERROR: Invalid argument`, `Couldn't create
@@ -565,5 +582,5 @@ PARSER = Parser(
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _ibv_failed, _nccl_cuda_failure, _nccl_shm, _gloo_timeout, _desync_at, _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch,
-           _nccl_error, _nccl_error_detail, _net_ib, _ib_async, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _nccl_peer],
+           _nccl_error, _nccl_error_detail, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _nccl_peer],
 )

@@ -209,10 +209,13 @@ def _srun_task(m, rec, state):
 # (glibc: "Killed"; zh_CN "已杀死", es "Terminado (killed)"). A job-control line puts the job number
 # first (`[1]+  Killed   python train.py`), a script's child its line and pid (`./run.sh: line 28:
 # 8156 Killed   python3 main.py`), whose column padding a web paste may collapse to one space. A log
-# collector may stamp the line (`2020-11-24 20:22:28.106 /bin/bash: line 27: 318 Killed sh start.sh`).
+# collector may stamp the line (`2020-11-24 20:22:28.106 /bin/bash: line 27: 318 Killed sh start.sh`), and
+# journald prefix it (`Nov 20 15:10:43 inky inkypi[27237]: /usr/local/bin/inkypi: line 13: 27241 Killed ...`).
 KILLED_WORDS = ("Killed", "已杀死", "Terminado (killed)")
 _KILLED_WORD = "(?:" + "|".join(re.escape(w) for w in KILLED_WORDS) + ")"
-_STAMP = r"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+)?"
+# A collector's stamp, or journald's syslog prefix when the job runs as a unit (`Nov 20 15:10:43 inky inkypi[27237]: `).
+_STAMP = (r"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
+          r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@\-]+(?:\[\d+\])?: )?")
 
 
 @rule(
@@ -418,6 +421,40 @@ def _submitit(m, rec, state):
     return _err(rec, kind, {"source": "submitit", "node": m.group("host"), "signal_name": m.group("sig")})
 
 
+# systemd's record of its unit's OOM kill (src/core/unit.c unit_check_oom / service.c): `trainer.service: A process
+# of this unit has been killed by the OOM killer.` (systemd-oomd or the kernel; newer also `A process has been
+# killed by the OOM killer.`) and `trainer.service: Failed with result 'oom-kill'.`
+@rule(
+    "systemd-oom",
+    ("killed by the OOM killer", "Failed with result 'oom-kill'"),
+    r"(?P<unit>[\w@.\-]+\.(?:service|scope|slice)): (?:A process (?:of this unit )?has been killed by the OOM killer"
+    r"|Failed with result 'oom-kill')",
+)
+def _systemd_oom(m, rec, state):
+    if not first_time(state, ("systemd_oom", m.group("unit")), rec.loc.line):
+        return []
+    return _err(rec, "host_oom", {"source": "systemd", "unit": m.group("unit"), "cgroup": True})
+
+
+# The user-space OOM killers act before the kernel does, on memory pressure:
+#   systemd-oomd (src/oom/oomd-util.c):  oomd attempting to kill 113 with KILL
+#                                         Killed /user.slice/.../app.scope due to memory pressure for ... being 74.23% > 20.00% ...
+#   earlyoom (kill.c):                    sending SIGKILL to process 2595764 uid 0 "python": badness 711, VmRSS 52562 MiB
+@rule(
+    "userspace-oom",
+    ("oomd attempting to kill", "due to memory pressure for", "to process"),
+    r"oomd attempting to kill (?P<pid>\d+) with KILL|Killed (?P<cg>/\S+) due to memory pressure for"
+    r"|sending SIG(?:TERM|KILL) to process (?P<epid>\d+) uid \d+ \"(?P<comm>[^\"]*)\": badness",
+)
+def _userspace_oom(m, rec, state):
+    source = "earlyoom" if m.group("epid") else "systemd-oomd"
+    pid = m.group("pid") or m.group("epid")
+    if not first_time(state, ("uoom", source), rec.loc.line):
+        return []
+    return _err(rec, "host_oom", {"source": source, "pid": int(pid) if pid else None, "process": m.group("comm"),
+                                  "cgroup_path": m.group("cg")})
+
+
 # Kubernetes took the pod away for someone else or for the node's sake, not for anything the pod did:
 #   scheduler preemption (pkg/scheduler/framework/preemption, reason Preempted):
 #       Preempted by pod <uid> on node <node>        (<= 1.2x: "by <namespace>/<name> on node <node>")
@@ -494,5 +531,5 @@ PARSER = Parser(
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _bar_killed, _ide_exit,
            _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
-           _k8s_preempted, _stale_handle, _k8s_evicted, _checkpoint],
+           _systemd_oom, _userspace_oom, _k8s_preempted, _stale_handle, _k8s_evicted, _checkpoint],
 )
