@@ -39,6 +39,7 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
   errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save;
                          elsewhere disk_full), [Errno 122] Disk quota exceeded, Rust's `(os error 28)`
   errno ESTALE           OSError: [Errno 116] Stale file handle
+  errno EIO              OSError: [Errno 5] Input/output error: 'path'   (TensorFlow: `<path>; Input/output error`)
   /dev/shm               RuntimeError: unable to write to file </torch_15769_1517813162>
   kubelet eviction       Reason: Evicted / Message: The node was low on resource: memory.
   ray src/ray/raylet/node_manager.cc HandleClientConnectionError, a Ray worker (a Ray Train / vLLM / verl actor)
@@ -473,6 +474,24 @@ def _k8s_preempted(m, rec, state):
                                        "preemptor": m.group("by")})
 
 
+# EIO (errno 5): the storage under the file failed the read or write: a network file system (NFS, Lustre,
+# a FUSE mount such as DBFS or s3fs) or a block device that returned an error. Python: `OSError: [Errno 5]
+# Input/output error: 'path'` (Megatron's async checkpoint writer logs the bare `[Errno 5] Input/output error`),
+# Rust `Input/output error (os error 5)`, TensorFlow's IOError `<path>; Input/output error`.
+@rule(
+    "storage-eio",
+    ("Input/output error",),
+    r"\[Errno 5\] Input/output error(?::\s*(?P<path>'[^']*'|\S+))?|Input/output error \(os error 5\)"
+    r"|(?P<tfpath>/\S+); Input/output error\b",
+)
+def _storage_eio(m, rec, state):
+    if not first_time(state, ("eio",), rec.loc.line):
+        return []
+    path = (m.group("path") or m.group("tfpath") or "").strip("'") or None
+    saving = state.get("saving_line") is not None or "checkpoint" in rec.text.lower()
+    return _err(rec, "storage_io_error", {"errno": 5, "path": path, "saving": saving})
+
+
 # ESTALE (errno 116 on Linux): the NFS (or other network file system) server no longer knows the file
 # this client holds a handle to: another node deleted or replaced it, or the export was remounted.
 # Python: `OSError: [Errno 116] Stale file handle: 'path'`; h5py/HDF5: `errno = 116, error message =
@@ -531,5 +550,5 @@ PARSER = Parser(
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _bar_killed, _ide_exit,
            _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
-           _systemd_oom, _userspace_oom, _k8s_preempted, _stale_handle, _k8s_evicted, _checkpoint],
+           _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _checkpoint],
 )
