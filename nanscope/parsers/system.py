@@ -443,7 +443,7 @@ def _systemd_oom(m, rec, state):
 #   earlyoom (kill.c):                    sending SIGKILL to process 2595764 uid 0 "python": badness 711, VmRSS 52562 MiB
 @rule(
     "userspace-oom",
-    ("oomd attempting to kill", "due to memory pressure for", "to process"),
+    ("oomd attempting to kill", "due to memory pressure for", "\": badness"),
     r"oomd attempting to kill (?P<pid>\d+) with KILL|Killed (?P<cg>/\S+) due to memory pressure for"
     r"|sending SIG(?:TERM|KILL) to process (?P<epid>\d+) uid \d+ \"(?P<comm>[^\"]*)\": badness",
 )
@@ -463,7 +463,7 @@ def _userspace_oom(m, rec, state):
 #       Pod was terminated in response to imminent node shutdown.
 @rule(
     "k8s-preempted",
-    ("Preempted by", "by pod", "in response to imminent node shutdown"),
+    ("Preempted by", "in response to imminent node shutdown"),
     r"Preempted\s+by (?:pod )?(?P<by>\S+) on node (?P<node>\S+)|(?P<shutdown>Pod was terminated in response to imminent node shutdown)",
 )
 def _k8s_preempted(m, rec, state):
