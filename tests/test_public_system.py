@@ -65,6 +65,8 @@ def first_line(tmp_path, *lines: str):
     ("1644.log", "dataloader-worker-killed"),  # the shm bus error right after tqdm's redraw (segmentation_models#172)
     ("1645.log", "dataloader-worker-killed"),  # 'DataLoader worker ... killed by signal: Bus error' alone (BasicSR#59)
     ("1646.log", "storage-io-error"),      # TensorFlow's '<path>; Input/output error' on DBFS (tensorflow#20090)
+    ("1647.log", "worker-segfault"),       # bash: Bus error (core dumped) after share_memory() (PyTorch-BigGraph#33)
+    ("1648.log", "worker-segfault"),       # the same after tqdm's last bar in HD-BET's Docker run (HD-BET#67)
 ])
 def test_public_system_failures_come_first(name, expected):
     f = first_of([str(PUBLIC / name)])

@@ -17,6 +17,7 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          error: Orion-18-69: task 289: Bus error / Killed / Terminated / Exited with exit code 1
   bash                   Killed    |   /var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed   python3 main.py
                          (zh_CN: 已杀死; glued to a tqdm bar: `... [01:06<03:59,  3.06it/s]Killed`)
+                         Segmentation fault (core dumped)  |  Bus error (core dumped)   (a crash signal: worker_failed)
   JetBrains IDEs         Process finished with exit code 137 (interrupted by signal 9: SIGKILL)
   kubectl / subprocess   command terminated with exit code 137  |  Command '[...]' died with <Signals.SIGKILL: 9>.
   torch/utils/data       RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.
@@ -230,6 +231,31 @@ def _killed(m, rec, state):
     # bash reports a child killed by SIGKILL: usually the OOM killer, only a hint on its own.
     return _err(rec, "killed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
                                 "command": m.group("cmd") or m.group("cmd2")}, signal="SIGKILL")
+
+
+# bash's report of a child that died of a crash signal (strsignal text, `(core dumped)` when a core was
+# written): `Segmentation fault (core dumped)`, `Bus error (core dumped)` (in a container, often /dev/shm too
+# small for a tensor shared through it), `Illegal instruction`, `Floating point exception`; a script's child
+# as `./run.sh: line 12: 4242 Segmentation fault      (core dumped) python train.py`.
+_CRASH_WORDS = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal instruction": "SIGILL",
+                "Floating point exception": "SIGFPE"}
+
+
+@rule(
+    "shell-crash-signal",
+    tuple(_CRASH_WORDS),
+    "^" + _STAMP + r"(?:\S+: line \d+:[ \t]+(?P<pid>\d+)[ \t]+|\[\d+\][+-]?[ \t]+)?"
+    r"(?P<word>" + "|".join(_CRASH_WORDS) + r")(?P<core>[ \t]+\(core dumped\))?(?:[ \t]{2,}(?P<cmd>\S.*?)|[ \t]+(?P<cmd2>\S.*?))?[ \t]*$",
+    match_start=True,
+)
+def _shell_crash(m, rec, state):
+    if m.group("cmd2") and not m.group("pid"):
+        return None  # `Bus error reading ...`: prose, not the shell's one-word report
+    if not first_time(state, ("shell_crash", m.group("word")), rec.loc.line):
+        return []
+    return _err(rec, "worker_failed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
+                                       "core_dumped": bool(m.group("core")), "command": m.group("cmd") or m.group("cmd2")},
+                signal=_CRASH_WORDS[m.group("word")])
 
 
 # A progress bar has no newline of its own: the shell's `Killed` lands right after tqdm's last redraw
@@ -548,7 +574,7 @@ PARSER = Parser(
     framework="system",
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _bar_killed, _ide_exit,
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _bar_killed, _ide_exit,
            _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _checkpoint],
 )
