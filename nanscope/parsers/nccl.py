@@ -402,10 +402,10 @@ _IB_ASYNC_FATAL = ("port error", "local catastrophic error", "CQ error", "local 
 @rule(
     "nccl-ib-async",
     ("Got async event",),
-    r"NET/IB\w*\s*:\s*(?:(?P<dev>[\w.\-]+):(?P<port>\d+) )?Got async event : (?P<ev>.+?)\s*$",
+    r"NET/IB\w*\s*:\s*(?:(?P<dev>[\w.\-]+):(?P<port>\d+) )?Got async event : (?P<ev>[A-Za-z][A-Za-z ]{0,80})",
 )
 def _ib_async(m, rec, state):
-    event = m.group("ev")
+    event = m.group("ev").strip()
     if event not in _IB_ASYNC_FATAL:
         return []
     if not first_time(state, ("ib_async", m.group("dev"), event), rec.loc.line):
@@ -440,10 +440,10 @@ def _ucx_retry(m, rec, state):
 @rule(
     "nccl-ofi",
     ("NET/OFI",),
-    r"(?:NCCL WARN|WARN: Function: \w+ Line: \d+:) NET/OFI (?P<msg>.*?(?:completed with error|RC: -?\d+|Couldn't|Fatal:).*?)\s*$",
+    r"(?:NCCL WARN|WARN: Function: \w+ Line: \d+:) NET/OFI (?P<msg>.{0,400}?(?:completed with error|RC: -?\d+|Couldn't|Fatal:).{0,400})",
 )
 def _ofi(m, rec, state):
-    msg = m.group("msg")
+    msg = m.group("msg").strip()
     rc = re.search(r"RC: (-?\d+)", msg)
     transfer = "completed with error" in msg
     if not first_time(state, ("ofi", transfer, msg if not transfer else None), rec.loc.line):

@@ -263,7 +263,7 @@ def _shell_crash(m, rec, state):
 GLUED_KILL = re.compile(r"\]" + _KILLED_WORD + r"[ \t]*$")
 
 
-@rule("bar-killed", KILLED_WORDS, r"\d+/\d+[ \t]*\[[^\]\n]*\]" + _KILLED_WORD + r"[ \t]*$")
+@rule("bar-killed", KILLED_WORDS, r"(?<!\d)\d+/\d+[ \t]*\[[^\]\n]*\]" + _KILLED_WORD + r"[ \t]*$")
 def _bar_killed(m, rec, state):  # hf.py's tqdm rule leaves such a line to this one (GLUED_KILL)
     if not first_time(state, ("bar_killed",), rec.loc.line):
         return []
@@ -454,7 +454,7 @@ def _submitit(m, rec, state):
 @rule(
     "systemd-oom",
     ("killed by the OOM killer", "Failed with result 'oom-kill'"),
-    r"(?P<unit>[\w@.\-]+\.(?:service|scope|slice)): (?:A process (?:of this unit )?has been killed by the OOM killer"
+    r"(?<![\w@.\-])(?P<unit>[\w@.\-]+\.(?:service|scope|slice)): (?:A process (?:of this unit )?has been killed by the OOM killer"
     r"|Failed with result 'oom-kill')",
 )
 def _systemd_oom(m, rec, state):
@@ -507,8 +507,8 @@ def _k8s_preempted(m, rec, state):
 @rule(
     "storage-eio",
     ("Input/output error",),
-    r"\[Errno 5\] Input/output error(?::\s*(?P<path>'[^']*'|\S+))?|Input/output error \(os error 5\)"
-    r"|(?P<tfpath>/\S+); Input/output error\b",
+    r"\[Errno 5\] Input/output error(?::[ \t]{0,8}(?P<path>'[^'\n]{0,1024}'|\S{1,1024}))?|Input/output error \(os error 5\)"
+    r"|(?<!\S)(?P<tfpath>/[^\s;]{1,4096}); Input/output error\b",
 )
 def _storage_eio(m, rec, state):
     if not first_time(state, ("eio",), rec.loc.line):
@@ -549,8 +549,8 @@ _EVICT_MSG = re.compile(
 
 @rule(
     "k8s-evicted",
-    ("The node was low on resource:", "The node had condition:", "ephemeral local storage", "Usage of EmptyDir volume", "Evicted"),
-    _EVICT_MSG.pattern + r"|^\s*\S+\s+\d+/\d+\s+Evicted\s+\d+",
+    ("The node was low on resource:", "The node had condition:", "ephemeral local storage", "Usage of EmptyDir volume"),
+    _EVICT_MSG.pattern,
 )
 def _k8s_evicted(m, rec, state):
     if m.group("res") or m.group("cond"):
@@ -569,6 +569,14 @@ def _k8s_evicted(m, rec, state):
     return _err(rec, "pod_evicted", fields)
 
 
+# kubectl get pods: the STATUS column of an evicted pod (NAME  READY  STATUS  RESTARTS  AGE).
+@rule("k8s-evicted-status", ("Evicted",), r"[ \t]*\S+[ \t]+\d+/\d+[ \t]+Evicted[ \t]+\d+", match_start=True)
+def _k8s_evicted_status(m, rec, state):
+    if not first_time(state, ("evicted", None), rec.loc.line):
+        return []
+    return _err(rec, "pod_evicted", {"source": "kubernetes", "resource": None})
+
+
 PARSER = Parser(
     name="system",
     framework="system",
@@ -576,5 +584,5 @@ PARSER = Parser(
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _bar_killed, _ide_exit,
            _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
-           _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _checkpoint],
+           _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint],
 )
