@@ -336,7 +336,7 @@ def _ecc(m, rec, state):
 def _nvlink(m, rec, state):
     if not first_time(state, _key(rec, "nvlink"), rec.loc.line):
         return []
-    ev = _error(rec, "nvlink_error", {"cuda_error": "uncorrectable NVLink error detected during the execution"})
+    ev = _error(rec, "nvlink_error", {"cuda_error": "uncorrectable NVLink error detected during the execution", "code": 220})
     _terminated(ev, rec, state)
     return ev
 
@@ -410,6 +410,19 @@ def _xid(m, rec, state):
     )
 
 
+# NVIDIA's Kubernetes device plugin (k8s-device-plugin internal/rm/health.go) turns the driver's critical Xid
+# events into a device health change, in every release's wording:
+#   XidCriticalError: Xid=79 on Device=GPU-..., the device will go unhealthy.
+#   XidCriticalError: Xid=79 on Device=GPU-...; marking device as unhealthy.
+@rule("device-plugin-xid", ("XidCriticalError: Xid=",), r"XidCriticalError: Xid=(?P<xid>\d+) on (?:Device=(?P<dev>[^,;\s]+)|unknown device)")
+def _plugin_xid(m, rec, state):
+    if not first_time(state, ("plugin_xid", m.group("xid"), m.group("dev")), rec.loc.line):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="gpu_xid", message=rec.text.strip(),
+                      fields={"xid": int(m.group("xid")), "pci": m.group("dev") or "unknown", "source": "k8s-device-plugin",
+                              "detail": "the device plugin marked the GPU unhealthy"})
+
+
 @rule("nvrm-gpu-head", ("NVRM: The NVIDIA GPU ",), r"NVRM: The NVIDIA GPU (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 def _nvrm_head(m, rec, state):
     state["nvrm_gpu"] = (m.group("pci"), rec.loc.line)
@@ -428,6 +441,83 @@ def _fallen_off_bus(m, rec, state):
         pci = head[0]
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="gpu_fallen_off_bus", message=rec.text.strip(),
                       fields={"pci": pci})
+
+
+# The CUDA runtime could not give the process a usable GPU, before any kernel ran. The texts are the
+# runtime's cudaGetErrorString (CUDA toolkit cuda_runtime_api.h / driver_types.h), printed through every
+# wrapper: PyTorch's `CUDA error: X` / 1.x THC `cuda runtime error (35) : X` / `THCudaCheck FAIL ... error=35
+# : X`, c10/cuda/CUDAFunctions.cpp device_count_impl (`Unexpected error from cudaGetDeviceCount(). Did you
+# run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 804:
+# X`, raised, or warned as `UserWarning: CUDA initialization: ...` by torch.cuda.is_available), vLLM's
+# engine log, onnxruntime's `CUDA failure 35: X`, bitsandbytes' `Error X at line N in file ops.cu`:
+#   35  cudaErrorInsufficientDriver          CUDA driver version is insufficient for CUDA runtime version
+#   803 cudaErrorSystemDriverMismatch        system has unsupported display driver / cuda driver combination
+#   804 cudaErrorCompatNotSupportedOnDevice  forward compatibility was attempted on non supported HW
+#   torch/cuda/__init__.py _check_driver:    The NVIDIA driver on your system is too old (found version 11040).
+# and none at all:
+#   100 cudaErrorNoDevice                    no CUDA-capable device is detected
+#   46  cudaErrorDevicesUnavailable          CUDA-capable device(s) is/are busy or unavailable
+#                                            (CUDA <= 10: all CUDA-capable devices are busy or unavailable)
+#   c10/cuda/CUDAFunctions.cpp:              Found no NVIDIA driver on your system. Please check that you have ...
+#                                            CUDA driver initialization failed, you might not have a CUDA gpu.
+#   aten CUDAHooks / torch._C._cuda_init:    No CUDA GPUs are available
+_DRIVER_MISMATCH = {
+    "CUDA driver version is insufficient for CUDA runtime version": (35, "the NVIDIA driver is older than the CUDA runtime"),
+    "system has unsupported display driver / cuda driver combination": (803, "the user-space CUDA driver does not match the kernel driver"),
+    "forward compatibility was attempted on non supported HW": (804, "CUDA forward-compatibility libraries loaded on a GPU that does not support them"),
+    "NVIDIA driver on your system is too old": (None, "the NVIDIA driver is older than this PyTorch build's CUDA"),
+}
+_NO_DEVICE = {
+    "no CUDA-capable device is detected": (100, "no GPU visible to the process"),
+    "CUDA-capable device(s) is/are busy or unavailable": (46, "the GPUs are busy (exclusive-process mode) or unavailable"),
+    "all CUDA-capable devices are busy or unavailable": (46, "the GPUs are busy (exclusive-process mode) or unavailable"),
+    "Found no NVIDIA driver on your system": (None, "no NVIDIA driver loaded"),
+    "CUDA driver initialization failed, you might not have a CUDA gpu": (3, "the CUDA driver failed to initialise"),
+    "No CUDA GPUs are available": (None, "no GPU visible to the process"),
+}
+
+
+def _alternation(texts) -> str:
+    return "|".join(re.escape(t) for t in texts)
+
+
+@rule(
+    "cuda-unusable",
+    tuple(_DRIVER_MISMATCH) + tuple(_NO_DEVICE),
+    r"(?P<text>" + _alternation(_DRIVER_MISMATCH) + "|" + _alternation(_NO_DEVICE) + r")(?: \(found version (?P<found>\d+)\))?",
+)
+def _cuda_unusable(m, rec, state):
+    text = m.group("text")
+    mismatch = text in _DRIVER_MISMATCH
+    code, what = (_DRIVER_MISMATCH if mismatch else _NO_DEVICE)[text]
+    coded = re.search(r"(?:Error |error=|error \(|CUDA failure )(\d+)", rec.text)
+    if coded is not None:
+        code = int(coded.group(1))
+    error = "cuda_driver_mismatch" if mismatch else "cuda_no_device"
+    if not first_time(state, _key(rec, error), rec.loc.line):
+        return []
+    fields = {"cuda_error": text, "code": code, "detail": what, "warning": "UserWarning" in rec.text}
+    if m.group("found"):
+        fields["driver_found"] = int(m.group("found"))
+    return _error(rec, error, fields)
+
+
+# cudaErrorNvlinkUncorrectable (220): the kernel driver saw an uncorrectable error on an NVLink the
+# context uses (Xid 74 in the kernel log); every later CUDA call of the process fails.
+# nvidia-smi once the driver has lost a GPU (nvml's device handle query fails for it):
+#   Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost.  Reboot the system to recover this GPU
+#   (newer: `... for GPU0: 0000:24:00.0: GPU is lost.`), or `...: Unknown Error` for the same lost board.
+@rule(
+    "nvidia-smi-gpu-lost",
+    ("Unable to determine the device handle for GPU",),
+    r"Unable to determine the device handle for GPU ?(?:\d+: )?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])"
+    r": (?P<why>GPU is lost|Unknown Error)",
+)
+def _gpu_lost(m, rec, state):
+    if not first_time(state, ("gpu_lost", m.group("pci")), rec.loc.line):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="gpu_fallen_off_bus", message=rec.text.strip(),
+                      fields={"pci": m.group("pci"), "source": "nvidia-smi", "detail": m.group("why")})
 
 
 @rule(
@@ -450,7 +540,8 @@ PARSER = Parser(
     name="cuda",
     framework=FW,
     priority=30,
-    description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVRM Xid",
+    description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch",
     rules=[_startup_frame, _oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink, _terminate_head, _illegal,
-           _assert_triggered, _assert_line, _xid, _nvrm_head, _fallen_off_bus, _runtime_cuda_error, _cuda_error],
+           _assert_triggered, _assert_line, _xid, _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable,
+           _runtime_cuda_error, _cuda_error],
 )

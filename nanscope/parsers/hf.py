@@ -19,6 +19,7 @@ import re
 from nanscope.model import LifecycleEvent, StepEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float
+from nanscope.parsers.system import GLUED_KILL
 
 _KV = re.compile(r"'(?P<k>[\w/\-.]+)':\s*(?P<v>'[^']*'|tensor\([^)]*\)|[^,}\s]+)")
 
@@ -34,6 +35,8 @@ _POSTFIX_LOSS = ("loss", "train_loss", "step_loss", "loss_step", "total_loss", "
 
 @rule("tqdm", ("it/s]", "s/it]", "it/s,", "s/it,"), r"\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[")
 def _tqdm(m, rec, state):
+    if GLUED_KILL.search(rec.text, m.end()):
+        return None  # the shell's `Killed` glued to the last redraw: system.py's bar-killed
     pending = state.pop("pending", None)
     if pending is None:
         return _postfix_step(m, rec, state)

@@ -38,6 +38,10 @@ NVIDIA/nccl src/transport/net_ib*.cc, every tag from 2.10 to 2.30:
   NET/IB : Got completion from peer ... with status=12 opcode=0 len=0 vendor err 129 (Recv) ...
   NET/IB: Got completion from peer ... with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129 ...
   (plugins: NET/IBP:, NET/IB/GIN:)
+  NET/IB : Got async event : port error   (2.19+: NET/IB : mlx5_0:1 Got async event : port error)
+aws/aws-ofi-nccl (EFA / libfabric net plugin), NCCL_OFI_WARN = "NET/OFI " + message:
+  NCCL WARN NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument
+  NCCL WARN NET/OFI Request 0x... completed with error. RC: 21. Error: 4 (...). Completed length: 0
 NVIDIA/nccl src/misc/ibvwrap.cc (every wrap_ibv_* call, 2.4 - 2.27):
   misc/ibvwrap.cc:182 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Invalid argument
   ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed          (plugin builds)
@@ -509,6 +513,70 @@ def _net_ib(m, rec, state):
     )
 
 
+# The IB transport's async-event thread (src/transport/net_ib.cc ncclIbAsyncThreadMain): every event but
+# "communication established" is logged, `NET/IB : Got async event : %s` (2.19+: `NET/IB : %s:%d Got async
+# event : %s`, the device and port first), the text being rdma-core's ibv_event_type_str. Only the
+# events that mean a broken port, device or queue are failures; port active, LID / GID table / SM
+# change and client reregistration are the fabric reconfiguring itself.
+_IB_ASYNC_FATAL = ("port error", "local catastrophic error", "CQ error", "local work queue catastrophic error",
+                   "invalid request local work queue error", "local access violation work queue error",
+                   "path migration error", "SRQ catastrophic error", "WQ fatal error")
+
+
+@rule(
+    "nccl-ib-async",
+    ("Got async event",),
+    r"NET/IB\w*\s*:\s*(?:(?P<dev>[\w.\-]+):(?P<port>\d+) )?Got async event : (?P<ev>[A-Za-z][A-Za-z ]{0,80})",
+)
+def _ib_async(m, rec, state):
+    event = m.group("ev").strip()
+    if event not in _IB_ASYNC_FATAL:
+        return []
+    if not first_time(state, ("ib_async", m.group("dev"), event), rec.loc.line):
+        return []
+    dev = f"{m.group('dev')}:{m.group('port')}" if m.group("dev") else None
+    return _error(rec, "nccl_network", fields={"async_event": event, "device": dev, "code": None, "peer": None})
+
+
+# UCX (the transport under Open MPI / Horovod / UCC and NCCL's UCX plugin) reports the same IB work-request
+# failure in its own words (src/uct/ib/mlx5/ib_mlx5_log.c, src/uct/ib/rc/verbs/rc_verbs_iface.c, dc_verbs.c):
+#   ib_mlx5_log.c:139  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)
+#   rc_verbs_iface.c:63   FATAL: send completion with error: transport retry counter exceeded
+#   dc_verbs.c:633  UCX  ERROR Send completion with error on qp 0x10e55: transport retry counter exceeded syndrome 0x81
+@rule(
+    "ucx-retry-exceeded",
+    ("Transport retry count exceeded", "transport retry counter exceeded"),
+    r"Transport retry count exceeded on (?P<dev>\S+)|completion with error(?: on qp \S+)?: transport retry counter exceeded",
+)
+def _ucx_retry(m, rec, state):
+    if not first_time(state, ("ucx_retry", m.group("dev")), rec.loc.line):
+        return []
+    return _error(rec, "nccl_network", fields={"device": m.group("dev"), "code": 12, "status_name": "IBV_WC_RETRY_EXC_ERR",
+                                               "peer": None, "transport": "ucx"})
+
+
+# aws-ofi-nccl, the libfabric (EFA) net plugin: NCCL_OFI_WARN (include/nccl_ofi_log.h) prefixes "NET/OFI "
+# to its message; plugin 1.0 printed `WARN: Function: <fn> Line: <n>: NET/OFI ...` itself. The failures
+# carry libfabric's return code: `Couldn't open AV. RC: -22, ERROR: Invalid argument`, `Couldn't create
+# domain. RC: ...`, `Error posting RDMA write request. RC: ...`, and a failed transfer `Request 0x...
+# completed with error. RC: 21. Error: 4 (...)` (older `Request completed with error. RC: 21. Error:
+# unknown error`), `Remote write completed with error. RC: ...`.
+@rule(
+    "nccl-ofi",
+    ("NET/OFI",),
+    r"(?:NCCL WARN|WARN: Function: \w+ Line: \d+:) NET/OFI (?P<msg>.{0,400}?(?:completed with error|RC: -?\d+|Couldn't|Fatal:).{0,400})",
+)
+def _ofi(m, rec, state):
+    msg = m.group("msg").strip()
+    rc = re.search(r"RC: (-?\d+)", msg)
+    transfer = "completed with error" in msg
+    if not first_time(state, ("ofi", transfer, msg if not transfer else None), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"code": "ncclSystemError" if not transfer else "ncclRemoteError",
+                                             "reason": f"NET/OFI {msg}", "transport": "ofi",
+                                             "ofi_rc": int(rc.group(1)) if rc else None, "transfer_failed": transfer})
+
+
 _IBV_FATAL = ("ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_modify_qp", "ibv_create_cq",
               "ibv_alloc_pd", "ibv_create_comp_channel")
 
@@ -718,6 +786,6 @@ PARSER = Parser(
     rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
-           _nccl_error_detail, _net_ib, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer, _gloo_connect, _nccl_peer,
-           _nccl_error_trace],
+           _nccl_error_detail, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
+           _gloo_connect, _nccl_peer, _nccl_error_trace],
 )

@@ -9,9 +9,17 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          error: Detected 1 oom-kill event(s) in step 3495064.0 cgroup. ...   (<= 20.x)
                          error: *** JOB 494583 ON node CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***
                          *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***   (old order)
+                         *** JOB N ON node CANCELLED AT T DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***
+  srun / salloc          error: Node failure on node12
+  slurmctld              _job_complete: JobId=127441 WTERMSIG 9  |  _job_complete: JobId=N OOM failure
+  submitit               Caught signal SIGUSR2 on learnfair0293: this job is preempted.  (or timed-out)
   srun                   error: nid001277: tasks 1-3: Out Of Memory
                          error: Orion-18-69: task 289: Bus error / Killed / Terminated / Exited with exit code 1
   bash                   Killed    |   /var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed   python3 main.py
+                         (zh_CN: 已杀死; glued to a tqdm bar: `... [01:06<03:59,  3.06it/s]Killed`)
+                         Segmentation fault (core dumped)  |  Bus error (core dumped)   (a crash signal: worker_failed)
+  JetBrains IDEs         Process finished with exit code 137 (interrupted by signal 9: SIGKILL)
+  kubectl / subprocess   command terminated with exit code 137  |  Command '[...]' died with <Signals.SIGKILL: 9>.
   torch/utils/data       RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.
                          RuntimeError: DataLoader worker (pid(s) 1234, 5678) exited unexpectedly
                          ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).
@@ -29,10 +37,12 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                              Reason:       OOMKilled
                          and `Last State: Terminated` / `Reason: OOMKilled` after a restart; kubectl get pods
                          prints the reason in its STATUS column: `trainer-0   0/1   OOMKilled   3   5m`
-  errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save)
-  errno EDQUOT           OSError: [Errno 122] Disk quota exceeded      (the same, for a user/project quota)
-  safetensors            SafetensorError: Error while serializing: I/O error: No space left on device (os error 28)
-                         (older: `Error while serializing: IoError(Os { code: 28, kind: StorageFull, ... })`)
+  errno ENOSPC           OSError: [Errno 28] No space left on device   (under torch/serialization.py `save`/`_save`: a failed save;
+                         elsewhere disk_full), [Errno 122] Disk quota exceeded, Rust's `(os error 28)`
+  errno ESTALE           OSError: [Errno 116] Stale file handle
+  errno EIO              OSError: [Errno 5] Input/output error: 'path'   (TensorFlow: `<path>; Input/output error`)
+  /dev/shm               RuntimeError: unable to write to file </torch_15769_1517813162>
+  kubelet eviction       Reason: Evicted / Message: The node was low on resource: memory.
   ray node_manager.cc    (raylet) ... node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), ...
   ray src/ray/raylet/node_manager.cc HandleClientConnectionError, a Ray worker (a Ray Train / vLLM / verl actor)
                          gone without an exception of its own:
@@ -146,26 +156,44 @@ def _slurm_oom(m, rec, state):
     })
 
 
-@rule(
-    "slurm-cancelled",
-    ("CANCELLED AT",),
-    r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.]+) (?:ON (?P<node>\S+) )?CANCELLED AT (?P<at>\S+)"
-    r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?(?: on (?P<node2>\S+))? \*\*\*",
+# slurmstepd's cancellation banner (src/slurmd/slurmstepd/req.c), by release:
+#   <= 14.03   *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT ***
+#   14.03.8    *** JOB N CANCELLED AT T DUE TO TIME LIMIT on n447 ***, ... DUE TO NODE n447 FAILURE ***,
+#              *** JOB N CANCELLED AT T *** on sh-2-3   (scancel)
+#   15.08+     *** JOB N ON node CANCELLED AT T DUE TO TIME LIMIT | PREEMPTION | JOB REQUEUE | TASK FAILURE ***,
+#              ... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***, ... DUE to SIGNAL Terminated ***
+_CANCELLED = re.compile(
+    r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.+]+) (?:ON (?P<node>\S+) )?CANCELLED AT (?P<at>\S+)"
+    r"(?: DUE (?:TO|to) (?:NODE (?:(?P<fnode>\S+) )?(?P<nodefail>FAILURE)|SIGNAL (?P<signame>[A-Za-z ]+?)|(?P<why>[A-Z][A-Z ]*?)))?"
+    r"(?:, [^*]*?)?(?: on (?P<node2>\S+))? \*\*\*(?: on (?P<node3>\S+))?"
 )
+
+
+@rule("slurm-cancelled", ("CANCELLED AT",), _CANCELLED.pattern)
 def _slurm_cancelled(m, rec, state):
-    why = m.group("why")
+    why = "NODE FAILURE" if m.group("nodefail") else m.group("why")
     job = m.group("id").split(".")[0]
     seen = state.setdefault("slurm_cancelled", set())
     if (job, why) in seen:  # `*** JOB n ...` and `*** STEP n.0 ...` report the same cancellation
         return []
     seen.add((job, why))
     fields = {"source": "slurm", "job": job, "step": m.group("id") if m.group("what") == "STEP" else None,
-              "node": m.group("node") or m.group("node2"), "at": m.group("at"), "reason": why}
+              "node": m.group("node") or m.group("fnode") or m.group("node2") or m.group("node3"), "at": m.group("at"),
+              "reason": why, "signal_name": m.group("signame")}
     kinds = {"TIME LIMIT": "slurm_time_limit", "PREEMPTION": "slurm_preempted", "NODE FAILURE": "slurm_node_failure"}
     if why in kinds:
         return _err(rec, kinds[why], fields)
-    # No reason (scancel, or Slurm ending the step after an OOM) or another one: the job ended.
+    # No reason (scancel, or Slurm ending the step after an OOM), a signal someone sent, or another one: the job ended.
     return LifecycleEvent(loc=rec.loc, text=rec.text, framework="system", action="end", fields=fields)
+
+
+# srun / salloc / the step-launch API when slurmctld reports an allocated node down
+# (src/srun/allocate.c, src/salloc/salloc.c, src/api/step_launch.c: error("Node failure on %s", nodelist)).
+@rule("slurm-node-fail", ("Node failure on",), r"(?:(?:srun|salloc|sbatch): )?error: Node failure on (?P<nodes>\S+)")
+def _slurm_node_fail(m, rec, state):
+    if not first_time(state, ("node_fail", m.group("nodes")), rec.loc.line):
+        return []
+    return _err(rec, "slurm_node_failure", {"source": "slurm", "node": m.group("nodes")})
 
 
 @rule("srun-task", ("srun: error:",), r"srun: error: (?P<node>[^:\s]+): tasks? (?P<tasks>[\d,\-]+): (?P<what>.*?\S)\s*$")
@@ -183,16 +211,86 @@ def _srun_task(m, rec, state):
     )
 
 
+# bash's report of a child killed by a signal: the signal's strsignal() text, in the user's locale
+# (glibc: "Killed"; zh_CN "已杀死", es "Terminado (killed)"). A job-control line puts the job number
+# first (`[1]+  Killed   python train.py`), a script's child its line and pid (`./run.sh: line 28:
+# 8156 Killed   python3 main.py`), whose column padding a web paste may collapse to one space. A log
+# collector may stamp the line (`2020-11-24 20:22:28.106 /bin/bash: line 27: 318 Killed sh start.sh`), and
+# journald prefix it (`Nov 20 15:10:43 inky inkypi[27237]: /usr/local/bin/inkypi: line 13: 27241 Killed ...`).
+KILLED_WORDS = ("Killed", "已杀死", "Terminado (killed)")
+_KILLED_WORD = "(?:" + "|".join(re.escape(w) for w in KILLED_WORDS) + ")"
+# A collector's stamp, or journald's syslog prefix when the job runs as a unit (`Nov 20 15:10:43 inky inkypi[27237]: `).
+_STAMP = (r"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
+          r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@\-]+(?:\[\d+\])?: )?")
+
+
 @rule(
     "shell-killed",
-    ("Killed",),
-    r"^(?:\S+: line \d+:[ \t]+(?P<pid>\d+)[ \t]+)?Killed(?:[ \t]{2,}(?P<cmd>\S.*?))?[ \t]*$",
+    KILLED_WORDS,
+    "^" + _STAMP + r"(?:(?:\S+: line \d+:[ \t]+(?P<pid>\d+)[ \t]+" + _KILLED_WORD + r"(?:[ \t]+(?P<cmd>\S.*?))?)"
+    r"|(?:\[\d+\][+-]?[ \t]+)?" + _KILLED_WORD + r"(?:[ \t]{2,}(?P<cmd2>\S.*?))?)[ \t]*$",
     match_start=True,
 )
 def _killed(m, rec, state):
     # bash reports a child killed by SIGKILL: usually the OOM killer, only a hint on its own.
     return _err(rec, "killed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
-                                "command": m.group("cmd")}, signal="SIGKILL")
+                                "command": m.group("cmd") or m.group("cmd2")}, signal="SIGKILL")
+
+
+# bash's report of a child that died of a crash signal (strsignal text, `(core dumped)` when a core was
+# written): `Segmentation fault (core dumped)`, `Bus error (core dumped)` (in a container, often /dev/shm too
+# small for a tensor shared through it), `Illegal instruction`, `Floating point exception`; a script's child
+# as `./run.sh: line 12: 4242 Segmentation fault      (core dumped) python train.py`.
+_CRASH_WORDS = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal instruction": "SIGILL",
+                "Floating point exception": "SIGFPE"}
+
+
+@rule(
+    "shell-crash-signal",
+    tuple(_CRASH_WORDS),
+    "^" + _STAMP + r"(?:\S+: line \d+:[ \t]+(?P<pid>\d+)[ \t]+|\[\d+\][+-]?[ \t]+)?"
+    r"(?P<word>" + "|".join(_CRASH_WORDS) + r")(?P<core>[ \t]+\(core dumped\))?(?:[ \t]{2,}(?P<cmd>\S.*?)|[ \t]+(?P<cmd2>\S.*?))?[ \t]*$",
+    match_start=True,
+)
+def _shell_crash(m, rec, state):
+    if m.group("cmd2") and not m.group("pid"):
+        return None  # `Bus error reading ...`: prose, not the shell's one-word report
+    if not first_time(state, ("shell_crash", m.group("word")), rec.loc.line):
+        return []
+    return _err(rec, "worker_failed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
+                                       "core_dumped": bool(m.group("core")), "command": m.group("cmd") or m.group("cmd2")},
+                signal=_CRASH_WORDS[m.group("word")])
+
+
+# A progress bar has no newline of its own: the shell's `Killed` lands right after tqdm's last redraw
+# (`... 331/1063 [01:06<03:59,  3.06it/s]Killed`).
+GLUED_KILL = re.compile(r"\]" + _KILLED_WORD + r"[ \t]*$")
+
+
+@rule("bar-killed", KILLED_WORDS, r"(?<!\d)\d+/\d+[ \t]*\[[^\]\n]*\]" + _KILLED_WORD + r"[ \t]*$")
+def _bar_killed(m, rec, state):  # hf.py's tqdm rule leaves such a line to this one (GLUED_KILL)
+    if not first_time(state, ("bar_killed",), rec.loc.line):
+        return []
+    return _err(rec, "killed", {"source": "shell", "after_progress_bar": True}, signal="SIGKILL")
+
+
+# JetBrains IDEs' run console (platform ProcessTerminatedListener): `Process finished with exit code 137
+# (interrupted by signal 9: SIGKILL)` (older builds `signal 9:SIGKILL`; a CJK locale's full-width
+# parentheses and colon as pasted: `（interrupted by signal 9： SIGKILL）`).
+_IDE_EXIT = re.compile(
+    r"Process finished with exit code (?P<code>\d+)\s*[(（]interrupted by signal (?P<sig>\d+)\s*[:：]\s*(?P<name>SIG[A-Z0-9]+)\s*[)）]"
+)
+
+
+@rule("ide-exit-signal", ("Process finished with exit code",), _IDE_EXIT.pattern)
+def _ide_exit(m, rec, state):
+    name = m.group("name")
+    fields = {"source": "ide", "exitcode": int(m.group("code")), "signal_number": int(m.group("sig"))}
+    if name == "SIGKILL":
+        return _err(rec, "killed", fields, signal=name)
+    if name in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT"):
+        return _err(rec, "worker_failed", fields, signal=name, exitcode=-int(m.group("sig")))
+    return []  # SIGINT / SIGTERM: the user stopped the run from the IDE
 
 
 # Ray's memory monitor summary (src/ray/raylet/node_manager.cc, every RAY_event_stats_print_interval_ms;
@@ -274,31 +372,36 @@ def _checkpoint(m, rec, state):
 _SAVE_SPAN = 400
 
 
-@rule("checkpoint-save-frame", ('serialization.py"',), r'File "[^"]*torch/serialization\.py", line \d+, in _?save\b')
+@rule("checkpoint-save-frame", ('serialization.py"', 'safetensors/torch.py"'),
+      r'File "[^"]*(?:torch/serialization\.py", line \d+, in _?save|safetensors/torch\.py", line \d+, in save(?:_file|_model)?)\b')
 def _save_frame(m, rec, state):
     state["saving_line"] = rec.loc.line
     return None
 
 
+# ENOSPC as each runtime words it (and EDQUOT, errno 122 on Linux: `[Errno 122] Disk quota exceeded`, the
+# user's quota rather than the disk): Python's OSError `[Errno 28] No space left on device`, Rust's io::Error
+# through safetensors (`I/O error: No space left on device (os error 28)`; older Debug form
+# `IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })`). safetensors'
+# `Error while serializing:` is a save by itself; anything else is a save only under a save frame.
 # safetensors' Python binding (bindings/python/src/lib.rs serialize / serialize_file) wraps every error of
-# the Rust writer as SafetensorError(format!("Error while serializing: {e:?}")); an I/O error prints as the
-# Rust io::Error, in Debug form in older releases and in Display form in newer ones:
-#   Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })
-#   Error while serializing: I/O error: No space left on device (os error 28)
-# Any I/O error while serializing is a failed write (28 ENOSPC, 122 EDQUOT, 5 EIO from a network filesystem).
+# the Rust writer as SafetensorError(format!("Error while serializing: {e:?}")): any I/O error there is a
+# failed write (28 ENOSPC, 122 EDQUOT, 5 EIO from a network filesystem), Debug form in older releases.
 _RUST_IO = (r"Error while serializing: (?:IoError\(Os \{ code: (?P<rcode>\d+), kind: (?P<rkind>\w+)"
             r"|I/O error: (?P<rmsg>[^()]*?) \(os error (?P<rcode2>\d+)\))")
 _ERRNO_CAUSE = {28: "disk_full", 122: "quota", 5: "io_error"}
+_ENOSPC = (r"\[Errno 28\] No space left on device|No space left on device \(os error 28\)|code: 28, kind: StorageFull"
+           r"|\[Errno 122\] Disk quota exceeded|Disk quota exceeded \(os error 122\)")
 
 
 @rule(
     "checkpoint-write",
-    ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "Some tensors share memory",
-     "Disk quota exceeded", "Error while serializing: "),
+    ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "StorageFull", "Disk quota exceeded",
+     "Some tensors share memory", "Error while serializing: "),
     r"PytorchStreamWriter failed writing file (?P<name>\S+?): file write failed"
     r"|unexpected pos (?P<pos>\d+) vs (?P<want>\d+)"
-    r"|(?P<enospc>\[Errno (?P<errno>28|122)\] (?:No space left on device|Disk quota exceeded))"
     r"|(?P<rust>" + _RUST_IO + r")"
+    r"|(?P<enospc>" + _ENOSPC + r")"
     r"|(?P<shared>Some tensors share memory, this will lead to duplicate memory on disk)",
 )
 def _checkpoint_write(m, rec, state):
@@ -308,7 +411,11 @@ def _checkpoint_write(m, rec, state):
         return _err(rec, "checkpoint_save_failed", {"cause": _ERRNO_CAUSE.get(code, "write_failed"), "errno": code,
                                                     "format": "safetensors", "saving": True})
     if m.group("enospc"):
-        cause = _ERRNO_CAUSE[int(m.group("errno"))]
+        if "Error while serializing" in rec.text:
+            saving = rec.loc.line
+        if not first_time(state, ("enospc", saving is not None), rec.loc.line):
+            return []
+        cause = "quota" if "quota" in m.group("enospc") else "disk_full"
         if saving is None or rec.loc.line - saving > _SAVE_SPAN:
             return _err(rec, "disk_full", {"cause": cause, "saving": False})
         return _err(rec, "checkpoint_save_failed", {"cause": cause, "saving": True})
@@ -355,11 +462,203 @@ def _fatal_signal(m, rec, state):
     return _err(rec, "worker_failed", fields, signal=signal)
 
 
+# POSIX shared memory (/dev/shm) is full: torch's MapAllocator (aten/src/ATen/MapAllocator.cpp; TH's
+# THAllocator.c before 1.0) cannot size the segment a tensor crosses processes in (DataLoader workers,
+# torch.multiprocessing queues): `unable to write to file </torch_15769_1517813162>` (1.x adds `: No space
+# left on device (28)`), 2.x `unable to allocate shared memory(shm) for file </torch_...>: <strerror> (N)`.
+# A container's /dev/shm is 64 MB unless --shm-size / --ipc=host says otherwise.
+@rule(
+    "shm-exhausted",
+    ("unable to write to file </torch_", "unable to allocate shared memory(shm) for file"),
+    r"unable to (?:write to file|allocate shared memory\(shm\) for file) <(?P<seg>/torch_[^>]*|[^>]*)>",
+)
+def _shm_exhausted(m, rec, state):
+    if not first_time(state, ("shm",), rec.loc.line):
+        return []
+    return _err(rec, "shm_exhausted", {"segment": m.group("seg"), "source": "torch"})
+
+
+# A job scheduler's or a wrapper's record of a process that got SIGKILL, with no word of why:
+#   kubectl exec / run:  command terminated with exit code 137          (128 + 9)
+#   Python subprocess (accelerate launch, kohya): CalledProcessError: Command '[...]' died with <Signals.SIGKILL: 9>.
+# (docker compose's `trainer-1 exited with code 137` is left alone: `docker compose stop` ends a container
+# that ignores SIGTERM the same way, so on its own it does not say the job failed.)
+#   slurmctld (src/slurmctld/job_mgr.c job_complete): _job_complete: JobId=127441 WTERMSIG 9  (and `OOM failure`)
+@rule(
+    "exit-137",
+    ("command terminated with exit code 137", "<Signals.SIGKILL: 9>"),
+    r"command terminated with exit code 137\b|died with <Signals\.SIGKILL: 9>",
+)
+def _exit_137(m, rec, state):
+    if not first_time(state, ("exit137",), rec.loc.line):
+        return []
+    return _err(rec, "killed", {"source": "wrapper", "exitcode": 137}, signal="SIGKILL")
+
+
+@rule(
+    "slurmctld-job-complete",
+    ("_job_complete: JobId=",),
+    r"_job_complete: JobId=(?P<job>\S+) (?:WTERMSIG (?P<sig>\d+)|(?P<oom>OOM failure))",
+)
+def _slurmctld_complete(m, rec, state):
+    fields = {"source": "slurmctld", "job": m.group("job")}
+    if m.group("oom"):
+        return _err(rec, "host_oom", fields)
+    sig = int(m.group("sig"))
+    name = {9: "SIGKILL", 11: "SIGSEGV", 7: "SIGBUS", 6: "SIGABRT", 4: "SIGILL", 8: "SIGFPE"}.get(sig)
+    if name == "SIGKILL":
+        return _err(rec, "killed", fields, signal=name)
+    if name is not None:
+        return _err(rec, "worker_failed", fields, signal=name, exitcode=-sig)
+    return []  # SIGTERM and the like: a cancel or a time limit, reported by slurmstepd
+
+
+# submitit (facebookincubator/submitit, submitit/core/job_environment.py checkpoint_and_try_requeue):
+# `Caught signal SIGUSR2 on <host>: this job is preempted.` / `... this job is timed-out.`, then it
+# checkpoints and requeues the job.
+@rule("submitit-signal", ("this job is preempted", "this job is timed-out"),
+      r"Caught signal (?P<sig>SIG\w+) on (?P<host>\S+): this job is (?P<case>preempted|timed-out)\.")
+def _submitit(m, rec, state):
+    kind = "slurm_preempted" if m.group("case") == "preempted" else "slurm_time_limit"
+    return _err(rec, kind, {"source": "submitit", "node": m.group("host"), "signal_name": m.group("sig")})
+
+
+# systemd's record of its unit's OOM kill (src/core/unit.c unit_check_oom / service.c): `trainer.service: A process
+# of this unit has been killed by the OOM killer.` (systemd-oomd or the kernel; newer also `A process has been
+# killed by the OOM killer.`) and `trainer.service: Failed with result 'oom-kill'.`
+@rule(
+    "systemd-oom",
+    ("killed by the OOM killer", "Failed with result 'oom-kill'"),
+    r"(?<![\w@.\-])(?P<unit>[\w@.\-]+\.(?:service|scope|slice)): (?:A process (?:of this unit )?has been killed by the OOM killer"
+    r"|Failed with result 'oom-kill')",
+)
+def _systemd_oom(m, rec, state):
+    if not first_time(state, ("systemd_oom", m.group("unit")), rec.loc.line):
+        return []
+    return _err(rec, "host_oom", {"source": "systemd", "unit": m.group("unit"), "cgroup": True})
+
+
+# The user-space OOM killers act before the kernel does, on memory pressure:
+#   systemd-oomd (src/oom/oomd-util.c):  oomd attempting to kill 113 with KILL
+#                                         Killed /user.slice/.../app.scope due to memory pressure for ... being 74.23% > 20.00% ...
+#   earlyoom (kill.c):                    sending SIGKILL to process 2595764 uid 0 "python": badness 711, VmRSS 52562 MiB
+@rule(
+    "userspace-oom",
+    ("oomd attempting to kill", "due to memory pressure for", "\": badness"),
+    r"oomd attempting to kill (?P<pid>\d+) with KILL|Killed (?P<cg>/\S+) due to memory pressure for"
+    r"|sending SIG(?:TERM|KILL) to process (?P<epid>\d+) uid \d+ \"(?P<comm>[^\"]*)\": badness",
+)
+def _userspace_oom(m, rec, state):
+    source = "earlyoom" if m.group("epid") else "systemd-oomd"
+    pid = m.group("pid") or m.group("epid")
+    if not first_time(state, ("uoom", source), rec.loc.line):
+        return []
+    return _err(rec, "host_oom", {"source": source, "pid": int(pid) if pid else None, "process": m.group("comm"),
+                                  "cgroup_path": m.group("cg")})
+
+
+# Kubernetes took the pod away for someone else or for the node's sake, not for anything the pod did:
+#   scheduler preemption (pkg/scheduler/framework/preemption, reason Preempted):
+#       Preempted by pod <uid> on node <node>        (<= 1.2x: "by <namespace>/<name> on node <node>")
+#   graceful node shutdown (pkg/kubelet/nodeshutdown, reason Terminated; spot/preemptible VMs reclaimed):
+#       Pod was terminated in response to imminent node shutdown.
+@rule(
+    "k8s-preempted",
+    ("Preempted by", "in response to imminent node shutdown"),
+    r"Preempted\s+by (?:pod )?(?P<by>\S+) on node (?P<node>\S+)|(?P<shutdown>Pod was terminated in response to imminent node shutdown)",
+)
+def _k8s_preempted(m, rec, state):
+    cause = "node_shutdown" if m.group("shutdown") else "preemption"
+    if not first_time(state, ("k8s_preempted", cause), rec.loc.line):
+        return []
+    return _err(rec, "pod_preempted", {"source": "kubernetes", "cause": cause, "node": m.group("node"),
+                                       "preemptor": m.group("by")})
+
+
+# EIO (errno 5): the storage under the file failed the read or write: a network file system (NFS, Lustre,
+# a FUSE mount such as DBFS or s3fs) or a block device that returned an error. Python: `OSError: [Errno 5]
+# Input/output error: 'path'` (Megatron's async checkpoint writer logs the bare `[Errno 5] Input/output error`),
+# Rust `Input/output error (os error 5)`, TensorFlow's IOError `<path>; Input/output error`.
+@rule(
+    "storage-eio",
+    ("Input/output error",),
+    r"\[Errno 5\] Input/output error(?::[ \t]{0,8}(?P<path>'[^'\n]{0,1024}'|\S{1,1024}))?|Input/output error \(os error 5\)"
+    r"|(?<!\S)(?P<tfpath>/[^\s;]{1,4096}); Input/output error\b",
+)
+def _storage_eio(m, rec, state):
+    if not first_time(state, ("eio",), rec.loc.line):
+        return []
+    path = (m.group("path") or m.group("tfpath") or "").strip("'") or None
+    saving = state.get("saving_line") is not None or "checkpoint" in rec.text.lower()
+    return _err(rec, "storage_io_error", {"errno": 5, "path": path, "saving": saving})
+
+
+# ESTALE (errno 116 on Linux): the NFS (or other network file system) server no longer knows the file
+# this client holds a handle to: another node deleted or replaced it, or the export was remounted.
+# Python: `OSError: [Errno 116] Stale file handle: 'path'`; h5py/HDF5: `errno = 116, error message =
+# 'Stale file handle'`; Rust: `Stale file handle (os error 116)`.
+@rule(
+    "stale-file-handle",
+    ("Stale file handle",),
+    r"(?:\[Errno 116\] Stale file handle(?::\s*(?P<path>.+?))?\s*$|errno = 116, error message = 'Stale file handle'"
+    r"|Stale file handle \(os error 116\))",
+)
+def _stale_handle(m, rec, state):
+    if not first_time(state, ("estale",), rec.loc.line):
+        return []
+    path = (m.group("path") or "").strip().strip("'\"") or None
+    return _err(rec, "stale_file_handle", {"errno": 116, "path": path})
+
+
+# The kubelet's eviction of a pod under node pressure (kubernetes pkg/kubelet/eviction/helpers.go:
+# Reason "Evicted"; nodeLowMessageFmt "The node was low on resource: %v. ", nodeConditionMessageFmt "The
+# node had condition: %v. ", containerMessageFmt "Container %s was using %s, which exceeds its request of
+# %s. ", the ephemeral-storage messages; <= 1.8 "The node was low on resource: %v."), as kubectl shows it:
+# describe's `Message:`, the events table, and get pods' STATUS column `Evicted`.
+_EVICT_MSG = re.compile(
+    r"The node (?:was low on resource: (?P<res>\[?[\w.\-/]+\]?)|had condition: (?P<cond>\[[\w, ]+\]))"
+    r"|(?P<es>Pod ephemeral local storage usage exceeds the total limit of containers|exceeded its local ephemeral storage limit"
+    r"|Usage of EmptyDir volume \S+ exceeds the limit)"
+)
+
+
+@rule(
+    "k8s-evicted",
+    ("The node was low on resource:", "The node had condition:", "ephemeral local storage", "Usage of EmptyDir volume"),
+    _EVICT_MSG.pattern,
+)
+def _k8s_evicted(m, rec, state):
+    if m.group("res") or m.group("cond"):
+        resource = (m.group("res") or m.group("cond")).rstrip(".").strip("[]")
+    elif m.group("es"):
+        resource = "ephemeral-storage"
+    else:
+        resource = None  # kubectl get pods: only the status
+    resource = {"MemoryPressure": "memory", "DiskPressure": "disk"}.get(resource or "", resource)
+    used = re.search(r"Container (\S+) was using (\S+), which exceeds its request of (\S+?)\.", rec.text)
+    if not first_time(state, ("evicted", resource), rec.loc.line):
+        return []
+    fields = {"source": "kubernetes", "resource": resource}
+    if used:
+        fields.update(container=used.group(1), using=used.group(2), request=used.group(3))
+    return _err(rec, "pod_evicted", fields)
+
+
+# kubectl get pods: the STATUS column of an evicted pod (NAME  READY  STATUS  RESTARTS  AGE).
+@rule("k8s-evicted-status", ("Evicted",), r"[ \t]*\S+[ \t]+\d+/\d+[ \t]+Evicted[ \t]+\d+", match_start=True)
+def _k8s_evicted_status(m, rec, state):
+    if not first_time(state, ("evicted", None), rec.loc.line):
+        return []
+    return _err(rec, "pod_evicted", {"source": "kubernetes", "resource": None})
+
+
 PARSER = Parser(
     name="system",
     framework="system",
     priority=45,
-    description="kernel OOM killer, Slurm and srun, shell kills, Ray worker deaths, DataLoader workers, corrupt checkpoints",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _srun_task, _killed, _ray_oom_kills,
-           _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _checkpoint, _fatal_signal],
+    description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions, fatal-signal reports",
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _bar_killed, _ide_exit,
+           _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
+           _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
+           _fatal_signal],
 )

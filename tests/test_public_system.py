@@ -1,0 +1,159 @@
+"""Failures below the framework, as users pasted them (sample_logs/public/16NN.log and the threads named in
+the comments): the driver and the GPU, the host's memory and disks, the fabric, the scheduler. What a
+user gets as the first finding, and that the healthy look-alikes stay quiet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nanscope import api
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+def first_of(paths: list[str]):
+    report = api.diagnose(paths)
+    return report.findings[0] if report.findings else None
+
+
+def first_line(tmp_path, *lines: str):
+    p = tmp_path / "job.log"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return first_of([str(p)])
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("1600.log", "nvlink-error"),          # terminate ... CUDA error: uncorrectable NVLink error (pytorch#58155)
+    ("1601.log", "cuda-driver-mismatch"),  # vLLM engine: Error 804 forward compatibility (gpustack#1540)
+    ("1602.log", "cuda-driver-mismatch"),  # the UserWarning form, is_available() False (TorchPod#43)
+    ("1603.log", "cuda-driver-mismatch"),  # THCudaCheck error=35 then the RuntimeError (human-pose-estimation#23)
+    ("1604.log", "cuda-no-device"),        # No CUDA GPUs are available (CoR-GS#23)
+    ("1605.log", "stale-file-handle"),     # [Errno 116] under [rank1]: (ms-swift#6695)
+    ("1606.log", "checkpoint-save-failed"),  # safetensors: Error while serializing ... (os error 28) (SimpleTuner#2353)
+    ("1607.log", "disk-full"),             # datasets' Arrow cache: [Errno 28], no save frame (LlamaFactory#275)
+    ("1608.log", "disk-full"),             # the same under [rank4]: (ms-swift#3551)
+    ("1609.log", "pod-evicted"),           # kubectl get pods / describe: Evicted, low on memory (kubeflow/trainer#301)
+    ("1612.log", "nccl-error"),            # NET/OFI Couldn't open AV. RC: -22 (aws-ofi-nccl#24)
+    ("1613.log", "process-killed"),        # `Killed` glued to tqdm's last redraw (LandMark#65)
+    ("1614.log", "process-killed"),        # a collector's stamp, bash's job line with its padding collapsed
+    ("1615.log", "process-killed"),        # bash in a zh_CN locale: 已杀死 (dreamerv3#203)
+    ("1616.log", "process-killed"),        # PyCharm: exit code 137 (interrupted by signal 9: SIGKILL), full-width
+    ("1624.log", "nccl-network-fabric"),   # NET/IB : Got async event : port error (nccl#905)
+    ("1625.log", "pod-evicted"),           # kubectl get events: Evicted ... exceeds its request of 0 (KubeFATE#64)
+    # the second blind pass (1626-1638)
+    ("1626.log", "disk-full"),             # Triton's cache: [Errno 122] Disk quota exceeded (NOAA-EPIC/EAGLE#121)
+    ("1627.log", "shm-exhausted"),         # unable to write to file </torch_...> from reduce_storage (nnUNet#294)
+    ("1628.log", "shm-exhausted"),         # the TH allocator's 0.4 wording (huaweicloud/dls-example#26)
+    ("1629.log", "ecc-error"),             # cuda runtime error (39) : uncorrectable ECC error (semantic-segmentation#33)
+    ("1630.log", "ecc-error"),             # darknet's CUDA Error: uncorrectable ECC error encountered (darknet#3496)
+    ("1631.log", "slurm-preempted"),       # submitit: Caught signal SIGHUP on <host>: this job is preempted.
+    ("1632.log", "process-killed"),        # kubectl: command terminated with exit code 137 (docker-stacks#736)
+    ("1633.log", "cuda-driver-mismatch"),  # Error 803 as torch's UserWarning (easydiffusion#379)
+    ("1634.log", "cuda-driver-mismatch"),  # glog: Check failed: e == cudaSuccess (803 vs. 0) (nvidia-docker#1256)
+    ("1635.log", "cuda-no-device"),        # THCudaCheck error=46: all CUDA-capable devices are busy (pytorch#2704)
+    ("1636.log", "cuda-no-device"),        # the newer text of error 46 under [rank0]: (ms-swift#5118)
+    ("1638.log", "process-killed"),        # slurmctld: _job_complete: JobId=N WTERMSIG 9 (ArjunaUsers#137)
+    # the third blind pass (1639-1646)
+    ("1639.log", "storage-io-error"),      # [Errno 5] Input/output error from makedirs under [rank3]: (naifu#35)
+    ("1640.log", "storage-io-error"),      # Megatron's async checkpoint writer: [Errno 5] (THUDM/slime#326)
+    ("1641.log", "storage-io-error"),      # reading frames: OSError: [Errno 5] (Text4Vis#6)
+    ("1642.log", "cuda-no-device"),        # CUDA driver initialization failed, glued to a tqdm bar (SimpleTuner#1888)
+    ("1643.log", "cuda-no-device"),        # the same from torch._C._cuda_init (ARF-svox2#9)
+    ("1644.log", "dataloader-worker-killed"),  # the shm bus error right after tqdm's redraw (segmentation_models#172)
+    ("1645.log", "dataloader-worker-killed"),  # 'DataLoader worker ... killed by signal: Bus error' alone (BasicSR#59)
+    ("1646.log", "storage-io-error"),      # TensorFlow's '<path>; Input/output error' on DBFS (tensorflow#20090)
+    ("1647.log", "worker-segfault"),       # bash: Bus error (core dumped) after share_memory() (PyTorch-BigGraph#33)
+    ("1648.log", "worker-segfault"),       # the same after tqdm's last bar in HD-BET's Docker run (HD-BET#67)
+])
+def test_public_system_failures_come_first(name, expected):
+    f = first_of([str(PUBLIC / name)])
+    assert f is not None and f.id == expected
+
+
+def test_the_ecc_error_is_on_the_rank_the_prefix_names():
+    # pytorch/pytorch#113128: torchrun's [default0]: over torch's [rank12]: on the watchdog's line
+    f = first_of([str(PUBLIC / "1610.log")])
+    assert (f.id, f.initiating_rank) == ("ecc-error", 12)
+
+
+@pytest.mark.parametrize("name", ["1617.log", "1618.log", "1619.log", "1620.log", "1637.log"])
+def test_system_look_alikes_stay_quiet(name):
+    # srun retrying step creation; nvidia-smi's ECC column; a succeeded pod with 'Reason: Error'; a PyTorchJob pod;
+    # libnvidia-container's start-up debug log ('dxcore initialization failed, continuing ...')
+    assert api.diagnose([str(PUBLIC / name)]).findings == []
+
+
+@pytest.mark.parametrize("line, expected", [
+    # NCCL 2.19+ names the HCA port first (nvidia/nccl#1710, as pasted with its markdown link)
+    ("node201:127799:127863 [0] transport/[net_ib.cc:101](http://net_ib.cc:101/) NCCL WARN NET/IB : mlx5_0:1 Got async "
+     "event : local access violation work queue error", "nccl-network-fabric"),
+    # c10/cuda/CUDAFunctions.cpp with no driver loaded (facebookresearch/pytorch3d#1259)
+    ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
+     "from http://www.nvidia.com/Download/index.aspx", "cuda-no-device"),
+    # a trainer's own log line around the 804 text (ostris/ai-toolkit#240)
+    ("Error running job: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non "
+     "supported HW", "cuda-driver-mismatch"),
+    # the IDE's half-width form (davidsandberg/facenet#236)
+    ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", "process-killed"),
+    # HDF5's wording of ESTALE (h5py/h5py#2346)
+    ("OSError: [Errno 116] Unable to synchronously create file (unable to fstat file, errno = 116, error message = "
+     "'Stale file handle')", "stale-file-handle"),
+    # the kubelet's old condition wording (gitpod-io/gitpod#1229)
+    ("Evicted: Pod The node was low on resource: [DiskPressure]", "pod-evicted"),
+    # safetensors' older Debug form of ENOSPC is still a failed save (hiyouga/LlamaFactory#5155)
+    ('safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: '
+     '"No space left on device" })', "checkpoint-save-failed"),
+    # the user's quota, not the disk (KennthShang/HostG#7)
+    ("OSError: [Errno 122] Disk quota exceeded: 'out/intermediate.ntw'", "disk-full"),
+    # nvidia-smi once the driver lost a board (marian-nmt/marian#251), and its Unknown Error form
+    # (NVIDIA/open-gpu-kernel-modules#387, the GPU fell off the bus; fixed by reseating it)
+    ("Unable to determine the device handle for GPU 0000:03:00.0: GPU is lost.  Reboot the system to recover this GPU",
+     "gpu-fallen-off-bus"),
+    ("Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error", "gpu-fallen-off-bus"),
+    # NVIDIA's Kubernetes device plugin turning a driver Xid into an unhealthy GPU (NVIDIA/k8s-device-plugin#189)
+    ("2020/08/10 19:09:42 XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will "
+     "go unhealthy.", "gpu-xid"),
+    # UCX under Open MPI: the IB retry counter ran out (openucx/ucx#5199)
+    ("[master:19546:0:19546] ib_mlx5_log.c:139  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 "
+     "hw_synd 0/0)", "nccl-network-fabric"),
+    # the user-space OOM killers (systemd/systemd#22032, rfjakob/earlyoom#321)
+    ("Jan 09 14:32:25 H systemd-oomd[70]: oomd attempting to kill 113 with KILL", "host-oom"),
+    ('Jul 18 08:23:17 server.name earlyoom[2608931]: sending SIGTERM to process 2595764 uid 0 "cellxgene": badness 711, '
+     'VmRSS 52562 MiB', "host-oom"),
+    # bash's kill report behind journald's prefix, the script run as a systemd unit (fatihak/InkyPi#428)
+    ('Nov 20 15:10:43 inky inkypi[27237]: /usr/local/bin/inkypi: line 13: 27241 Killed                  python -u '
+     '"$(realpath $PROGRAM_PATH/src/inkypi.py)"', "process-killed"),
+])
+def test_other_wordings_of_the_same_families(tmp_path, line, expected):
+    f = first_line(tmp_path, line)
+    assert f is not None and f.id == expected
+
+
+def test_enospc_outside_a_save_is_disk_full_and_under_torch_save_a_failed_save(tmp_path):
+    # hpcaitech/Open-Sora#663: pandarallel pickles its chunks into a memory file system that filled up
+    f = first_line(tmp_path,
+                   "Traceback (most recent call last):",
+                   '  File "/opt/conda/envs/pytorch/lib/python3.9/site-packages/pandarallel/core.py", line 263, in closure',
+                   "    pickle.dump(chunk, filedescriptor)",
+                   "OSError: [Errno 28] No space left on device")
+    assert f.id == "disk-full"
+    # databrickslabs/dolly#139 (sample_logs/public/310.log): the same errno under torch.save's frames
+    assert first_of([str(PUBLIC / "310.log")]).id == "checkpoint-save-failed"
+
+
+def test_benign_fabric_events_are_not_failures(tmp_path):
+    # UCX's note of a subnet-manager re-registration (openucx/ucx#7349): the fabric reconfiguring itself
+    assert first_line(tmp_path, "[1630842634.549719] [node01:33913:1]      ib_device.c:482  UCX  WARN  IB Async event "
+                                "on mlx5_0: client reregistration on port 1") is None
+
+
+def test_slurm_node_failure_and_a_plain_cancel(tmp_path):
+    # nebius/soperator#854: salloc's notice of the node it lost
+    f = first_line(tmp_path, "salloc: error: Node failure on worker-1")
+    assert f.id == "slurm-node-failure" and "worker-1" in f.summary
+    # bcbio/bcbio-nextgen#741: Slurm 14.x's banner of a plain scancel (the node after the stars) is no failure
+    assert first_line(tmp_path, "slurmstepd: *** JOB 1479012 CANCELLED AT 2015-02-04T06:33:25 *** on sh-2-3") is None
