@@ -449,14 +449,17 @@ def _hf_bar(i: int) -> bytes:
     return ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1)
 
 
-def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, monkeypatch):
+@pytest.mark.parametrize("lead", [b"", b"trainer-1  | ", b"[default0]:", b"[pod/train-0/main] 2026-11-29T21:59:07.001Z "])
+def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, monkeypatch, lead):
     """transformers' `\\r bar \\r \\r {dict}` lines (real format, from sample_logs/hf, tqdm's block
     characters included): read in RE2, each dict takes the next bar's count as its step, as the
-    hf parser does line by line (the last one is still held at the end, then flushed)."""
+    hf parser does line by line (the last one is still held at the end, then flushed). Under a
+    launcher's prefix (docker compose, torchrun, kubectl) too: the per-line path reads the pieces
+    between the \\r, so the prefix stands alone and the bars and dicts are the input's stream."""
     assert _hf_bars(), "the sample has bar + dict lines"
     lines = [b"some header line"]
     for i in range(1, 400):
-        ln = _hf_bar(i)
+        ln = lead + _hf_bar(i)
         if 250 <= i < 260:
             ln = ln.replace(ln.split(b"'loss': ")[1].split(b",")[0], b"'nan'", 1)
         lines.append(ln)

@@ -41,8 +41,12 @@ def _value(k: str) -> str:
     return rf"(?:'(?P<{k}q>{_NUM})'|(?P<{k}b>{_NUM}))"
 
 
-LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)(?:\r{_CH}*?\| *\d+/\d+ *\[{_CH}*)*\r *\r"
+LINE = (rf"^(?P<lead>[\x20-\x7e]*)\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)(?:\r{_CH}*?\| *\d+/\d+ *\[{_CH}*)*\r *\r"
         r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}$")
+# What comes before the first \r (`lead`) is a launcher's prefix (docker compose's `trainer-1  | `,
+# kubectl's `[pod/x/c] <time> `, torchrun's `[default0]:`) or nothing: the per-line path splits
+# the line at \r and skips a piece that holds no keyword, so the bars and the dict are read with
+# no prefix, on the input's own stream, either way (_check makes sure the lead holds no keyword).
 # LINE checks a whole line in one DFA pass; the captures are then taken from its pieces between
 # the \r (a capture over the whole line backtracks: lazy bar, ten groups): the first bar's count
 # (the first `|` followed by `count/total [`, as the lazy bar in LINE finds it) and the dict's
@@ -70,6 +74,7 @@ class HFLane:
         self.source = source
         self.base = base
         self._shapes: dict[bytes, bool] = {}
+        self._keywords = tuple({k for p in self.parsers for k in p.keywords})  # the prefilter's words
 
     def claim(self, cand, rest: np.ndarray, lines: list, kinds: list, max_line: int) -> Optional[tuple]:
         """The chunk's HF progress lines among cand[rest] (`lines` their bytes, `kinds` their
@@ -126,8 +131,8 @@ class HFLane:
         text = row.decode("utf-8")
         claimed = []
         for piece in text.split("\r"):
-            if not piece.strip():
-                continue
+            if not any(k in piece for k in self._keywords):
+                continue  # (reader._per_line skips it: the lead, the spaces tqdm clears the bar with)
             msg, origin = peel(piece, self.base)
             if msg != piece:
                 return False
