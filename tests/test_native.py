@@ -526,13 +526,20 @@ def _scan_events(path: str, native: bool) -> list:
     return [e for e in evs if e.kind in ("metrics", "error")]
 
 
-def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, monkeypatch):
+_KUBECTL = "[pod/vllm-0/vllm] 2026-11-29T21:{m:02d}:{s:02d}.{ms:03d}Z "  # kubectl logs --prefix --timestamps
+
+
+@pytest.mark.parametrize("kubectl", [False, True])
+def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, monkeypatch, kubectl):
     """vLLM's stats lines become MetricsEvents in RE2 (numbers, text, origin with its process tag
     and timestamp, stream), and the vllm parser's note that the stream printed vLLM lines is made
-    where the line is: the sampler error before them says seen_vllm False, the one after True."""
-    lines = [_NAN_PROBS]
-    lines += [_STATS.format(s=i % 60, p=i * 7, d=i % 10, r=i % 20) for i in range(200)]
-    lines += [_NAN_PROBS]
+    where the line is: the sampler error before them says seen_vllm False, the one after True.
+    Under kubectl's prefix with --timestamps too (a stamp on every line: one prefix per pod, not
+    one per line; the pod is the node)."""
+    lead = (lambda i: _KUBECTL.format(m=i // 60 % 60, s=i % 60, ms=i * 7 % 1000)) if kubectl else (lambda i: "")
+    lines = [lead(0) + _NAN_PROBS]
+    lines += [lead(i) + _STATS.format(s=i % 60, p=i * 7, d=i % 10, r=i % 20) for i in range(200)]
+    lines += [lead(201) + _NAN_PROBS]
     log = tmp_path / "vllm.log"
     log.write_text("\n".join(lines) + "\n")
     made = []
@@ -552,6 +559,7 @@ def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, m
     m = fast[1]
     assert (m.running, m.kv_cache_usage, m.fields, m.origin.proc, m.origin.ts is not None) == (
         0, 40.5, {"prefix_cache_hit_rate": 0.0, "engine": 0}, "APIServer", True)
+    assert m.origin.node == ("vllm-0" if kubectl else None)
 
 
 _ROWS_SIGS = {  # machines and conditions that take vLLM stats rows in every way the engine has
