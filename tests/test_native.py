@@ -484,6 +484,32 @@ def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, m
     assert steps["steps"] == 399 and steps["first_step"] == 2 and steps["last_step"] == 400
 
 
+def test_hf_progress_lines_before_a_line_the_lane_does_not_read_are_still_read_natively(tmp_path, monkeypatch):
+    """A chunk whose HF lines end a training run (the `train_runtime` dict glued to the last bar,
+    from sample_logs/hf) and start another: the lane reads the progress lines up to that line,
+    which and all after it in the chunk go per line, and the dict the lane's last line leaves
+    held is the one the parser releases there; the report is the per-line one."""
+    end = next(ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
+               if b"{'train_runtime'" in ln)
+    lines = [b"some header line"] + [_hf_bar(i) for i in range(1, 201)] + [end] + [_hf_bar(i) for i in range(1, 120)]
+    log = tmp_path / "hf_two_runs.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    taken = []
+    real_claim = HFLane.claim
+
+    def counting(self, *a):
+        got = real_claim(self, *a)
+        taken.append(0 if got is None else len(got[2]))
+        return got
+
+    monkeypatch.setattr(HFLane, "claim", counting)
+    slow = _report([str(log)], native=False, batch=False)
+    fast = _report([str(log)], native=True, batch=True)
+    assert sum(taken) == 200
+    assert fast == slow
+    assert fast["ranks"][0]["steps"] == 200 + 119
+
+
 def test_vllm_stats_between_trainer_steps_take_the_per_line_step_without_cutting_the_rows(tmp_path, monkeypatch):
     """vLLM stats lines printed between HF trainer progress lines (one unprefixed stream): each
     takes the step after the trainer's last one, as line by line, and the trainer's rows still

@@ -78,30 +78,34 @@ class HFLane:
 
     def claim(self, cand, rest: np.ndarray, lines: list, kinds: list, max_line: int) -> Optional[tuple]:
         """The chunk's HF progress lines among cand[rest] (`lines` their bytes, `kinds` their
-        (keywords, plain) from Prefilter.sort): (their columns, their texts, their indices into
-        rest), or None when the chunk has hf lines this lane does not read (then all of them
-        stay per line). Lines a step reader took never touch the hf parser's state."""
+        (keywords, plain) from Prefilter.sort), up to its first hf line this lane does not read
+        (a dict alone, a bar with text glued to it, the `train_runtime` dict): (their columns,
+        their texts, their indices into rest), or None when that is the first. The lines from
+        there on stay per line: the pipeline takes the lane's lines before the chunk's per-line
+        candidates, so the dict the last one leaves held is the one the hf parser holds when it
+        reads the next hf line. Lines a step reader took never touch the hf parser's state."""
         if not self.ok:
             return None
         mine = self._mine
         for kind in set(kinds):  # (a batch holds a few kinds of lines)
             if kind[0] not in mine:
                 mine[kind[0]] = any(w in self.words for w in kind[0])
-            if kind[1] and mine[kind[0]]:
-                return None  # a plain line with an hf keyword: a dict alone, say
         hfish = [i for i, kind in enumerate(kinds) if mine[kind[0]]]
         if not hfish:
-            return None
-        if max_line and any(len(lines[i]) > max_line for i in hfish):
             return None
         pa, pc, pool = _arrow()
         at = np.array(hfish, dtype=np.int64)
         sub = pc.take(cand, pa.array(rest[at]), memory_pool=pool)
-        if not pc.all(pc.match_substring_regex(sub, _LINE_NOCAP, memory_pool=pool)).as_py():
+        ok = pc.match_substring_regex(sub, _LINE_NOCAP, memory_pool=pool).to_numpy(zero_copy_only=False)
+        cut = len(hfish) if ok.all() else int(np.argmin(ok))
+        for j, i in enumerate(hfish[:cut]):
+            if kinds[i][1] or (max_line and len(lines[i]) > max_line) or not self._verified(lines[i].translate(DIGIT0), lines[i]):
+                cut = j  # (a plain line with an hf keyword: a dict alone, say)
+                break
+        if cut == 0:
             return None
-        shapes = {lines[i].translate(DIGIT0): i for i in hfish}
-        if not all(self._verified(shape, lines[i]) for shape, i in shapes.items()):
-            return None
+        if cut < len(hfish):
+            at, sub = at[:cut], sub.slice(0, cut)
         pieces = pc.split_pattern(sub, "\r", memory_pool=pool)  # '', bar, [more bars], spaces, dict
         if isinstance(pieces, pa.ChunkedArray):
             pieces = pieces.combine_chunks()
