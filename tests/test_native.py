@@ -223,7 +223,9 @@ def test_native_lane_reads_what_the_rules_claim_and_leaves_the_rest():
     lane = NativeLane(all_parsers(), "x.log", Origin(), 1 << 20)
     claimed, batches, formats, hf = _claim(lane, pa.array(lines, pa.binary()))
     assert claimed == [1, 2, 3]
-    assert formats == {"pytorch": 2, "deepspeed": 1} and hf is None  # the HF dict line has no bar: per line
+    assert formats == {"pytorch": 2, "deepspeed": 1}
+    # the HF dict line (no bar: it waits for the next one's count) is the HF lane's: held, no row yet
+    assert hf is not None and hf[0].tolist() == [8] and hf[1]["dict"].tolist() == [True] and hf[1]["bar"].tolist() == [False]
     (b,) = batches  # one stream ([default0]), two frameworks
     assert b.framework is None and b.lines.tolist() == [1, 2, 3]
     assert b.step.tolist() == [1, 3, 10]
@@ -755,3 +757,31 @@ def test_a_run_of_stats_rows_goes_after_the_held_steps_of_a_machine_that_reads_b
 
     assert first_match(True) == first_match(False)
     assert first_match(True)[0] == "step=1, loss=6.0"
+
+
+@functools.lru_cache(maxsize=1)
+def _hf_kinds() -> tuple:
+    """Every kind of HF progress line the real logs print (sample_logs/hf: bar + dict, several
+    bars + dict, bars alone, tqdm's 0/N bar with transformers' warning glued to it, a dict after
+    the spaces tqdm clears its bar with; public/222: a dict on a line of its own, tqdm off),
+    and a rank's own bar under srun's label (cuda/oom_rank11: another stream's hf state)."""
+    hf = [ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
+          if b"\r" in ln and (b"it/s" in ln or b"{'" in ln)]
+    alone = [ln for ln in (ROOT_PATH / "sample_logs/public/222.log").read_bytes().split(b"\n") if ln.startswith(b"{'loss'")]
+    rank = [b"11: " + ln for ln in (ROOT_PATH / "sample_logs/cuda/oom_rank11_multinode_excerpt.log").read_bytes().split(b"\n")
+            if ln.startswith(b"Train:")]
+    return tuple(hf + alone[:3] + rank[:1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(["", "trainer-1  | "])), min_size=1, max_size=60))
+def test_hf_lines_of_every_kind_in_any_order_give_the_per_line_report(picks):
+    """The HF lane reads bars and dicts as their own row kinds, under a launcher prefix or none
+    (a line of bars alone releases the held dict and holds none, a dict with no bar before it
+    releases the held one without a step); a line it cannot read ends its run of the chunk, one
+    of another stream does not. In any order, the report is the per-line one."""
+    kinds = _hf_kinds()
+    lines = [(lead if b"\r" in kinds[k % len(kinds)] else b"") + kinds[k % len(kinds)]
+             for k, lead in ((k, lead.encode()) for k, lead in picks)]
+    src = [Source("hf.log", None, b"\n".join(lines) + b"\n")]
+    assert _diagnose(src, native=True, batch=True) == _diagnose(src, native=False, batch=False)
