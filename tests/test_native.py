@@ -412,6 +412,21 @@ def test_timestamps_of_a_column_in_every_format_parse_ts_reads():
     assert _seconds(_timestamps(rows, r"^(?P<pre>\x28APIServer\x20pid\x3d\d+\x29\x20)x")) == want
 
 
+def test_kubectl_stamps_of_a_column_are_what_peel_reads():
+    """The seconds of kubectl's --timestamps stamp in a column of prefixes are the ts peel gives
+    each line (a month out of range: none; no stamp: none)."""
+    from nanscope.ingest.native import _stamps
+    from nanscope.ingest.prefixes import peel
+
+    pa, _, _ = reader._arrow()
+    prefixes = ["[pod/vllm-0/vllm] 2026-11-29T21:59:07.001Z ", "[pod/a/b] 2024-02-29T00:00:00+01:00 ",
+                "[pod/a/b] 2024-13-01T00:00:00Z ", "2025-01-02T03:04:05,5Z ", "[pod/a/b] "]
+    want = [peel(p + "x", Origin())[1].ts for p in prefixes]
+    assert sum(w is not None for w in want) == 3
+    got = _stamps(pa.array([p.encode() for p in prefixes], pa.binary()))
+    assert [None if v != v else float(v) for v in got.tolist()] == want
+
+
 def _seconds(got: tuple) -> list:
     """_timestamps' (seconds, set) as parse_ts answers each line."""
     secs, ok = got

@@ -42,7 +42,7 @@ import numpy as np
 from nanscope.ingest.native_hf import HFLane, floats, nocap
 from nanscope.ingest.prefixes import peel
 from nanscope.ingest.reader import DIGIT0, _arrow, plain
-from nanscope.ingest.timestamps import DAYS_BEFORE, TS_PATTERN
+from nanscope.ingest.timestamps import DAYS_BEFORE, TS_PATTERN, parse_ts
 from nanscope.model import Loc, MetricsEvent, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.numbers import to_float, to_int
@@ -54,6 +54,7 @@ _HOT_LAYOUTS = 12
 # kubectl logs --timestamps' stamp, as peel's prefix regex reads it (ingest/prefixes.py `rfc`): a
 # prefix that holds one is told apart by the rest (the stamp goes to the rows' timestamps)
 _STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)"
+_STAMP_PY = re.compile(_STAMP.encode())
 _TOKEN = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _DIGITS = re.compile(r"\d+")
 _DIGITS_B = re.compile(rb"[0-9]+")
@@ -166,7 +167,7 @@ class NativeLane:
         row's origin and timestamp); returns the rows taken (those whose prefix peel reads as the
         reader's sample)."""
         t = layout.template
-        which, prefixes, stamps = self._origins(got.field("pre"), cand, idx)
+        which, prefixes, stamped = self._origins(got.field("pre"), cand, idx)
         groups: dict = {}  # (state key, stream) -> [its number, rank, the origins its prefixes give]
         prefix_group = np.full(len(prefixes), -1, dtype=np.int64)
         prefix_origin = np.zeros(len(prefixes), dtype=np.int64)
@@ -187,7 +188,7 @@ class NativeLane:
         rows = _take(cand, idx)
         secs, has_ts = _timestamps(rows, layout.regex)
         # the message's own time, else the prefix's stamp (as _place gives a metrics event its ts)
-        ts = np.where(has_ts, secs, np.nan if stamps is None else stamps)
+        ts = np.where(has_ts, secs, _stamps(got.field("pre")) if stamped and not has_ts.all() else np.nan)
         cols = {}
         for name, j in layout.slots.items():
             value = t.fields[name[len("fields."):]] if name.startswith("fields.") else getattr(t, name)
@@ -230,7 +231,7 @@ class NativeLane:
             return got
 
         for idx, got, layout in found:
-            pre_ids, prefixes, stamps = self._origins(got.field("pre"), cand, idx)
+            pre_ids, prefixes, _ = self._origins(got.field("pre"), cand, idx)
             sid = np.full(len(prefixes), -1, dtype=np.int64)
             for u, s in enumerate(prefixes):
                 if s is None or s[2]:
@@ -419,46 +420,44 @@ class NativeLane:
             return ev, p.name, writes
         return None
 
-    def _origins(self, pre, cand, idx: np.ndarray) -> tuple[np.ndarray, list, Optional[np.ndarray]]:
+    def _origins(self, pre, cand, idx: np.ndarray) -> tuple[np.ndarray, list, bool]:
         """A reader's rows by their prefixes (`pre`, the captures of rows cand[idx]): each row's
         index into the list of its prefixes' (origin, stream key, stamped) as peel reads them (None
-        where peel reads the line otherwise), and the seconds of kubectl's --timestamps stamp in
-        them (NaN where none; None when no row has one). A prefix is known by what it says
-        without its stamp, so a pod's lines have one origin (its time aside), not one per line."""
+        where peel reads the line otherwise), and whether any holds kubectl's --timestamps stamp
+        (their seconds: _stamps). A prefix is known by what it says without its stamp, so a pod's
+        lines have one origin (its time aside), not one per line."""
         pa, pc, pool = _arrow()
-        key, stamps = pre, None
-        if pc.any(pc.match_substring_regex(pre, _STAMP, memory_pool=pool)).as_py():
+        key, stamped = pre, bool(pc.any(pc.match_substring_regex(pre, _STAMP, memory_pool=pool)).as_py())
+        if stamped:
             key = pc.replace_substring_regex(pre, _STAMP, b"", max_replacements=1, memory_pool=pool)
-            stamp = pc.extract_regex(pre, f"(?P<s>{_STAMP})", memory_pool=pool)
-            secs, has = _seconds(pc.fill_null(stamp.field("s"), b""), "^" + TS_PATTERN)
-            stamps = np.where(has, secs, np.nan)
         enc = pc.dictionary_encode(key, memory_pool=pool)
         which = _np_int(enc.indices)
         first = np.full(len(enc.dictionary), -1, dtype=np.int64)
         first[which[::-1]] = np.arange(len(which) - 1, -1, -1)  # each prefix's first row
-        sizes = _np_int(pc.binary_length(pre, memory_pool=pool))
         out = []
         for k, known in enumerate(enc.dictionary.to_pylist()):
             i = int(first[k])
-            ts = None if stamps is None or stamps[i] != stamps[i] else float(stamps[i])
-            out.append(self._prefix(known, cand[int(idx[i])].as_py(), int(sizes[i]), ts))
-        return which, out, stamps
+            raw = pre[i].as_py()
+            stamp = _STAMP_PY.search(raw) if stamped else None
+            out.append(self._prefix(known, cand[int(idx[i])].as_py(), len(raw),
+                                    None if stamp is None else parse_ts(stamp.group().decode()), stamp is not None))
+        return which, out, stamped
 
-    def _prefix(self, known: bytes, line: bytes, n: int, ts: Optional[float]) -> Optional[tuple]:
+    def _prefix(self, known: bytes, line: bytes, n: int, ts: Optional[float], stamped: bool) -> Optional[tuple]:
         """(origin, stream key, stamped) of a line's first n bytes, a prefix, as peel reads them;
         None when peel reads the line otherwise. `known` is the prefix without its stamp, whose
         seconds are `ts` (the origin is kept without them: each row has its own)."""
-        got = self._prefixes.get((known, ts is not None), False)
+        got = self._prefixes.get((known, stamped), False)
         if got is not False:
             return got  # type: ignore[return-value]
         text = line.decode("ascii")
         msg, origin = peel(text, self.base)
         out = None
         if msg == text[n:] and origin.ts == ts:
-            if ts is not None:
+            if stamped:
                 origin = Origin(origin.rank, origin.local_rank, origin.node, None, origin.proc)
-            out = (origin, stream_key(origin, self.source), ts is not None)
-        self._prefixes[(known, ts is not None)] = out
+            out = (origin, stream_key(origin, self.source), stamped)
+        self._prefixes[(known, stamped)] = out
         return out
 
 
@@ -598,6 +597,14 @@ def _timestamps(rows, regex: str) -> tuple[np.ndarray, np.ndarray]:
     array arithmetic: (seconds, whether the row has them); what _secs does per line (no
     timestamp, or a month out of range: not set)."""
     return _seconds(rows, "^(?:" + regex[len("^(?P<pre>"): _prefix_group(regex)] + ")" + TS_PATTERN)
+
+
+def _stamps(pre) -> np.ndarray:
+    """The seconds of kubectl's stamp in each prefix (NaN where none), as peel's parse_ts reads it."""
+    pa, pc, pool = _arrow()
+    stamp = pc.extract_regex(pre, f"(?P<s>{_STAMP})", memory_pool=pool).flatten(memory_pool=pool)[0]
+    secs, has = _seconds(pc.fill_null(stamp, b""), "^" + TS_PATTERN)
+    return np.where(has, secs, np.nan)
 
 
 def _seconds(rows, rx: str) -> tuple[np.ndarray, np.ndarray]:
