@@ -209,6 +209,7 @@ class NativeLane:
         keys: dict = {}
         origins: dict = {}
         frameworks: dict = {}
+        read_by: dict = {}  # stream -> the columns its readers read (the others are absent on its rows)
         parsers_of = np.full(n, -1, dtype=np.int64)
         cols: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Fields that every reader here reads from the same capture (loss and raw_fields.loss)
@@ -241,6 +242,7 @@ class NativeLane:
                 sid[u] = keys.setdefault(key, len(keys))
                 origins.setdefault(key, set()).add(origin)
                 frameworks.setdefault(key, set()).add(layout.framework)
+                read_by.setdefault(key, set()).update(layout.slots, layout.consts)
             stream_of[idx] = sid[pre_ids]
             accept[idx] = True
             parsers_of[idx] = self.names.index(layout.parser)
@@ -276,7 +278,9 @@ class NativeLane:
                 continue
             os_, fs = origins[key], frameworks[key]
             cut: dict[int, tuple] = {}
-            sub = {name: cut.get(id(col)) or cut.setdefault(id(col), (col[0][idx], col[1][idx])) for name, col in cols.items()}
+            mine = read_by[key]
+            sub = {name: cut.get(id(col)) or cut.setdefault(id(col), (col[0][idx], col[1][idx]))
+                   for name, col in cols.items() if name in mine}
             unset = frozenset(name for name in INTS + ("skipped",) if name not in sub or not sub[name][1].any())
             batches.append(StepBatch(
                 self.source, key, next(iter(os_)) if len(os_) == 1 else None, next(iter(fs)) if len(fs) == 1 else None,
