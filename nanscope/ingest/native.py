@@ -15,8 +15,8 @@ digits aside) the lane learns a reader from the parsers themselves, on a sample 
   read into that column; one that changes nothing is free; one that changes anything else (which
   rule claims the line, a flag, the rank) must stay as printed;
 - the reader is one RE2 regex: the sample's launcher prefixes with their digits free (each
-  distinct prefix checked once against `peel`, which gives its origin; the prefixes the lane
-  knows are torchrun's, srun's, Open MPI's and vLLM's process tags), then the message's text
+  distinct prefix checked once against `peel`, which gives its origin; the prefixes are what
+  `peel` peels off the sample, kubectl's stamp told apart), then the message's text
   literally, with every number matched by its own shape (digits may vary, dots and exponents may
   not). So a line it reads has the sample's keywords and text, and only numbers the parsers were
   seen to pass through differ.

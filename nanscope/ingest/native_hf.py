@@ -7,11 +7,14 @@ reads the bar (its count is the step of the dict held from the line before) and 
 until the next bar. This lane reads a chunk's such lines in RE2 and hands the pipeline what the
 parser would have done: the held dict of each line gets the next line's count.
 
-A line is read here only if it is exactly that shape (the bar: printable ASCII or tqdm's block
-characters; the dict: the four keys transformers logs during training, numbers quoted or bare),
-its pieces carry no keyword of another parser (checked once per shape with the per-line
-dispatch), and no other line of the chunk has an hf keyword (so the parser's held dict never
-passes between the lanes mid-chunk; such chunks stay per line).
+A line is read here only if it is one of those shapes (bars, then perhaps the dict; or a dict
+alone; any launcher prefix before the first \\r; the bar: printable ASCII or tqdm's block
+characters; the dict: the four keys transformers logs during training, numbers quoted or bare)
+and its pieces read as hf's bars and dict and nothing else (checked once per shape, piece by
+piece, with the per-line dispatch). The chunk's hf lines from the first one it cannot read on
+stay per line (the pipeline hands out this lane's lines before the chunk's per-line candidates,
+so the parser's held dict passes between the lanes only there); an hf line of another stream
+(a rank's own bar) is no such line: it never touches this stream's state.
 """
 
 from __future__ import annotations
