@@ -24,7 +24,7 @@ from nanscope.model import Diagnostic, Event, InputInfo, Loc, Origin, Record, St
 from nanscope.parsers.base import Parser
 from nanscope.parsers.registry import keyword_regex, select
 from nanscope import stepbatch
-from nanscope.stepbatch import StepBatch
+from nanscope.stepbatch import Lines, StepBatch
 from nanscope.keys import stream_key
 
 
@@ -424,32 +424,38 @@ def by_order(batches: list) -> list:
 
 def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputInfo, parser_names: tuple) -> list:
     """HF progress lines read natively (ingest/native_hf.py), as the hf parser would have handled
-    them line by line: each line's bar releases the dict held from the line before with the
-    bar's count as its step; the last line's dict stays held in the parser's state."""
+    them line by line: each line releases the dict held from the line before, with its first
+    bar's count as the step (none on a line without a bar: streams give it one); a line that
+    ends in a dict holds it (the last one stays held in the parser's state), a line of bars
+    alone holds none."""
     lines, cols, texts = hf
     m = len(lines)
-    steps = cols["n"].astype(np.int64)
+    bars = cols["bar"]  # the line has a bar (its first bar's count is cols["n"])
+    steps = np.where(bars, cols["n"], 0).astype(np.int64)
     claims = int(cols["claims"].sum())
-    cols = {k: v for k, v in cols.items() if k not in ("n", "claims")}
+    dicts = cols["dict"]
+    cols = {k: v for k, v in cols.items() if k not in ("n", "claims", "dict", "bar")}
     out = []
     prev = st.pop("pending", None)
     if prev is not None:
-        prev.step = int(steps[0])
+        prev.step = int(steps[0]) if bars[0] else None
         one = StepBatch.from_events([prev])
         one.order = lines[:1]
         out.append(one)
-    if m > 1:
-        present = np.ones(m - 1, dtype=bool)
-        out.append(StepBatch(name, key, base, "hf", lines[:-1], steps[1:], present.copy(),
-                             {k: (v[:-1], present.copy()) for k, v in cols.items()},
-                             texts.slice(0, m - 1), parser_names, base, order=lines[1:]))
-    last = StepBatch(name, key, base, "hf", lines[-1:], steps[-1:], np.zeros(1, dtype=bool), {},
-                     texts.slice(m - 1, 1), parser_names, base).event(0)
-    last.step = None
-    st["pending"] = last
+    rows = np.flatnonzero(dicts[:-1])  # released by the next line (its first bar gives the step)
+    if len(rows):
+        present = np.ones(len(rows), dtype=bool)
+        out.append(StepBatch(name, key, base, "hf", lines[rows], steps[rows + 1], bars[rows + 1],
+                             {k: (v[rows], present.copy()) for k, v in cols.items()},
+                             Lines(texts.arr, rows), parser_names, base, order=lines[rows + 1]))
+    if dicts[-1]:
+        last = StepBatch(name, key, base, "hf", lines[-1:], steps[-1:], np.zeros(1, dtype=bool), {},
+                         texts.slice(m - 1, 1), parser_names, base).event(0)
+        last.step = None
+        st["pending"] = last
     info.candidate_lines += claims
     info.formats["hf"] = info.formats.get("hf", 0) + claims
-    info.event_lines += m - 1 + (prev is not None)
+    info.event_lines += len(rows) + (prev is not None)
     return out
 
 

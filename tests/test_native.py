@@ -223,7 +223,9 @@ def test_native_lane_reads_what_the_rules_claim_and_leaves_the_rest():
     lane = NativeLane(all_parsers(), "x.log", Origin(), 1 << 20)
     claimed, batches, formats, hf = _claim(lane, pa.array(lines, pa.binary()))
     assert claimed == [1, 2, 3]
-    assert formats == {"pytorch": 2, "deepspeed": 1} and hf is None  # the HF dict line has no bar: per line
+    assert formats == {"pytorch": 2, "deepspeed": 1}
+    # the HF dict line (no bar: it waits for the next one's count) is the HF lane's: held, no row yet
+    assert hf is not None and hf[0].tolist() == [8] and hf[1]["dict"].tolist() == [True] and hf[1]["bar"].tolist() == [False]
     (b,) = batches  # one stream ([default0]), two frameworks
     assert b.framework is None and b.lines.tolist() == [1, 2, 3]
     assert b.step.tolist() == [1, 3, 10]
@@ -410,6 +412,21 @@ def test_timestamps_of_a_column_in_every_format_parse_ts_reads():
     assert _seconds(_timestamps(rows, r"^(?P<pre>\x28APIServer\x20pid\x3d\d+\x29\x20)x")) == want
 
 
+def test_kubectl_stamps_of_a_column_are_what_peel_reads():
+    """The seconds of kubectl's --timestamps stamp in a column of prefixes are the ts peel gives
+    each line (a month out of range: none; no stamp: none)."""
+    from nanscope.ingest.native import _stamps
+    from nanscope.ingest.prefixes import peel
+
+    pa, _, _ = reader._arrow()
+    prefixes = ["[pod/vllm-0/vllm] 2026-11-29T21:59:07.001Z ", "[pod/a/b] 2024-02-29T00:00:00+01:00 ",
+                "[pod/a/b] 2024-13-01T00:00:00Z ", "2025-01-02T03:04:05,5Z ", "[pod/a/b] "]
+    want = [peel(p + "x", Origin())[1].ts for p in prefixes]
+    assert sum(w is not None for w in want) == 3
+    got = _stamps(pa.array([p.encode() for p in prefixes], pa.binary()))
+    assert [None if v != v else float(v) for v in got.tolist()] == want
+
+
 def _seconds(got: tuple) -> list:
     """_timestamps' (seconds, set) as parse_ts answers each line."""
     secs, ok = got
@@ -449,14 +466,17 @@ def _hf_bar(i: int) -> bytes:
     return ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1)
 
 
-def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, monkeypatch):
+@pytest.mark.parametrize("lead", [b"", b"trainer-1  | ", b"[default0]:", b"[pod/train-0/main] 2026-11-29T21:59:07.001Z "])
+def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, monkeypatch, lead):
     """transformers' `\\r bar \\r \\r {dict}` lines (real format, from sample_logs/hf, tqdm's block
     characters included): read in RE2, each dict takes the next bar's count as its step, as the
-    hf parser does line by line (the last one is still held at the end, then flushed)."""
+    hf parser does line by line (the last one is still held at the end, then flushed). Under a
+    launcher's prefix (docker compose, torchrun, kubectl) too: the per-line path reads the pieces
+    between the \\r, so the prefix stands alone and the bars and dicts are the input's stream."""
     assert _hf_bars(), "the sample has bar + dict lines"
     lines = [b"some header line"]
     for i in range(1, 400):
-        ln = _hf_bar(i)
+        ln = lead + _hf_bar(i)
         if 250 <= i < 260:
             ln = ln.replace(ln.split(b"'loss': ")[1].split(b",")[0], b"'nan'", 1)
         lines.append(ln)
@@ -479,6 +499,32 @@ def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, m
     steps = fast["ranks"][0]
     # each dict took the next bar's count; the last one, with no bar after it, the step after
     assert steps["steps"] == 399 and steps["first_step"] == 2 and steps["last_step"] == 400
+
+
+def test_hf_progress_lines_before_a_line_the_lane_does_not_read_are_still_read_natively(tmp_path, monkeypatch):
+    """A chunk whose HF lines end a training run (the `train_runtime` dict glued to the last bar,
+    from sample_logs/hf) and start another: the lane reads the progress lines up to that line,
+    which and all after it in the chunk go per line, and the dict the lane's last line leaves
+    held is the one the parser releases there; the report is the per-line one."""
+    end = next(ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
+               if b"{'train_runtime'" in ln)
+    lines = [b"some header line"] + [_hf_bar(i) for i in range(1, 201)] + [end] + [_hf_bar(i) for i in range(1, 120)]
+    log = tmp_path / "hf_two_runs.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    taken = []
+    real_claim = HFLane.claim
+
+    def counting(self, *a):
+        got = real_claim(self, *a)
+        taken.append(0 if got is None else len(got[2]))
+        return got
+
+    monkeypatch.setattr(HFLane, "claim", counting)
+    slow = _report([str(log)], native=False, batch=False)
+    fast = _report([str(log)], native=True, batch=True)
+    assert sum(taken) == 200
+    assert fast == slow
+    assert fast["ranks"][0]["steps"] == 200 + 119
 
 
 def test_vllm_stats_between_trainer_steps_take_the_per_line_step_without_cutting_the_rows(tmp_path, monkeypatch):
@@ -523,13 +569,20 @@ def _scan_events(path: str, native: bool) -> list:
     return [e for e in evs if e.kind in ("metrics", "error")]
 
 
-def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, monkeypatch):
+_KUBECTL = "[pod/vllm-0/vllm] 2026-11-29T21:{m:02d}:{s:02d}.{ms:03d}Z "  # kubectl logs --prefix --timestamps
+
+
+@pytest.mark.parametrize("kubectl", [False, True])
+def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, monkeypatch, kubectl):
     """vLLM's stats lines become MetricsEvents in RE2 (numbers, text, origin with its process tag
     and timestamp, stream), and the vllm parser's note that the stream printed vLLM lines is made
-    where the line is: the sampler error before them says seen_vllm False, the one after True."""
-    lines = [_NAN_PROBS]
-    lines += [_STATS.format(s=i % 60, p=i * 7, d=i % 10, r=i % 20) for i in range(200)]
-    lines += [_NAN_PROBS]
+    where the line is: the sampler error before them says seen_vllm False, the one after True.
+    Under kubectl's prefix with --timestamps too (a stamp on every line: one prefix per pod, not
+    one per line; the pod is the node)."""
+    lead = (lambda i: _KUBECTL.format(m=i // 60 % 60, s=i % 60, ms=i * 7 % 1000)) if kubectl else (lambda i: "")
+    lines = [lead(0) + _NAN_PROBS]
+    lines += [lead(i) + _STATS.format(s=i % 60, p=i * 7, d=i % 10, r=i % 20) for i in range(200)]
+    lines += [lead(201) + _NAN_PROBS]
     log = tmp_path / "vllm.log"
     log.write_text("\n".join(lines) + "\n")
     made = []
@@ -549,6 +602,7 @@ def test_vllm_stats_lines_are_read_natively_as_the_parser_reads_them(tmp_path, m
     m = fast[1]
     assert (m.running, m.kv_cache_usage, m.fields, m.origin.proc, m.origin.ts is not None) == (
         0, 40.5, {"prefix_cache_hit_rate": 0.0, "engine": 0}, "APIServer", True)
+    assert m.origin.node == ("vllm-0" if kubectl else None)
 
 
 _ROWS_SIGS = {  # machines and conditions that take vLLM stats rows in every way the engine has
@@ -718,3 +772,31 @@ def test_a_run_of_stats_rows_goes_after_the_held_steps_of_a_machine_that_reads_b
 
     assert first_match(True) == first_match(False)
     assert first_match(True)[0] == "step=1, loss=6.0"
+
+
+@functools.lru_cache(maxsize=1)
+def _hf_kinds() -> tuple:
+    """Every kind of HF progress line the real logs print (sample_logs/hf: bar + dict, several
+    bars + dict, bars alone, tqdm's 0/N bar with transformers' warning glued to it, a dict after
+    the spaces tqdm clears its bar with; public/222: a dict on a line of its own, tqdm off),
+    and a rank's own bar under srun's label (cuda/oom_rank11: another stream's hf state)."""
+    hf = [ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
+          if b"\r" in ln and (b"it/s" in ln or b"{'" in ln)]
+    alone = [ln for ln in (ROOT_PATH / "sample_logs/public/222.log").read_bytes().split(b"\n") if ln.startswith(b"{'loss'")]
+    rank = [b"11: " + ln for ln in (ROOT_PATH / "sample_logs/cuda/oom_rank11_multinode_excerpt.log").read_bytes().split(b"\n")
+            if ln.startswith(b"Train:")]
+    return tuple(hf + alone[:3] + rank[:1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(["", "trainer-1  | "])), min_size=1, max_size=60))
+def test_hf_lines_of_every_kind_in_any_order_give_the_per_line_report(picks):
+    """The HF lane reads bars and dicts as their own row kinds, under a launcher prefix or none
+    (a line of bars alone releases the held dict and holds none, a dict with no bar before it
+    releases the held one without a step); a line it cannot read ends its run of the chunk, one
+    of another stream does not. In any order, the report is the per-line one."""
+    kinds = _hf_kinds()
+    lines = [(lead if b"\r" in kinds[k % len(kinds)] else b"") + kinds[k % len(kinds)]
+             for k, lead in ((k, lead.encode()) for k, lead in picks)]
+    src = [Source("hf.log", None, b"\n".join(lines) + b"\n")]
+    assert _diagnose(src, native=True, batch=True) == _diagnose(src, native=False, batch=False)

@@ -15,8 +15,8 @@ digits aside) the lane learns a reader from the parsers themselves, on a sample 
   read into that column; one that changes nothing is free; one that changes anything else (which
   rule claims the line, a flag, the rank) must stay as printed;
 - the reader is one RE2 regex: the sample's launcher prefixes with their digits free (each
-  distinct prefix checked once against `peel`, which gives its origin; the prefixes the lane
-  knows are torchrun's, srun's, Open MPI's and vLLM's process tags), then the message's text
+  distinct prefix checked once against `peel`, which gives its origin; the prefixes are what
+  `peel` peels off the sample, kubectl's stamp told apart), then the message's text
   literally, with every number matched by its own shape (digits may vary, dots and exponents may
   not). So a line it reads has the sample's keywords and text, and only numbers the parsers were
   seen to pass through differ.
@@ -42,7 +42,7 @@ import numpy as np
 from nanscope.ingest.native_hf import HFLane, floats, nocap
 from nanscope.ingest.prefixes import peel
 from nanscope.ingest.reader import DIGIT0, _arrow, plain
-from nanscope.ingest.timestamps import DAYS_BEFORE, TS_PATTERN
+from nanscope.ingest.timestamps import DAYS_BEFORE, TS_PATTERN, parse_ts
 from nanscope.model import Loc, MetricsEvent, Origin, Record, StepEvent
 from nanscope.parsers.base import Parser
 from nanscope.parsers.numbers import to_float, to_int
@@ -50,15 +50,14 @@ from nanscope.metricsrows import MetricsRows
 from nanscope.stepbatch import INTS, NUMERIC, Lines, StepBatch
 from nanscope.keys import stream_key
 
-_PREFIX_ALT = (r"\[[A-Za-z_]+\d+\]:[ \t]?|\[\d+\]:[ \t]?|\d{1,5}:[ \t]+|\[\d+,\d+\]<std(?:out|err)>:[ \t]?"
-               r"|\([A-Za-z][\w\-]* pid=\d+\)[ \t]")  # ... | vLLM's process tags: (APIServer pid=12)
-_PREFIXES = rf"^(?P<pre>(?:[ \t]*(?:{_PREFIX_ALT}))*)"
-_SPLIT = _PREFIXES + r"(?P<msg>(?s:.*))$"
 _HOT_LAYOUTS = 12
+# kubectl logs --timestamps' stamp, as peel's prefix regex reads it (ingest/prefixes.py `rfc`): a
+# prefix that holds one is told apart by the rest (the stamp goes to the rows' timestamps)
+_STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)"
+_STAMP_PY = re.compile(_STAMP.encode())
 _TOKEN = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _DIGITS = re.compile(r"\d+")
 _DIGITS_B = re.compile(rb"[0-9]+")
-_SPLIT_PY = re.compile(_SPLIT.encode())
 _MAX_EXACT_INT = 2 ** 53
 _MAX_SLOTS = 40
 
@@ -73,7 +72,7 @@ class NativeLane:
         self.source = source
         self.base = base
         self.max_line = max_line
-        self._prefixes: dict[bytes, Optional[tuple]] = {}  # prefix -> (origin, stream) or None
+        self._prefixes: dict[tuple, Optional[tuple]] = {}  # (prefix without stamp, stamped) -> _prefix's answer
         self._layouts: dict[tuple, Optional[_Layout]] = {}  # (prefix, message) shape -> its reader, or None
         self._readers: dict[tuple, _Layout] = {}  # each distinct reader once
         self.hf = HFLane(parsers, source, base)
@@ -117,10 +116,9 @@ class NativeLane:
             if layout is False:
                 if len(self._seen) > 4096:
                     self._seen.clear()
-                m = _SPLIT_PY.match(line)
-                pre = m.group("pre")
-                shape = (_DIGITS_B.sub(b"0", pre), _DIGITS_B.sub(b"0", m.group("msg")))
-                layout = self._seen[key] = self._layout(shape, line, len(pre))
+                n = _prefix_len(line, self.base)
+                shape = (_DIGITS_B.sub(b"0", line[:n]), _DIGITS_B.sub(b"0", line[n:]))
+                layout = self._seen[key] = self._layout(shape, line, n)
             if layout is None or id(layout) in hot:
                 continue
             groups.setdefault(id(layout), []).append(i)
@@ -168,20 +166,15 @@ class NativeLane:
         """A metrics reader's rows as MetricsRows (one per stream: the numbers as columns, each
         row's origin and timestamp); returns the rows taken (those whose prefix peel reads as the
         reader's sample)."""
-        pa, pc, pool = _arrow()
         t = layout.template
-        pres = pc.dictionary_encode(got.field("pre"), memory_pool=pool)
-        which = pres.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        first = np.full(len(pres.dictionary), -1, dtype=np.int64)
-        first[which[::-1]] = np.arange(len(which) - 1, -1, -1)  # each prefix's first row
+        which, prefixes, stamped = self._origins(got.field("pre"), cand, idx)
         groups: dict = {}  # (state key, stream) -> [its number, rank, the origins its prefixes give]
-        prefix_group = np.full(len(first), -1, dtype=np.int64)
-        prefix_origin = np.zeros(len(first), dtype=np.int64)
-        for k, pre in enumerate(pres.dictionary.to_pylist()):
-            s = self._prefix(pre, cand[int(idx[first[k]])].as_py())
+        prefix_group = np.full(len(prefixes), -1, dtype=np.int64)
+        prefix_origin = np.zeros(len(prefixes), dtype=np.int64)
+        for k, s in enumerate(prefixes):
             if s is None:
                 continue
-            origin, key = s
+            origin, key, _ = s
             rank = layout.rank if layout.rank is not None else origin.rank
             stream = key if rank == origin.rank else ("rank", origin.node, rank)
             g = groups.setdefault((key, stream), [len(groups), rank, []])
@@ -194,7 +187,8 @@ class NativeLane:
             return idx[:0]
         rows = _take(cand, idx)
         secs, has_ts = _timestamps(rows, layout.regex)
-        ts = np.where(has_ts, secs, np.nan)
+        # the message's own time, else the prefix's stamp (as _place gives a metrics event its ts)
+        ts = np.where(has_ts, secs, _stamps(got.field("pre")) if stamped and not has_ts.all() else np.nan)
         cols = {}
         for name, j in layout.slots.items():
             value = t.fields[name[len("fields."):]] if name.startswith("fields.") else getattr(t, name)
@@ -215,6 +209,7 @@ class NativeLane:
         keys: dict = {}
         origins: dict = {}
         frameworks: dict = {}
+        read_by: dict = {}  # stream -> the columns its readers read (the others are absent on its rows)
         parsers_of = np.full(n, -1, dtype=np.int64)
         cols: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Fields that every reader here reads from the same capture (loss and raw_fields.loss)
@@ -237,19 +232,17 @@ class NativeLane:
             return got
 
         for idx, got, layout in found:
-            pre = pc.dictionary_encode(got.field("pre"), memory_pool=pool)
-            pre_ids = _np_int(pre.indices)
-            uniq, first = np.unique(pre_ids, return_index=True)
-            sid = np.full(len(pre.dictionary), -1, dtype=np.int64)
-            for u, f in zip(uniq.tolist(), first.tolist()):
-                s = self._prefix(pre.dictionary[u].as_py(), cand[int(idx[f])].as_py())
-                if s is None:
-                    continue
+            pre_ids, prefixes, _ = self._origins(got.field("pre"), cand, idx)
+            sid = np.full(len(prefixes), -1, dtype=np.int64)
+            for u, s in enumerate(prefixes):
+                if s is None or s[2]:
+                    continue  # (a stamped step line: its rows' origins differ in time, per line)
                 origin = s[0]
                 key = s[1] if layout.rank is None else ("rank", origin.node, layout.rank)
                 sid[u] = keys.setdefault(key, len(keys))
                 origins.setdefault(key, set()).add(origin)
                 frameworks.setdefault(key, set()).add(layout.framework)
+                read_by.setdefault(key, set()).update(layout.slots, layout.consts)
             stream_of[idx] = sid[pre_ids]
             accept[idx] = True
             parsers_of[idx] = self.names.index(layout.parser)
@@ -285,7 +278,9 @@ class NativeLane:
                 continue
             os_, fs = origins[key], frameworks[key]
             cut: dict[int, tuple] = {}
-            sub = {name: cut.get(id(col)) or cut.setdefault(id(col), (col[0][idx], col[1][idx])) for name, col in cols.items()}
+            mine = read_by[key]
+            sub = {name: cut.get(id(col)) or cut.setdefault(id(col), (col[0][idx], col[1][idx]))
+                   for name, col in cols.items() if name in mine}
             unset = frozenset(name for name in INTS + ("skipped",) if name not in sub or not sub[name][1].any())
             batches.append(StepBatch(
                 self.source, key, next(iter(os_)) if len(os_) == 1 else None, next(iter(fs)) if len(fs) == 1 else None,
@@ -429,18 +424,54 @@ class NativeLane:
             return ev, p.name, writes
         return None
 
-    def _prefix(self, prefix: bytes, line: bytes) -> Optional[tuple]:
-        """(origin, stream key) of a prefix, as peel reads it; None when peel reads the line otherwise."""
-        got = self._prefixes.get(prefix, False)
+    def _origins(self, pre, cand, idx: np.ndarray) -> tuple[np.ndarray, list, bool]:
+        """A reader's rows by their prefixes (`pre`, the captures of rows cand[idx]): each row's
+        index into the list of its prefixes' (origin, stream key, stamped) as peel reads them (None
+        where peel reads the line otherwise), and whether any holds kubectl's --timestamps stamp
+        (their seconds: _stamps). A prefix is known by what it says without its stamp, so a pod's
+        lines have one origin (its time aside), not one per line."""
+        pa, pc, pool = _arrow()
+        key, stamped = pre, bool(pc.any(pc.match_substring_regex(pre, _STAMP, memory_pool=pool)).as_py())
+        if stamped:
+            key = pc.replace_substring_regex(pre, _STAMP, b"", max_replacements=1, memory_pool=pool)
+        enc = pc.dictionary_encode(key, memory_pool=pool)
+        which = _np_int(enc.indices)
+        first = np.full(len(enc.dictionary), -1, dtype=np.int64)
+        first[which[::-1]] = np.arange(len(which) - 1, -1, -1)  # each prefix's first row
+        out = []
+        for k, known in enumerate(enc.dictionary.to_pylist()):
+            i = int(first[k])
+            raw = pre[i].as_py()
+            stamp = _STAMP_PY.search(raw) if stamped else None
+            out.append(self._prefix(known, cand[int(idx[i])].as_py(), len(raw),
+                                    None if stamp is None else parse_ts(stamp.group().decode()), stamp is not None))
+        return which, out, stamped
+
+    def _prefix(self, known: bytes, line: bytes, n: int, ts: Optional[float], stamped: bool) -> Optional[tuple]:
+        """(origin, stream key, stamped) of a line's first n bytes, a prefix, as peel reads them;
+        None when peel reads the line otherwise. `known` is the prefix without its stamp, whose
+        seconds are `ts` (the origin is kept without them: each row has its own)."""
+        got = self._prefixes.get((known, stamped), False)
         if got is not False:
             return got  # type: ignore[return-value]
         text = line.decode("ascii")
         msg, origin = peel(text, self.base)
         out = None
-        if msg == text[len(prefix):] and origin.ts is None:
-            out = (origin, stream_key(origin, self.source))
-        self._prefixes[prefix] = out
+        if msg == text[n:] and origin.ts == ts:
+            if stamped:
+                origin = Origin(origin.rank, origin.local_rank, origin.node, None, origin.proc)
+            out = (origin, stream_key(origin, self.source), stamped)
+        self._prefixes[(known, stamped)] = out
         return out
+
+
+def _prefix_len(line: bytes, base: Origin) -> int:
+    """How many bytes of a line are launcher prefixes, as peel reads them (a reader matches its
+    sample's prefixes by their shape, digits free, and the message literally)."""
+    if not plain(line):
+        return 0  # (never read natively)
+    text = line.decode("ascii")
+    return len(text) - len(peel(text, base)[0])
 
 
 class _Layout:
@@ -569,8 +600,21 @@ def _timestamps(rows, regex: str) -> tuple[np.ndarray, np.ndarray]:
     """parse_ts of each row's message (the text after the reader's prefix), in one RE2 pass and
     array arithmetic: (seconds, whether the row has them); what _secs does per line (no
     timestamp, or a month out of range: not set)."""
+    return _seconds(rows, "^(?:" + regex[len("^(?P<pre>"): _prefix_group(regex)] + ")" + TS_PATTERN)
+
+
+def _stamps(pre) -> np.ndarray:
+    """The seconds of kubectl's stamp in each prefix (NaN where none), as peel's parse_ts reads it."""
     pa, pc, pool = _arrow()
-    rx = "^(?:" + regex[len("^(?P<pre>"): _prefix_group(regex)] + ")" + TS_PATTERN
+    stamp = pc.extract_regex(pre, f"(?P<s>{_STAMP})", memory_pool=pool).flatten(memory_pool=pool)[0]
+    secs, has = _seconds(pc.fill_null(stamp, b""), "^" + TS_PATTERN)
+    return np.where(has, secs, np.nan)
+
+
+def _seconds(rows, rx: str) -> tuple[np.ndarray, np.ndarray]:
+    """parse_ts's seconds of the TS_PATTERN groups that `rx` captures in each row, and whether
+    the row has them."""
+    pa, pc, pool = _arrow()
     got = pc.extract_regex(rows, rx, memory_pool=pool)
     if got.null_count == len(rows):
         return np.zeros(len(rows)), np.zeros(len(rows), dtype=bool)

@@ -7,11 +7,14 @@ reads the bar (its count is the step of the dict held from the line before) and 
 until the next bar. This lane reads a chunk's such lines in RE2 and hands the pipeline what the
 parser would have done: the held dict of each line gets the next line's count.
 
-A line is read here only if it is exactly that shape (the bar: printable ASCII or tqdm's block
-characters; the dict: the four keys transformers logs during training, numbers quoted or bare),
-its pieces carry no keyword of another parser (checked once per shape with the per-line
-dispatch), and no other line of the chunk has an hf keyword (so the parser's held dict never
-passes between the lanes mid-chunk; such chunks stay per line).
+A line is read here only if it is one of those shapes (bars, then perhaps the dict; or a dict
+alone; any launcher prefix before the first \\r; the bar: printable ASCII or tqdm's block
+characters; the dict: the four keys transformers logs during training, numbers quoted or bare)
+and its pieces read as hf's bars and dict and nothing else (checked once per shape, piece by
+piece, with the per-line dispatch). The chunk's hf lines from the first one it cannot read on
+stay per line (the pipeline hands out this lane's lines before the chunk's per-line candidates,
+so the parser's held dict passes between the lanes only there); an hf line of another stream
+(a rank's own bar) is no such line: it never touches this stream's state.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from nanscope.ingest.reader import DIGIT0, _arrow
 from nanscope.model import Loc, Origin, Record
 from nanscope.parsers.base import Parser
+from nanscope.keys import stream_key
 from nanscope.stepbatch import Lines
 
 _CH = r"(?:[\x20-\x7e]|\xe2\x96[\x88-\x8f])"  # printable ASCII, tqdm's partial blocks
@@ -41,8 +45,14 @@ def _value(k: str) -> str:
     return rf"(?:'(?P<{k}q>{_NUM})'|(?P<{k}b>{_NUM}))"
 
 
-LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)(?:\r{_CH}*?\| *\d+/\d+ *\[{_CH}*)*\r *\r"
-        r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}$")
+_BAR = rf"{_CH}*?\| *\d+/\d+ *\[{_CH}*"
+_DICT_ANY = r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}"
+LINE = (rf"^(?:(?P<lead>[\x20-\x7e]*)(?:\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)(?:\r{_BAR})*"
+        rf"(?:\r *\r{_DICT_ANY}|(?:\r *)?)|\r *\r{_DICT_ANY})|{_DICT_ANY})$")
+# What comes before the first \r (`lead`) is a launcher's prefix (docker compose's `trainer-1  | `,
+# kubectl's `[pod/x/c] <time> `, torchrun's `[default0]:`) or nothing: the per-line path splits
+# the line at \r and skips a piece that holds no keyword, so the bars and the dict are read with
+# no prefix, on the input's own stream, either way (_check makes sure the lead holds no keyword).
 # LINE checks a whole line in one DFA pass; the captures are then taken from its pieces between
 # the \r (a capture over the whole line backtracks: lazy bar, ten groups): the first bar's count
 # (the first `|` followed by `count/total [`, as the lazy bar in LINE finds it) and the dict's
@@ -50,10 +60,14 @@ LINE = (rf"^\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)(?:\r{_CH}*?\| *\d+/\d
 # limit of four groups. tqdm may redraw more than once before the dict (`\r 32%|...| 16/50
 # [...]\r 34%|...| 17/50 [...]\r   \r{...}`, sample_logs/hf/trainer_nan_filter_off.log): the
 # held dict takes the first bar's count, as the per-line parser does (the later bars find no
-# dict held; _check makes sure they are no step of their own).
+# dict held; _check makes sure they are no step of their own). A line of bars alone (tqdm's
+# first `0/N` redraw, text glued after a bar, the last redraws) releases the dict held before it
+# and holds none; a dict with no bar before it (`\r   \r{...}`, or a line of its own with tqdm
+# off) releases the one held before it without a step (streams give it one) and is held itself.
 _LINE_NOCAP = nocap(LINE)
 _BAR_COUNT = r"\| *(?P<n>\d+)/\d+ *\["
 _DICT = r"^\{" + ", ".join(rf"'{k}': '?(?P<{k}>{_NUM})'?" for k in KEYS) + r"\}$"
+_DICT_PY = re.compile(nocap(_DICT_ANY) + "$")  # the dict piece LINE takes
 _PARSER = "hf"  # whose lines these are
 
 
@@ -69,80 +83,123 @@ class HFLane:
         self._mine: dict[tuple, bool] = {}  # found keywords -> any of hf's
         self.source = source
         self.base = base
-        self._shapes: dict[bytes, bool] = {}
+        self._shapes: dict[bytes, Optional[tuple[int, bool, bool]]] = {}
+        self._keywords = tuple({k for p in self.parsers for k in p.keywords})  # the prefilter's words
+        self._rules = {r.name: r for r in hf.rules}
 
     def claim(self, cand, rest: np.ndarray, lines: list, kinds: list, max_line: int) -> Optional[tuple]:
         """The chunk's HF progress lines among cand[rest] (`lines` their bytes, `kinds` their
-        (keywords, plain) from Prefilter.sort): (their columns, their texts, their indices into
-        rest), or None when the chunk has hf lines this lane does not read (then all of them
-        stay per line). Lines a step reader took never touch the hf parser's state."""
+        (keywords, plain) from Prefilter.sort), up to its first hf line this lane does not read
+        (a dict alone, a bar with text glued to it, the `train_runtime` dict): (their columns,
+        their texts, their indices into rest), or None when that is the first. The lines from
+        there on stay per line: the pipeline takes the lane's lines before the chunk's per-line
+        candidates, so the dict the last one leaves held is the one the hf parser holds when it
+        reads the next hf line. Lines a step reader took never touch the hf parser's state."""
         if not self.ok:
             return None
         mine = self._mine
         for kind in set(kinds):  # (a batch holds a few kinds of lines)
             if kind[0] not in mine:
                 mine[kind[0]] = any(w in self.words for w in kind[0])
-            if kind[1] and mine[kind[0]]:
-                return None  # a plain line with an hf keyword: a dict alone, say
         hfish = [i for i, kind in enumerate(kinds) if mine[kind[0]]]
         if not hfish:
-            return None
-        if max_line and any(len(lines[i]) > max_line for i in hfish):
             return None
         pa, pc, pool = _arrow()
         at = np.array(hfish, dtype=np.int64)
         sub = pc.take(cand, pa.array(rest[at]), memory_pool=pool)
-        if not pc.all(pc.match_substring_regex(sub, _LINE_NOCAP, memory_pool=pool)).as_py():
+        ok = pc.match_substring_regex(sub, _LINE_NOCAP, memory_pool=pool).to_numpy(zero_copy_only=False)
+        mine_at: list = []
+        shapes = []
+        for j, i in enumerate(hfish):
+            shape = self._verified(lines[i].translate(DIGIT0), lines[i]) if ok[j] and not (
+                max_line and len(lines[i]) > max_line) else None
+            if shape is not None:
+                mine_at.append(j)
+                shapes.append(shape)
+            elif not self._elsewhere(lines[i]):
+                break  # (this line and the rest of the chunk's hf lines go per line)
+        if not mine_at:
             return None
-        shapes = {lines[i].translate(DIGIT0): i for i in hfish}
-        if not all(self._verified(shape, lines[i]) for shape, i in shapes.items()):
-            return None
+        if len(mine_at) < len(hfish):
+            at = at[mine_at]
+            sub = pc.take(sub, pa.array(mine_at, type=pa.int64()), memory_pool=pool)
         pieces = pc.split_pattern(sub, "\r", memory_pool=pool)  # '', bar, [more bars], spaces, dict
         if isinstance(pieces, pa.ChunkedArray):
             pieces = pieces.combine_chunks()
         last = pa.array(pieces.offsets.to_numpy()[1:] - 1)
-        count = pc.extract_regex(pc.list_element(pieces, 1, memory_pool=pool), _BAR_COUNT, memory_pool=pool)
+        # (the first bar is the piece after the lead; a dict alone has no such piece to count)
+        second = pc.list_element(pieces, 1, memory_pool=pool) if pc.min(pc.list_value_length(pieces)).as_py() > 1 else \
+            pc.list_element(pc.list_slice(pieces, 0, 2, return_fixed_size_list=True, memory_pool=pool), 1, memory_pool=pool)
+        count = pc.extract_regex(second, _BAR_COUNT, memory_pool=pool).flatten(memory_pool=pool)[0]
         got = pc.extract_regex(pc.take(pieces.flatten(), last, memory_pool=pool), _DICT, memory_pool=pool)
-        # pieces the per-line path claims: each bar and the dict ('' and the spaces are skipped)
-        claims = pc.list_value_length(pieces, memory_pool=pool).to_numpy(zero_copy_only=False).astype(np.int64) - 2
-        cols = {"n": floats(count.field("n")), "claims": claims}
+        # pieces the per-line path claims (each bar and the dict), and whether the line ends in a dict
+        claims, dicts, bars = (np.array(x) for x in zip(*shapes))
+        cols = {"n": floats(count), "claims": claims, "dict": dicts, "bar": bars}
+        values = dict(zip(KEYS, got.flatten(memory_pool=pool)))  # (null on a line of bars alone)
         for k, name in zip(KEYS, FIELDS):
-            vals = floats(got.field(k))
+            vals = floats(values[k])
             cols[name] = vals
             cols[f"raw_fields.{k}"] = vals
         return cols, Lines(sub), at
 
-    def _verified(self, shape: bytes, row: bytes) -> bool:
-        """Does the per-line path read this line as a bar for hf's tqdm rule and a dict for its
-        log-dict rule, and nothing else? (once per shape)"""
-        got = self._shapes.get(shape)
-        if got is None:
-            got = self._shapes[shape] = self._check(row)
-        return got
+    def _elsewhere(self, row: bytes) -> bool:
+        """Is this a line of another stream than the input's own (a rank's `11: Train: 5%|...`),
+        whose hf state the lane's lines never touch? (Every piece after a \\r is read without a
+        prefix, so only a line without one can be.)"""
+        from nanscope.ingest.prefixes import peel
 
-    def _check(self, row: bytes) -> bool:
+        if b"\r" in row:
+            return False
+        text = row.decode("utf-8", "replace")
+        return stream_key(peel(text, self.base)[1], self.source) != stream_key(self.base, self.source)
+
+    def _verified(self, shape: bytes, row: bytes) -> Optional[tuple[int, bool, bool]]:
+        """How the per-line path reads a line of this shape (once per shape): (how many of its
+        pieces it claims, whether the last is a dict to hold, whether it has a bar), or None when that is not as bars
+        for hf's tqdm rule, then perhaps a dict for its log-dict rule, and nothing else."""
+        got = self._shapes.get(shape, False)
+        if got is False:
+            got = self._shapes[shape] = self._check(row)
+        return got  # type: ignore[return-value]
+
+    def _check(self, row: bytes) -> Optional[tuple[int, bool, bool]]:
         from nanscope.ingest.prefixes import peel
 
         text = row.decode("utf-8")
-        claimed = []
-        for piece in text.split("\r"):
-            if not piece.strip():
-                continue
+        pieces = text.split("\r")
+        claimed = bars = 0
+        held = False
+        for j, piece in enumerate(pieces):
+            if not any(k in piece for k in self._keywords):
+                continue  # (reader._per_line skips it: the lead, the spaces tqdm clears the bar with)
+            if j == 0 and len(pieces) > 1:
+                return None  # a lead the per-line path reads (a bar, say) would come first
             msg, origin = peel(piece, self.base)
             if msg != piece:
-                return False
+                return None
             rec = Record(Loc(self.source, 1), msg, origin, piece)
             for p in self.parsers:
                 st: dict = {}
                 events = p.parse(rec, st)
                 if events is not None:
-                    if events:
-                        return False  # a bar that is a step of its own (a postfix loss)
-                    claimed.append(p.name)
+                    if events or p.name != _PARSER:
+                        return None  # a bar that is a step of its own (a postfix loss), another parser's
                     break
             else:
-                return False
-        return len(claimed) >= 2 and all(c == "hf" for c in claimed)
+                return None
+            as_dict = self._parse_one(rec, "log-dict") is not None  # (hf's first rule)
+            if as_dict != (j == len(pieces) - 1 and _DICT_PY.match(piece) is not None):
+                return None  # a dict only last, and only the dict LINE reads (held: it has a loss)
+            if not as_dict and self._parse_one(rec, "tqdm") is None:
+                return None
+            claimed += 1
+            bars += not as_dict
+            held = as_dict
+        return (claimed, held, bars > 0) if claimed else None
+
+    def _parse_one(self, rec: Record, name: str) -> Optional[list]:
+        rule = self._rules[name]
+        return self.parsers[[p.name for p in self.parsers].index(_PARSER)].parse_rules(rec, {}, (rule,))
 
 
 def floats(arr) -> np.ndarray:

@@ -83,3 +83,16 @@ def test_nul_hole_is_cheap_in_memory():
     assert rc == 1 and "nan-persistent" in [f["id"] for f in r["findings"]]
     assert r["inputs"][0]["nul_bytes"] == 8 << 20
     assert rss < 100, f"peak RSS {rss:.0f} MB on an 8 MiB NUL hole"
+
+
+def test_invalid_utf8_in_a_big_region_is_counted_as_in_a_small_one():
+    """A region of 256 KB or more is checked by Arrow's UTF-8 validation first; one bad byte in
+    it, a character cut at the end of a capped line, or none, the count is the strict decoder's."""
+    from nanscope.ingest.reader import SMALL_REGION, invalid_utf8
+
+    body = b"step 1 | loss 2.0 | grad_norm 0.5 caf\xc3\xa9\n" * (SMALL_REGION // 40 + 1)
+    assert len(body) >= SMALL_REGION
+    assert invalid_utf8(body) == 0
+    assert invalid_utf8(body + b"bye \xff\xfe\n" + body) == 2
+    assert invalid_utf8(body + b"caf\xc3", final=False) == 0  # (the cut may split a character)
+    assert invalid_utf8(body + b"caf\xc3", final=True) == 1
