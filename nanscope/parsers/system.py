@@ -303,18 +303,24 @@ def _ide_exit(m, rec, state):
 @rule(
     "ray-oom-kills",
     ("Workers (tasks / actors) killed due to memory",),
-    r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory(?:\s*$|\s+pressure \(OOM\))"
-    r"(?:.*?\bat node \(ID: (?P<node>\w+), IP: (?P<ip>[\d.]+)\))?",
+    r"(?<!\d)(?P<n>\d{1,9}) Workers \(tasks / actors\) killed due to memory(?P<rest>[^\n]*)",
 )
 def _ray_oom_kills(m, rec, state):
-    if int(m.group("n")) == 0:
+    rest = m.group("rest")
+    # `... memory pressure (OOM), 0 Workers ...`, or the line cut (wrapped) right after `memory`
+    if int(m.group("n")) == 0 or not (rest.strip() == "" or rest.lstrip().startswith("pressure (OOM)")):
         return []
-    if not first_time(state, ("ray_oom", m.group("ip")), rec.loc.line):
+    where = _RAY_NODE.search(rest)
+    ip = where.group("ip") if where else None
+    if not first_time(state, ("ray_oom", ip), rec.loc.line):
         return []
-    detail = (f"Ray's memory monitor killed {m.group('n')} worker(s) on node {m.group('ip') or '(not in view)'}: "
+    detail = (f"Ray's memory monitor killed {m.group('n')} worker(s) on node {ip or '(not in view)'}: "
               f"host memory over RAY_memory_usage_threshold")
-    return _err(rec, "host_oom", {"source": "ray", "workers_killed": int(m.group("n")), "ip": m.group("ip"),
+    return _err(rec, "host_oom", {"source": "ray", "workers_killed": int(m.group("n")), "ip": ip,
                                   "detail": detail}, message=detail)
+
+
+_RAY_NODE = re.compile(r"\bat node \(ID: (?P<node>\w+), IP: (?P<ip>[\d.]+)\)")
 
 
 @rule(
