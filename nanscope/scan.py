@@ -9,15 +9,16 @@ from typing import Iterator, Sequence
 from nanscope.errors import InputError
 from nanscope.ingest.reader import Source
 from nanscope.model import Diagnostic, Event, InputInfo
-from nanscope.parallel import scan_parallel, should_parallelize
+from nanscope.parallel import plan_work, scan_parallel
 from nanscope.parsers.registry import select
 from nanscope.pipeline import ScanOptions, ScanResult, in_order, note_unreadable, scan_source
 
 
 def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult) -> Iterator[Event]:
     """Events of every input, one input after the other. Unreadable inputs are reported and skipped.
-    Several files are read by worker processes (nanscope.parallel), or by Dask tasks with
-    options.engine (nanscope.dask_scan), with the same result."""
+    Several files, or pieces of a large one (nanscope.pieces), are read by worker processes
+    (nanscope.parallel), or by Dask tasks with options.engine (nanscope.dask_scan), with the
+    same result."""
     parsers = select(options.parsers)
     for src in sources:
         if src.skip is not None:  # a FIFO, socket or device inside a folder (reader.expand_sources)
@@ -28,9 +29,9 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
 
         yield from scan_dask(sources, options, result, parse_engine(options.engine)[1], options.progress)
         return
-    jobs = should_parallelize(sources, options.jobs)
+    jobs, plans = plan_work(sources, options.jobs, options.max_line_bytes)
     if jobs:
-        yield from scan_parallel(sources, options, result, jobs, options.progress)
+        yield from scan_parallel(sources, options, result, jobs, options.progress, plans)
         return
     for src in sources:
         info = InputInfo(path=src.name, size=None)
