@@ -65,20 +65,8 @@ def plan_work(sources: Sequence[Source], jobs: Optional[int], max_line: int = MA
         except OSError:
             sizes.append(0)
     total = sum(sizes)
-    plans: dict = {}
-    least = pieces.SPLIT_MIN_BYTES if jobs is not None else pieces.AUTO_SPLIT_BYTES
-    for i, (src, size) in enumerate(zip(sources, sizes)):
-        if pieces.PIECE_BYTES:
-            k = 0
-        elif size >= least:
-            k = min(n, max(1, round(size * n / total)), size // (least // 2))
-            if k < 2:
-                continue
-        else:
-            continue
-        plan = pieces.plan_split(src, k, max_line, pieces.PIECE_BYTES)
-        if plan is not None:
-            plans[i] = plan
+    plans = pieces.split_plans(sources, sizes, n, pieces.SPLIT_MIN_BYTES if jobs is not None else pieces.AUTO_SPLIT_BYTES,
+                               max_line)
     units = len(files) - len(plans) + sum(len(p.starts) for p in plans.values())
     if units < 2:
         return 0, {}
@@ -145,7 +133,7 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
             result.inputs.append(done.info)
             io_diagnostics(src, done.info, done.marks, options.max_line_bytes, plan.size, result)
             if note is not None:
-                note(pieces.describe(src.name, plan, done, f"{jobs} worker processes"))
+                note(pieces.describe(src.name, plan, done, f"by {jobs} worker processes"))
     finally:
         for p in workers:
             if p.is_alive():
@@ -189,6 +177,7 @@ def largest_first(sources: Sequence[Source], plans: Optional[dict] = None) -> li
 
 
 _HEAD = struct.Struct("<Q")  # a message's length, before it
+_FRESH = pieces.state_bytes(lambda: ({}, False))  # the state a piece's read starts from
 
 
 def _put(out, msg: tuple) -> None:
@@ -325,7 +314,7 @@ def _piece(i: int, p: int, src: Source, plan, options: ScanOptions, spill: str, 
                 os.replace(tmp, snapshot_path(x))
             return False
         if x in plan.starts:
-            return state() == ({}, False)  # a piece starts from a fresh state
+            return pieces.same_state(state(), _FRESH)  # a piece starts from a fresh state
         try:
             with open(snapshot_path(x), "rb") as f:
                 theirs = f.read()

@@ -76,6 +76,27 @@ class Plan:
         return bisect.bisect_right(self.starts, offset) - 1
 
 
+def split_plans(sources: list, sizes: list, workers: int, least: int, max_line: int) -> dict:
+    """{input index: Plan} for the inputs worth reading in pieces by `workers` workers: at least
+    `least` bytes, in about as many pieces as their share of all the bytes gives them workers
+    (each piece at least least / 2); every plain file with a forced PIECE_BYTES."""
+    total = sum(sizes) or 1
+    plans: dict = {}
+    for i, (src, size) in enumerate(zip(sources, sizes)):
+        if PIECE_BYTES:
+            k = 0
+        elif size >= least:
+            k = min(workers, max(1, round(size * workers / total)), size // max(1, least // 2))
+            if k < 2:
+                continue
+        else:
+            continue
+        plan = plan_split(src, k, max_line, PIECE_BYTES)
+        if plan is not None:
+            plans[i] = plan
+    return plans
+
+
 def grid_next(pos: int, region: int, head: int) -> int:
     """Where the whole file's read that covers offset `pos` ends: the reader reads `region` bytes
     at a time from the read-ahead head of `head` bytes, then from the file."""
@@ -344,14 +365,20 @@ def stitch(plan: Plan, spec: Callable[[int], Iterator[tuple]], over: Callable[[i
 
 
 def describe(name: str, plan: Plan, done: Stitched, workers: str) -> str:
-    """A line for --verbose: how a file was read in pieces and where the pieces were stitched."""
+    """A line for --verbose: how a file was read in pieces and where the reads were stitched."""
+    n = len(plan.starts)
     parts = []
-    for p, frm, met in done.taken:
-        again = (met - plan.end(p)) if met is not None else plan.size - plan.end(p)
-        tail = ("read to the end" if met is None and p + 1 < len(plan.starts) else
-                f"then read on {again:,} bytes into the next piece" if met is not None else "")
-        parts.append(f"piece {p + 1} from byte {frm:,}" + (f", {tail}" if tail else ""))
-    return (f"{name}: {plan.size:,} bytes in {len(plan.starts)} pieces, {workers}; " + "; ".join(parts))
+    for p, _frm, met in done.taken:
+        if met is None:
+            if p + 1 < n:
+                parts.append(f"piece {p + 1} read on to the end (its state never met a later piece's)")
+        elif met == plan.end(p):
+            parts.append(f"piece {p + 1} met piece {p + 2} at its start")
+        else:
+            parts.append(f"piece {p + 1} read on {met - plan.end(p):,} bytes and met piece {plan.owner(met) + 1} "
+                         f"at byte {met:,}")
+    cuts = ", ".join(f"{s:,}" for s in plan.starts[1:])
+    return f"{name}: {plan.size:,} bytes read in {n} pieces (cut at bytes {cuts}) {workers}; " + "; ".join(parts)
 
 
 def state_bytes(state: Callable[[], tuple]) -> bytes:
