@@ -34,6 +34,7 @@ from nanscope.parsers.registry import select
 
 BATCH = 1024  # events (or step rows of StepBatches) per message
 AUTO_MIN_BYTES = 8 << 20  # with jobs unset, smaller inputs are read in this process
+FIRST_SHARE = 0.4  # one input in pieces: the parent reads the first piece, this much of a worker's
 
 
 def default_jobs() -> int:
@@ -66,7 +67,7 @@ def plan_work(sources: Sequence[Source], jobs: Optional[int], max_line: int = MA
             sizes.append(0)
     total = sum(sizes)
     plans = pieces.split_plans(sources, sizes, n, pieces.SPLIT_MIN_BYTES if jobs is not None else pieces.AUTO_SPLIT_BYTES,
-                               max_line)
+                               max_line, FIRST_SHARE if len(sources) == 1 else 1.0)
     units = len(files) - len(plans) + sum(len(p.starts) for p in plans.values())
     if units < 2:
         return 0, {}
@@ -84,17 +85,20 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
     note = options.note
     options = dataclasses.replace(options, progress=None, note=None)  # the parent reports progress
     plans = plans or {}
+    here = len(sources) == 1 and 0 in plans  # the parent reads the first piece itself (and is one of the jobs)
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     spill = tempfile.mkdtemp(prefix="nanscope-")
     announced: queue_mod.Queue = ctx.Queue()
     todo: queue_mod.Queue = ctx.Queue()
     for unit in largest_first(sources, plans):
-        todo.put(unit)
-    for _ in range(jobs):
+        if not (here and unit == (0, 0)):
+            todo.put(unit)
+    n_workers = max(1, jobs - 1) if here else jobs
+    for _ in range(n_workers):
         todo.put(None)
     workers = [
         ctx.Process(target=_worker, args=(todo, list(sources), options, spill, announced, plans), daemon=True)
-        for _ in range(jobs)
+        for _ in range(n_workers)
     ]
     for p in workers:
         p.start()
@@ -128,12 +132,21 @@ def scan_parallel(sources: Sequence[Source], options: ScanOptions, result: ScanR
                 yield from in_order(_spilled(spilled(i), result, progress), options.ahead)
                 continue
             done = pieces.Stitched(InputInfo(path=src.name, size=plan.size), {}, [])
-            yield from in_order(pieces.stitch(plan, lambda p: spilled((i, p)), lambda p: spilled((i, p, "over")),
-                                              done, progress), options.ahead)
+            first = _piece_messages(i, 0, src, plan, options, spill) if here else None
+            try:
+                spec = (lambda p: _until_switch(first) if p == 0 else spilled((i, p))) if first else \
+                    (lambda p: spilled((i, p)))
+                over = (lambda p: first if p == 0 else spilled((i, p, "over"))) if first else \
+                    (lambda p: spilled((i, p, "over")))
+                yield from in_order(pieces.stitch(plan, spec, over, done, progress), options.ahead)
+            finally:
+                if first is not None:
+                    first.close()
             result.inputs.append(done.info)
             io_diagnostics(src, done.info, done.marks, options.max_line_bytes, plan.size, result)
             if note is not None:
-                note(pieces.describe(src.name, plan, done, f"by {jobs} worker processes"))
+                note(pieces.describe(src.name, plan, done, f"by this process and {n_workers} worker process(es)"
+                                     if here else f"by {jobs} worker processes"))
     finally:
         for p in workers:
             if p.is_alive():
@@ -295,10 +308,11 @@ def _worker(todo, sources: list, options: ScanOptions, spill: str, announced, pl
         announced.join_thread()
 
 
-def _piece(i: int, p: int, src: Source, plan, options: ScanOptions, spill: str, announced) -> None:
-    """Piece p of input i: its read into spill (i, p), recording its state at every sync point
-    (for the overrun of the piece before), then on past its end into spill (i, p, "over") until
-    its state meets the one a later piece recorded at a sync point (pieces.py)."""
+def _piece_messages(i: int, p: int, src: Source, plan, options: ScanOptions, spill: str) -> Iterator[tuple]:
+    """Piece p of input i read on past its end (pieces.run's messages, with ("switch",) after the
+    sync point at its end): it records its state at every sync point of its own (for the overrun
+    of the piece before), and after its end stops where its state meets the one a later piece
+    recorded at a sync point (pieces.py)."""
     end = plan.end(p)
     last = p + 1 == len(plan.starts)
 
@@ -322,18 +336,35 @@ def _piece(i: int, p: int, src: Source, plan, options: ScanOptions, spill: str, 
             return False  # that piece has not come this far yet: read on
         return pieces.same_state(state(), theirs)
 
+    for msg in pieces.run(src, options, plan, plan.starts[p], None, at_sync=at_sync):
+        yield msg
+        if msg[0] == "sync" and msg[1] == end and not last:
+            yield ("switch",)
+
+
+def _until_switch(messages: Iterator[tuple]) -> Iterator[tuple]:
+    for msg in messages:
+        if msg[0] == "switch":
+            return
+        yield msg
+
+
+def _piece(i: int, p: int, src: Source, plan, options: ScanOptions, spill: str, announced) -> None:
+    """Piece p of input i in a worker: its read into spill (i, p), its overrun into spill
+    (i, p, "over")."""
     path = os.path.join(spill, f"{i}.{p}.pickle")
     out = open(path, "wb")
     announced.put(("start", (i, p), path))
     try:
-        for msg in pieces.run(src, options, plan, plan.starts[p], None, at_sync=at_sync):
-            _put(out, msg)
-            if msg[0] == "sync" and msg[1] == end and not last:
+        for msg in _piece_messages(i, p, src, plan, options, spill):
+            if msg[0] == "switch":
                 _put(out, ("end",))
                 out.close()
                 path = os.path.join(spill, f"{i}.{p}.over.pickle")
                 out = open(path, "wb")
                 announced.put(("start", (i, p, "over"), path))
+                continue
+            _put(out, msg)
         _put(out, ("end",))
     finally:
         out.close()

@@ -76,7 +76,7 @@ class Plan:
         return bisect.bisect_right(self.starts, offset) - 1
 
 
-def split_plans(sources: list, sizes: list, workers: int, least: int, max_line: int) -> dict:
+def split_plans(sources: list, sizes: list, workers: int, least: int, max_line: int, first: float = 1.0) -> dict:
     """{input index: Plan} for the inputs worth reading in pieces by `workers` workers: at least
     `least` bytes, in about as many pieces as their share of all the bytes gives them workers
     (each piece at least least / 2); every plain file with a forced PIECE_BYTES."""
@@ -91,7 +91,7 @@ def split_plans(sources: list, sizes: list, workers: int, least: int, max_line: 
                 continue
         else:
             continue
-        plan = plan_split(src, k, max_line, PIECE_BYTES)
+        plan = plan_split(src, k, max_line, PIECE_BYTES, first)
         if plan is not None:
             plans[i] = plan
     return plans
@@ -105,10 +105,12 @@ def grid_next(pos: int, region: int, head: int) -> int:
     return head + ((pos - head) // region + 1) * region
 
 
-def plan_split(source: Source, pieces: int, max_line: int, piece_bytes: Optional[int] = None) -> Optional[Plan]:
+def plan_split(source: Source, pieces: int, max_line: int, piece_bytes: Optional[int] = None,
+               first: float = 1.0) -> Optional[Plan]:
     """A Plan for reading `source` in about `pieces` pieces (or pieces of piece_bytes), or None when
     it cannot be split: not a plain file (stdin, compressed, UTF-16), too small, or no region
-    boundary where a cut should go."""
+    boundary where a cut should go. `first`: the first piece's size relative to the others' (the
+    parent, which also runs streams and engine, reads a smaller one)."""
     if source.path is None or source.data is not None or source.stream is not None or source.skip is not None:
         return None
     region = REGION_BYTES or reader.CHUNK_BYTES
@@ -116,8 +118,8 @@ def plan_split(source: Source, pieces: int, max_line: int, piece_bytes: Optional
     try:
         with open(source.path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            first = f.read(64)
-            if first.startswith((b"\x1f\x8b", b"\x28\xb5\x2f\xfd")) or utf16_encoding(first) is not None:
+            magic = f.read(64)
+            if magic.startswith((b"\x1f\x8b", b"\x28\xb5\x2f\xfd")) or utf16_encoding(magic) is not None:
                 return None
             if piece_bytes:
                 pieces = -(-size // piece_bytes)
@@ -132,8 +134,9 @@ def plan_split(source: Source, pieces: int, max_line: int, piece_bytes: Optional
                 points.append(pos)
             starts = [0]
             at = 0
+            weight = first + pieces - 1 if not piece_bytes else pieces
             for k in range(1, pieces):
-                want = size * k // pieces
+                want = int(size * ((first if not piece_bytes else 1) + k - 1) / weight)
                 at = max(at, bisect.bisect_left(points, want))
                 while at < len(points):
                     s = _boundary(f, points[at - 1] if at else 0, points[at], max_line)

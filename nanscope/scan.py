@@ -33,8 +33,8 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
     jobs, plans = plan_work(sources, options.jobs, options.max_line_bytes)
     if jobs:
         if options.note is not None:
-            options.note(f"{len(sources)} input(s) read by {jobs} worker processes"
-                         + (f", {len(plans)} of them in pieces" if plans else ""))
+            options.note(f"{len(sources)} input(s) read with --jobs {jobs}"
+                         + (f", {len(plans)} of them in pieces" if plans else " worker processes"))
         yield from scan_parallel(sources, options, result, jobs, options.progress, plans)
         return
     if options.note is not None:

@@ -104,7 +104,17 @@ def test_worker_processes_read_one_file_in_pieces(tiny, log):
     notes: list = []
     got = _report([log], jobs=2, note=notes.append)
     assert got == expected
-    assert len(notes) == 1 and "pieces" in notes[0] and "by 2 worker processes" in notes[0]
+    assert notes[0] == "1 input(s) read with --jobs 2, 1 of them in pieces"
+    assert "pieces" in notes[1] and "by this process and 1 worker process(es)" in notes[1]
+
+
+def test_several_inputs_in_pieces_go_to_the_workers(tiny):
+    logs = TRACEBACKS[:2]
+    expected = _report(logs, jobs=1)
+    notes: list = []
+    assert _report(logs, jobs=2, note=notes.append) == expected
+    assert notes[0] == "2 input(s) read with --jobs 2, 2 of them in pieces"
+    assert all("by 2 worker processes" in n for n in notes[1:]) and len(notes) == 3
 
 
 def test_events_and_text_report_of_a_file_in_pieces(tiny):
@@ -132,7 +142,7 @@ def test_an_overrun_that_never_meets_reads_to_the_end_and_is_still_right(tiny, m
     monkeypatch.setattr(pieces, "same_state", lambda mine, theirs: False)
     notes: list = []
     assert _report([log], jobs=2, note=notes.append) == expected
-    assert "piece 1 read on to the end" in notes[0]
+    assert "piece 1 read on to the end" in notes[1]
 
 
 def test_pieces_and_whole_files_together(tiny, tmp_path):
@@ -215,6 +225,7 @@ def test_when_a_file_is_split_by_default(monkeypatch, tmp_path):
     monkeypatch.setattr(pieces, "AUTO_SPLIT_BYTES", 4 << 20)
     workers, plans = parallel.plan_work(sources, None)
     assert workers == 2 and len(plans[0].starts) == 2
+    assert plans[0].starts[1] < log.stat().st_size * 0.45  # the parent, which also runs the engine, reads less
     monkeypatch.setattr(pieces, "SPLIT_MIN_BYTES", 16 << 20)
     assert parallel.plan_work(sources, 2) == (0, {})  # --jobs 2 on a file under SPLIT_MIN_BYTES
 
@@ -233,7 +244,7 @@ def test_cli_jobs_2_reads_a_large_file_in_pieces(tmp_path):
     assert a == b
     assert {f["id"] for f in a["findings"]} >= {"nan-rank-local", "cuda-oom"}
     said = two.stderr.decode()
-    assert "read in 2 pieces" in said and "by 2 worker processes" in said, said
+    assert "read in 2 pieces" in said and "by this process and 1 worker process(es)" in said, said
 
 
 def test_dask_local_cluster_reads_one_file_in_pieces(tiny):
