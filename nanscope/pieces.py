@@ -137,7 +137,10 @@ def plan_split(source: Source, pieces: int, max_line: int, piece_bytes: Optional
             weight = first + pieces - 1 if not piece_bytes else pieces
             for k in range(1, pieces):
                 want = int(size * ((first if not piece_bytes else 1) + k - 1) / weight)
-                at = max(at, bisect.bisect_left(points, want))
+                near = bisect.bisect_left(points, want)
+                if near and (near == len(points) or want - points[near - 1] < points[near] - want):
+                    near -= 1  # the grid point nearest the wanted cut
+                at = max(at, near)
                 while at < len(points):
                     s = _boundary(f, points[at - 1] if at else 0, points[at], max_line)
                     at += 1
