@@ -9,6 +9,12 @@ the report is byte-identical to a sequential run; it reads a file's messages as 
 so the last file of a run (often the slowest: an HF/vLLM log) is fed while it is still being
 read, not after. Workers never wait for the parent, so they keep every core busy meanwhile.
 Memory stays one message per process; the spill of a file is deleted as soon as it has been read.
+
+A large file is read in pieces (nanscope.pieces): a worker takes a piece as it takes a file, reads
+on past its end into a second spill (the overrun) until its parser state meets the state the next
+piece's worker recorded at a sync point (small state files beside the spills), and the parent
+stitches the parts (pieces.stitch). When the one input is read in pieces, the parent reads its
+first, smaller piece itself, straight into streams and engine.
 """
 
 from __future__ import annotations

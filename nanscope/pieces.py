@@ -30,8 +30,9 @@ a fresh state may read its first lines differently from the sequential run. The 
   file come out in line order (FileScan.finish). Streams and engine then see exactly the
   sequential events.
 
-`nanscope.parallel` runs the pieces in worker processes, `nanscope.dask_scan` as Dask tasks
-(where the overrun is a task of its own, given the piece's end state); both call `stitch`.
+`nanscope.parallel` runs the pieces in worker processes (the first piece in the parent when it
+is the one input), `nanscope.dask_scan` as Dask tasks (where the overrun is a task of its own,
+given the piece's end state); both call `stitch`.
 """
 
 from __future__ import annotations
