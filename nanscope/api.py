@@ -46,6 +46,7 @@ class Options:
     jobs: Optional[int] = None  # worker processes for several input files (None: one per core when it pays)
     engine: Optional[str] = None  # "local" (default), "dask" (a LocalCluster) or "dask:ADDRESS"
     progress: Optional[Callable[[int, int], None]] = field(default=None, repr=False, compare=False)  # (bytes, lines) read
+    note: Optional[Callable[[str], None]] = field(default=None, repr=False, compare=False)  # how the inputs were read
 
 
 def load_signatures(options: Options) -> list[Signature]:
@@ -82,7 +83,7 @@ def _scan_options(options: Options) -> ScanOptions:
 
         parse_engine(options.engine)  # an unknown engine fails before anything is read
     return ScanOptions(parsers=options.parsers, max_line_bytes=options.max_line_bytes, jobs=options.jobs,
-                       engine=options.engine, progress=options.progress)
+                       engine=options.engine, progress=options.progress, note=options.note)
 
 
 def diagnose(paths: Iterable[str], options: Optional[Options] = None) -> Report:

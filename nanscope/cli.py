@@ -120,12 +120,13 @@ def diagnose(
     no_color: bool = typer.Option(False, "--no-color", help="Same as --color never."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on stdout (files given with --output are still written)."),
     no_redact: bool = typer.Option(False, "--no-redact", help="Do not mask tokens and keys in evidence lines."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for several input files (default: one per core when the input is large)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for several input files or pieces of a large one (default: one per core when the input is large)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A known-good run (JSON report or log): report what is new or worse; only new findings affect the exit status."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Where files are scanned: local (default), dask (a local Dask cluster) or dask:ADDRESS (needs nanscope[dask])."),
     config_file: Optional[str] = typer.Option(None, "--config", help="Use this config file instead of searching for nanscope.toml / pyproject.toml."),
     follow: bool = typer.Option(False, "--follow", help="Live: read FILE (or - for a pipe) as it grows, print each finding when it is decided; ends at the end of a pipe, when --pid exits, or on Ctrl-C, then prints the report."),
     pid: Optional[int] = typer.Option(None, "--pid", help="With --follow: stop when this process exits."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Say on stderr how the inputs were read (worker processes, a large file's pieces and where they were stitched)."),
 ) -> None:
     """Diagnose a job's logs: the root cause, the initiating rank, the fix.
 
@@ -170,6 +171,8 @@ def diagnose(
         options.jobs = cfg["jobs"]
         options.engine = cfg["engine"]
         options.progress = progress_for(sources, quiet=quiet)
+        if verbose:
+            options.note = _say
         streaming = any(sp.path is None and sp.fmt == "jsonl" for sp in specs)  # begin goes out before reading
         if streaming:
             from nanscope.ingest.reader import source_sizes
@@ -232,6 +235,11 @@ def _packs(flag: Optional[List[str]]) -> list[str]:
     from nanscope.config import resolve
 
     return _split(flag) if flag else list(resolve({})["signatures"])
+
+
+def _say(line: str) -> None:
+    """A --verbose line on stderr (file names come from the command line, never from a log)."""
+    print(f"nanscope: {line}", file=sys.stderr, flush=True)
 
 
 def _say_if_waiting(paths: Optional[List[str]], quiet: bool) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from nanscope.ingest.claimable import Claimable
 from nanscope.ingest.native import NativeLane
-from nanscope.ingest.reader import MAX_LINE_BYTES, Claimed, ReadAhead, Source, open_binary, scan_candidates
+from nanscope.ingest.reader import CHUNK_BYTES, MAX_LINE_BYTES, Claimed, ReadAhead, Source, SyncMark, open_binary, scan_candidates
 from nanscope.ingest.topology import HEAD_BYTES, learn, local_ranks
 from nanscope.metricsrows import MetricsRows
 from nanscope.ingest.timestamps import parse_ts
@@ -35,11 +35,12 @@ NATIVE = True  # the native lane for step lines (tests switch it off to compare 
 class ScanOptions:
     parsers: Optional[Sequence[str]] = None  # --parser: force these
     max_line_bytes: int = MAX_LINE_BYTES
-    jobs: Optional[int] = None  # worker processes for several files; None: one per core for large inputs
+    jobs: Optional[int] = None  # worker processes for several files or pieces of one; None: one per core for large inputs
     engine: Optional[str] = None  # None/"local": this machine; "dask" or "dask:ADDRESS" (nanscope.dask_scan)
     native: bool = True  # the native lane (off when every event is wanted as an object anyway)
     ahead: frozenset = frozenset()  # event kinds no signature reads with steps (see in_order)
     progress: Optional[Callable[[int, int], None]] = field(default=None, repr=False, compare=False)
+    note: Optional[Callable[[str], None]] = field(default=None, repr=False, compare=False)  # how inputs were read (--verbose)
 
 
 @dataclass
@@ -106,8 +107,6 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 native_lane: bool = True) -> Iterator[Event]:
     """Events of one input, in line order, and Hold items with the natively read rows (in_order
     puts those in place)."""
-    parsers = tuple(parsers)
-    dispatch = dispatch_for(parsers)
     raw_stream, size = open_binary(source)
     info.size = size
     stream = ReadAhead(raw_stream, HEAD_BYTES)
@@ -115,40 +114,101 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
     if encoding is not None:
         result.diagnostics.append(Diagnostic(
             "NS-IO-ENCODING", f"read as {_ENCODING_NAMES.get(encoding, encoding)} (not UTF-8); line numbers are the text's", source.name))
-    base = origin_from_path(None if source.is_stdin else source.name, source.layout_rank)
-    topo = learn(stream.head, stream.whole)
-    if source.layout_rank is not None and base.rank == source.layout_rank and base.node is None \
-            and len(local_ranks(stream.head)) >= 2:
-        # `job-1.out` among siblings that print several torchrun local ranks each: one file per
-        # node (Slurm's %n / %t with one torchrun agent per node), so its number is the node's
-        base = Origin(node=f"node{source.layout_rank}")
-    base = with_topology(base, topo)
-    srun_agents = SrunAgents()
-    records = RecordContinuation()
-    states: dict = {}
-    made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)
-    name = source.name
-    plan = dispatch.plan
-    everything = dispatch.all
-    formats = info.formats
-    marks: dict = {}
-    held_any = False
-    parser_at = {p.name: i for i, p in enumerate(parsers)}
-
-    def reach(key: tuple, upto: int) -> None:
-        """Parser states exist for this stream up to parser `upto`, made in parser order as the
-        per-line path makes them (the order the parsers are flushed in at the end)."""
-        have = made.get(key, -1)
-        if upto > have:
-            for j in range(have + 1, upto + 1):
-                states.setdefault((parsers[j].name, key), {})
-            made[key] = upto
-
-    lane = NativeLane(parsers, name, base, max_line) if NATIVE and native_lane else None
-    native = lane if lane is not None and lane.ok else None
-    items = scan_candidates(stream, dispatch.prefilter, info, max_line=max_line, progress=progress, marks=marks,
-                            native=native, claimable=dispatch.claimable if NATIVE else None)
+    scan = FileScan(source, parsers, info, stream, stream.head, stream.whole, max_line, progress, native_lane)
     try:
+        yield from scan.items()
+        yield from scan.finish()
+    finally:
+        if not source.is_stdin:
+            try:
+                stream.close()
+            except OSError:
+                pass
+    io_diagnostics(source, info, scan.marks, max_line, size, result)
+
+
+class Sync:
+    """An item of FileScan.items() at a sync point of a read in pieces (nanscope/pieces.py): every
+    line before file offset `offset` has been read and parsed; line `line` starts there."""
+
+    __slots__ = ("offset", "line")
+    kind = "sync"
+
+    def __init__(self, offset: int, line: int):
+        self.offset = offset
+        self.line = line
+
+
+RECORD_KEY = ("", "record")  # FileScan.states' slot of the open logged record (not a parser's)
+
+
+class FileScan:
+    """The scan of one input: the per-input context (base origin, topology from the head read
+    ahead), the parsers' per-stream state, and the loop over the reader's candidates.
+
+    scan_source reads a whole input with it. A piece of a file (nanscope/pieces.py) is read with a
+    stream that starts at a line start `offset` (line `lineno`), the head of the file for the
+    topology, optionally the parser state (`states`, `nodes`) of the lines before, and the `sync`
+    offsets at which items() yields a Sync; `state()` is what decides the rest of the read."""
+
+    def __init__(self, source: Source, parsers: Sequence[Parser], info: InputInfo, stream, head: bytes, whole: bool,
+                 max_line: int = MAX_LINE_BYTES, progress: Optional[Callable[[int, int], None]] = None,
+                 native_lane: bool = True, lineno: int = 1, offset: int = 0, chunk_bytes: Optional[int] = None,
+                 sync: Optional[frozenset] = None, states: Optional[dict] = None, nodes: bool = False):
+        self.source, self.info, self.stream, self.max_line, self.progress = source, info, stream, max_line, progress
+        self.parsers = parsers = tuple(parsers)
+        self.native_lane = native_lane
+        self.start = (lineno, offset, chunk_bytes, sync)
+        base = origin_from_path(None if source.is_stdin else source.name, source.layout_rank)
+        self.topo = topo = learn(head, whole)
+        if source.layout_rank is not None and base.rank == source.layout_rank and base.node is None \
+                and len(local_ranks(head)) >= 2:
+            # `job-1.out` among siblings that print several torchrun local ranks each: one file per
+            # node (Slurm's %n / %t with one torchrun agent per node), so its number is the node's
+            base = Origin(node=f"node{source.layout_rank}")
+        self.base = with_topology(base, topo)
+        self.srun_agents = SrunAgents()
+        self.srun_agents.nodes = nodes
+        self.states: dict = states if states is not None else {}
+        # (not a parser's: a logged record's continuation lines, ingest/prefixes.RecordContinuation)
+        self.records = RecordContinuation(self.states.setdefault(RECORD_KEY, {}))
+        self.marks: dict = {}
+        self.held_any = False
+
+    def state(self) -> tuple:
+        """What the rest of the read depends on besides the bytes: the parsers' non-empty states
+        (an empty one reads as a missing one) and whether srun labels were seen over torchrun."""
+        return {k: v for k, v in self.states.items() if v}, self.srun_agents.nodes
+
+    def items(self) -> Iterator:
+        source, info, parsers, base, states = self.source, self.info, self.parsers, self.base, self.states
+        dispatch = dispatch_for(parsers)
+        srun_agents = self.srun_agents
+        records = self.records
+        made: dict = {}  # stream key -> index of the last parser whose state exists (creation order as before)
+        name = source.name
+        plan = dispatch.plan
+        everything = dispatch.all
+        formats = info.formats
+        max_line = self.max_line
+        parser_at = {p.name: i for i, p in enumerate(parsers)}
+
+        def reach(key: tuple, upto: int) -> None:
+            """Parser states exist for this stream up to parser `upto`, made in parser order as the
+            per-line path makes them."""
+            have = made.get(key, -1)
+            if upto > have:
+                for j in range(have + 1, upto + 1):
+                    states.setdefault((parsers[j].name, key), {})
+                made[key] = upto
+
+        lane = NativeLane(parsers, name, base, max_line) if NATIVE and self.native_lane else None
+        native = lane if lane is not None and lane.ok else None
+        lineno, offset, chunk_bytes, sync = self.start
+        items = scan_candidates(self.stream, dispatch.prefilter, info, chunk_bytes=chunk_bytes or CHUNK_BYTES,
+                                max_line=max_line, progress=self.progress, marks=self.marks, native=native,
+                                claimable=dispatch.claimable if NATIVE else None, lineno=lineno, offset=offset,
+                                sync=sync)
         for lineno, raw, found in items:
             if found.__class__ is Claimed:
                 records.end()
@@ -166,7 +226,7 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                     reach(key, parser_at["hf"])
                     batches = batches + _hf_progress(hf, states[("hf", key)], key, name, base, info,
                                                      tuple(p.name for p in parsers))
-                held_any = True
+                self.held_any = True
                 yield Hold(batches)
                 continue
             if found.__class__ is MetricsRows:  # a metrics reader's run of lines: their events, in columns
@@ -180,6 +240,9 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 info.event_lines += n
                 formats[found.parser] = formats.get(found.parser, 0) + n
                 yield found
+                continue
+            if found.__class__ is SyncMark:
+                yield Sync(found.offset, lineno)
                 continue
             text = raw.decode("utf-8", "replace")  # (invalid sequences are counted by the reader, on every line)
             if "\x1b" in text:
@@ -215,19 +278,24 @@ def scan_source(source: Source, parsers: Sequence[Parser], info: InputInfo, resu
                 if ev.stream is None:
                     _place(ev, text, msg, origin, key, base)
                 yield ev
-        if held_any:
-            yield Hold([])  # every natively read row before what the parsers still hold
-        by_name = {p.name: p for p in parsers}
-        for (pname, key), st in states.items():
-            for ev in by_name[pname].flush(st):
-                yield ev
-        info.topology = topo.evidence()
-    finally:
-        if not source.is_stdin:
-            try:
-                stream.close()
-            except OSError:
-                pass
+
+    def finish(self, hold: Optional[bool] = None) -> Iterator[Event]:
+        """At the end of the input: every natively read row before what the parsers still hold,
+        which comes out in line order (the order of its lines, whatever order the streams'
+        states were made in). hold: deliver the held rows first (default: if any were held)."""
+        if self.held_any if hold is None else hold:
+            yield Hold([])
+        by_name = {p.name: p for p in self.parsers}
+        held = [ev for (pname, _key), st in self.states.items() if pname in by_name for ev in by_name[pname].flush(st)]
+        held.sort(key=lambda ev: ev.loc.line)
+        yield from held
+        self.info.topology = self.topo.evidence()
+
+
+def io_diagnostics(source: Source, info: InputInfo, marks: dict, max_line: int, size: Optional[int],
+                   result: ScanResult) -> None:
+    """What the reading of an input noticed about its bytes, as diagnostics."""
+    name = source.name
     if info.long_lines:
         result.diagnostics.append(Diagnostic(
             "NS-IO-LONG-LINE", f"{info.long_lines} line(s) longer than {max_line} bytes were cut to that length", name,

@@ -16,7 +16,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
                "nanscope.columns", "nanscope.keys", "nanscope.stepbatch", "nanscope.metricsrows",
                "nanscope.parsers.numbers", "nanscope.schema")),
     ("ingest and parsers", ("nanscope.ingest", "nanscope.parsers", "nanscope.follow")),
-    ("pipeline", ("nanscope.pipeline", "nanscope.parallel", "nanscope.dask_scan", "nanscope.scan")),
+    ("pipeline", ("nanscope.pipeline", "nanscope.pieces", "nanscope.parallel", "nanscope.dask_scan", "nanscope.scan")),
     ("streams, engine, attribution", ("nanscope.streams", "nanscope.series", "nanscope.signatures",
                                       "nanscope.attribution")),
     ("outputs", ("nanscope.report", "nanscope.export", "nanscope.output", "nanscope.progress", "nanscope.hosts",

@@ -149,27 +149,33 @@ class RecordContinuation:
     exception ...`. Those unprefixed traceback lines belong to the process of the line that opened
     it. Anything else (a prefixed line, prose, a line read by the native lane) ends the record."""
 
-    __slots__ = ("origin", "line")
+    __slots__ = ("slot",)
 
-    def __init__(self) -> None:
-        self.origin: Optional[Origin] = None
-        self.line = 0
+    def __init__(self, slot: Optional[dict] = None) -> None:
+        # the open record's origin and first line live in `slot`, a dict the caller keeps with the
+        # parsers' states (a piece of a file hands it on as part of its state: nanscope/pieces.py)
+        self.slot: dict = {} if slot is None else slot
 
     def fix(self, msg: str, text: str, origin: Origin, base: Origin, lineno: int) -> Origin:
+        slot = self.slot
         if msg is not text:  # the line has its own prefix: it opens a record or ends one
             has_rank = origin.rank is not None or origin.local_rank is not None
-            self.origin = origin if has_rank and msg.rstrip().endswith(_TRACEBACK_START) else None
-            self.line = lineno
+            if has_rank and msg.rstrip().endswith(_TRACEBACK_START):
+                slot["origin"], slot["line"] = origin, lineno
+            elif slot:
+                slot.clear()
             return origin
-        if self.origin is None:
+        opened = slot.get("origin")
+        if opened is None:
             return origin
-        if lineno - self.line > _RECORD_SPAN or origin is not base or not _TRACEBACK_BODY.match(text):
-            self.origin = None
+        if lineno - slot["line"] > _RECORD_SPAN or origin is not base or not _TRACEBACK_BODY.match(text):
+            slot.clear()
             return origin
-        return self.origin
+        return opened
 
     def end(self) -> None:
-        self.origin = None
+        if self.slot:
+            self.slot.clear()
 
 
 def strip_ansi(text: str) -> str:

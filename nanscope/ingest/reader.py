@@ -650,6 +650,9 @@ def scan_candidates(
     marks: Optional[dict] = None,
     native: Optional[Any] = None,
     claimable: Optional[Any] = None,
+    lineno: int = 1,
+    offset: int = 0,
+    sync: Optional[frozenset] = None,
 ) -> Iterator[tuple[int, bytes, tuple]]:
     """Yield (line number, line bytes, keywords found) for every line that contains a keyword.
 
@@ -658,12 +661,16 @@ def scan_candidates(
     `marks` receives where the first NUL byte ("nul": (line, offset)) and the first over-long line
     ("long": line) are. With `native` (a NativeLane, see nanscope/ingest/native.py), a region's
     natively read lines come first as one (line, b"", Claimed(payload)) item, then the rest of its
-    candidates; `claimable` (a Claimable) drops candidates no rule could claim."""
+    candidates; `claimable` (a Claimable) drops candidates no rule could claim.
+
+    A read of one piece of a file (nanscope/pieces.py) starts at `offset` (a line start, where
+    the whole file's read has a region boundary) with that line's number `lineno`. `sync`: the
+    offsets where a read ends after which, when the region ends at a newline of that read, the
+    held candidates are released and a (line, b"", SyncMark(offset)) item marks the boundary:
+    every read of the file, whatever its start, has the same regions there."""
     marks = marks if marks is not None else {}
-    offset = 0
     if not isinstance(prefilter, Prefilter):
         raise TypeError("scan needs a Prefilter (nanscope.parsers.registry.keyword_regex)")
-    lineno = 1
     carry = b""
     skipping = False  # inside an over-long line: drop bytes until the next terminator
     held = _Held()
@@ -685,14 +692,9 @@ def scan_candidates(
             break
         if progress is not None:
             progress(len(chunk), chunk.count(b"\n"))
-        if b"\x00" in chunk:
-            info.nul_bytes += chunk.count(b"\x00")
-            if "nul" not in marks:
-                p = chunk.find(b"\x00")
-                marks["nul"] = (lineno + chunk.count(b"\n", 0, p), offset + p)
         offset += len(chunk)
         if skipping:
-            m = _TERMINATOR.search(chunk)
+            m = _TERMINATOR.search(chunk)  # (no NUL before it: a NUL is a terminator)
             if m is None:
                 continue
             skipping = False
@@ -704,10 +706,15 @@ def scan_candidates(
         if len(buf) - last - 1 > max_line:  # no newline for a long stretch: \r / NUL end lines too
             last = max(last, buf.rfind(b"\r"), buf.rfind(b"\x00"))
         carry = buf[last + 1 :]
+        clean = last >= 0 and buf[last] == 10 and len(carry) <= max_line  # a region boundary every read shares
         if last >= 0:
+            _count_nuls(buf, last + 1, offset - len(buf), lineno, info, marks)
             lineno = yield from _scan_region(memoryview(buf)[: last + 1], lineno, prefilter, info, max_line, marks, native,
                                              claimable, held)
         del buf
+        if sync is not None and clean and offset in sync:
+            yield from _release(held, prefilter, info, max_line, native, claimable)
+            yield lineno, b"", SyncMark(offset - len(carry))
         if len(carry) > max_line:
             yield from _release(held, prefilter, info, max_line, native, claimable)
             info.long_lines += 1
@@ -719,11 +726,32 @@ def scan_candidates(
             carry = b""
             skipping = True
     if carry:
+        _count_nuls(carry, len(carry), offset - len(carry), lineno, info, marks)
         lineno = yield from _scan_region(memoryview(carry), lineno, prefilter, info, max_line, marks, native, claimable,
                                          held)
         lineno += 1  # the last line had no terminator
     yield from _release(held, prefilter, info, max_line, native, claimable)
     info.lines = lineno - 1
+
+
+def _count_nuls(buf: bytes, end: int, at: int, lineno: int, info: InputInfo, marks: dict) -> None:
+    """NUL bytes of a region (buf[:end], starting at file offset `at` on line `lineno`), counted
+    when the region is read (so a piece of a file counts its own), and where the first one is."""
+    n = buf.count(b"\x00", 0, end)
+    if n:
+        info.nul_bytes += n
+        if "nul" not in marks:
+            p = buf.find(b"\x00", 0, end)
+            marks["nul"] = (lineno + buf.count(b"\n", 0, p), at + p)
+
+
+class SyncMark:
+    """The `found` slot of scan_candidates' item at a sync point: the file offset of that line start."""
+
+    __slots__ = ("offset",)
+
+    def __init__(self, offset: int):
+        self.offset = offset
 
 
 def invalid_utf8(data, final: bool = True) -> int:
