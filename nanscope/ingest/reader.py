@@ -437,7 +437,10 @@ class Prefilter:
         self.search = self.regex.search
         self._re2 = "|".join(_re2_escape(w) for w in self.bwords)
         self._possible: dict[tuple, Optional[frozenset]] = {}
-        self._no_digits = not any(c in b"0123456789" for w in self.bwords for c in w)
+        # The keywords are found per line shape (the line without its digits, cached): those with a
+        # digit (`[Errno 5]`, `exit code 137`) cannot be, and are looked for in every line (few).
+        self._digit_words = tuple(w for w in self.bwords if any(c in b"0123456789" for c in w))
+        self._shape_words = tuple(w for w in self.bwords if w not in self._digit_words)
         self._found: dict[bytes, tuple] = {}
         self._sorted: dict[bytes, tuple] = {}
         self._hidden = {w: frozenset(o for o in self.words if _starts_inside(o, w)) for w in self.words}
@@ -566,27 +569,36 @@ class Prefilter:
     def sort(self, line: bytes) -> tuple[tuple, bool]:
         """(the keywords a line holds, as found_in; whether it is plain: printable ASCII or tab,
         the lines RE2 judges as Python would), cached per shape like found_in."""
-        key = line.translate(None, b"0123456789") if self._no_digits else line
+        key = line.translate(None, b"0123456789")
         got = self._sorted.get(key)
         if got is None:
             if len(self._sorted) > 4096:
                 self._sorted.clear()
-            got = self._sorted[key] = (self.found_in(line), plain(key))  # (digits are printable)
+            got = self._sorted[key] = (self._shape_found(key), plain(key))  # (digits are printable)
+        if self._digit_words:
+            extra = tuple(w for w in self._digit_words if w in line)
+            if extra:
+                return got[0] + extra, got[1]
         return got
 
     def found_in(self, line: bytes) -> tuple:
         """The keywords a line holds (a superset does no harm: every rule checks its own keywords
-        again). No keyword has a digit, so the keywords of the line without its digits are such a
-        superset, the same for every line of that shape (a log repeats a few): kept per shape."""
-        if self._no_digits:
-            key = line.translate(None, b"0123456789")
-            got = self._found.get(key)
-            if got is None:
-                if len(self._found) > 4096:
-                    self._found.clear()
-                got = self._found[key] = tuple(w for w in self.bwords if w in key)
-            return got
-        return tuple(w for w in self.bwords if w in line)
+        again). The keywords without a digit are found in the line without its digits, the same
+        for every line of that shape (a log repeats a few): kept per shape."""
+        got = self._shape_found(line.translate(None, b"0123456789"))
+        if self._digit_words:
+            extra = tuple(w for w in self._digit_words if w in line)
+            if extra:
+                return got + extra
+        return got
+
+    def _shape_found(self, key: bytes) -> tuple:
+        got = self._found.get(key)
+        if got is None:
+            if len(self._found) > 4096:
+                self._found.clear()
+            got = self._found[key] = tuple(w for w in self._shape_words if w in key)
+        return got
 
     def candidates_small(self, data: bytes) -> tuple[list[int], list[bytes], list[tuple]]:
         """candidates() for a small region, in Python: first which keywords occur at all, then
