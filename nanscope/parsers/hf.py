@@ -59,7 +59,7 @@ def _postfix_step(m, rec, state):
 
 # ms-swift's trainers add the step to the dict (swift/trainers/mixin.py, swift/megatron: logs['global_step/max_steps']
 # = f'{state.global_step}/{state.max_steps}'): `..., 'global_step/max_steps': '5/2169', 'percentage': '0.23%', ...}`
-_OWN_STEP = re.compile(r"(\d+)/\d+$")
+_OWN_STEP = re.compile(r"^(\d+)/\d+$")
 
 
 @rule("log-dict", ("{'loss'", "{'grad_norm'", "{'train_runtime'", "{'eval_", "'learning_rate'"), r"^\{'[\w/\-.]+':", match_start=True)

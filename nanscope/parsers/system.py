@@ -199,20 +199,27 @@ def _killed(m, rec, state):
 #   the last time period. To see more information about the Workers killed on this node, use `ray logs ...`
 # Only a count above 0 is an OOM kill (`0 Workers ... killed due to memory pressure (OOM), 2 Workers crashed
 # due to other reasons` reports crashes of another kind). A terminal may wrap the line after "memory".
+_RAY_NODE = re.compile(r"at node \(ID: (?P<node>\w+), IP: (?P<ip>[\d.]+)\)")
+
+
 @rule(
     "ray-oom-kills",
     ("Workers (tasks / actors) killed due to memory",),
-    r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory(?:\s*$|\s+pressure \(OOM\))"
-    r"(?:.*?\bat node \(ID: (?P<node>\w+), IP: (?P<ip>[\d.]+)\))?",
+    r"(?<!\d)(?P<n>\d{1,7}) Workers \(tasks / actors\) killed due to memory(?P<rest>.*)$",
 )
 def _ray_oom_kills(m, rec, state):
+    rest = m.group("rest")
+    if rest.strip() and not rest.startswith(" pressure (OOM)"):
+        return None
     if int(m.group("n")) == 0:
         return []
-    if not first_time(state, ("ray_oom", m.group("ip")), rec.loc.line):
+    node = _RAY_NODE.search(rest)
+    ip = node.group("ip") if node else None
+    if not first_time(state, ("ray_oom", ip), rec.loc.line):
         return []
-    detail = (f"Ray's memory monitor killed {m.group('n')} worker(s) on node {m.group('ip') or '(not in view)'}: "
+    detail = (f"Ray's memory monitor killed {m.group('n')} worker(s) on node {ip or '(not in view)'}: "
               f"host memory over RAY_memory_usage_threshold")
-    return _err(rec, "host_oom", {"source": "ray", "workers_killed": int(m.group("n")), "ip": m.group("ip"),
+    return _err(rec, "host_oom", {"source": "ray", "workers_killed": int(m.group("n")), "ip": ip,
                                   "detail": detail}, message=detail)
 
 

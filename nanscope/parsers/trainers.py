@@ -345,7 +345,7 @@ def _timm(m, rec, state):
 @rule(
     "torchtune-bar",
     ("|Loss: ",),
-    r"(?:(?<![\w.])(?P<ep>\d+)\|(?P<gs>\d+))?\|Loss: (?P<loss>" + _F + r"):\s*\d+%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)",
+    r"(?:(?<![\w.])(?P<ep>\d{1,6})\|(?P<gs>\d{1,12}))?\|Loss: (?P<loss>" + _F + r"):[ ]*\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)",
 )
 def _torchtune(m, rec, state):
     step = int(m.group("gs")) if m.group("gs") else int(m.group("n"))
