@@ -466,6 +466,22 @@ def _hf_bar(i: int) -> bytes:
     return ln.replace(b"| " + ln.split(b"| ")[1].split(b"/")[0] + b"/", f"| {i}/".encode(), 1)
 
 
+def _hf_lane_both_ways(log, monkeypatch) -> tuple[list, dict, dict]:
+    """The report of `log` per line and natively, and how many lines each call of the HF lane took."""
+    taken: list = []
+    real_claim = HFLane.claim
+
+    def counting(self, *a):
+        got = real_claim(self, *a)
+        taken.append(0 if got is None else len(got[2]))
+        return got
+
+    monkeypatch.setattr(HFLane, "claim", counting)
+    slow = _report([str(log)], native=False, batch=False)
+    fast = _report([str(log)], native=True, batch=True)
+    return taken, slow, fast
+
+
 @pytest.mark.parametrize("lead", [b"", b"trainer-1  | ", b"[default0]:", b"[pod/train-0/main] 2026-11-29T21:59:07.001Z "])
 def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, monkeypatch, lead):
     """transformers' `\\r bar \\r \\r {dict}` lines (real format, from sample_logs/hf, tqdm's block
@@ -482,17 +498,7 @@ def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, m
         lines.append(ln)
     log = tmp_path / "hf.log"
     log.write_bytes(b"\n".join(lines) + b"\n")
-    taken = []
-    real_claim = HFLane.claim
-
-    def counting(self, *a):
-        got = real_claim(self, *a)
-        taken.append(0 if got is None else len(got[2]))
-        return got
-
-    monkeypatch.setattr(HFLane, "claim", counting)
-    slow = _report([str(log)], native=False, batch=False)
-    fast = _report([str(log)], native=True, batch=True)
+    taken, slow, fast = _hf_lane_both_ways(log, monkeypatch)
     assert sum(taken) == 399
     assert fast == slow
     assert {f["id"] for f in fast["findings"]} & {"nan-persistent", "nan-skip-recover"}
@@ -511,17 +517,7 @@ def test_hf_progress_lines_before_a_line_the_lane_does_not_read_are_still_read_n
     lines = [b"some header line"] + [_hf_bar(i) for i in range(1, 201)] + [end] + [_hf_bar(i) for i in range(1, 120)]
     log = tmp_path / "hf_two_runs.log"
     log.write_bytes(b"\n".join(lines) + b"\n")
-    taken = []
-    real_claim = HFLane.claim
-
-    def counting(self, *a):
-        got = real_claim(self, *a)
-        taken.append(0 if got is None else len(got[2]))
-        return got
-
-    monkeypatch.setattr(HFLane, "claim", counting)
-    slow = _report([str(log)], native=False, batch=False)
-    fast = _report([str(log)], native=True, batch=True)
+    taken, slow, fast = _hf_lane_both_ways(log, monkeypatch)
     assert sum(taken) == 200
     assert fast == slow
     assert fast["ranks"][0]["steps"] == 200 + 119
