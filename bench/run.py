@@ -46,6 +46,17 @@ def keyword_patterns(path: str) -> int:
     return len(words)
 
 
+def compile_bytecode() -> None:
+    """Write nanscope's .pyc files first, as `pip install` does: where PYTHONDONTWRITEBYTECODE is
+    set (as on our machines) every run would otherwise compile the package's source again (~0.1 s
+    of each run, which no installed nanscope pays)."""
+    import compileall
+
+    import nanscope
+
+    compileall.compile_dir(os.path.dirname(nanscope.__file__), quiet=1)
+
+
 def timed(cmd: list[str], out: str | None = None) -> tuple[float, float, int]:
     """Wall seconds, peak RSS (MiB) and exit status of one command."""
     # never /dev/null: GNU grep notices it and stops at the first match
@@ -169,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     n = keyword_patterns(pats)
     out = os.path.join(a.dir, "report.json")
     ns = [PY, "-m", "nanscope"]
+    compile_bytecode()
     print(f"# {n} keyword patterns; nproc {os.cpu_count()}; runs {a.runs}", file=sys.stderr)
     rows = []
     failed = False

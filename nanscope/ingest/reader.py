@@ -443,7 +443,14 @@ class Prefilter:
         self._shape_words = tuple(w for w in self.bwords if w not in self._digit_words)
         self._found: dict[bytes, tuple] = {}
         self._sorted: dict[bytes, tuple] = {}
-        self._hidden = {w: frozenset(o for o in self.words if _starts_inside(o, w)) for w in self.words}
+        self._hidden: dict[str, frozenset] = {}  # per keyword, when first needed (all pairs: 30 ms a start)
+
+    def _hides(self, w: str) -> frozenset:
+        """The keywords that may start inside a match of `w` (or it inside theirs)."""
+        got = self._hidden.get(w)
+        if got is None:
+            got = self._hidden[w] = frozenset(o for o in self.words if _starts_inside(o, w)) if w in self.words else frozenset()
+        return got
 
     def possible(self, found: tuple) -> Optional[frozenset]:
         """Keywords that may occur in a line where `found` (bytes, in order) were found; None: any."""
@@ -457,7 +464,7 @@ class Prefilter:
             for b in found:
                 w = b.decode("utf-8", "replace")
                 s.add(w)
-                s.update(self._hidden.get(w, ()))
+                s.update(self._hides(w))
             out = frozenset(s)
         self._possible[found] = out
         return out
