@@ -10,6 +10,12 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             the same tag in users' own prints
   rank 3: / process 3:      a user's print that starts with its rank; only where a prefix can be
                             (the line's start, after launcher prefixes), never inside prose
+  10.0.0.2: / worker-1:     pdsh's `host: ` (DeepSpeed's default multi-node launcher, PDSHRunner in
+                            deepspeed/launcher/multinode_runner.py): a node, never a rank; a name
+                            only before a prefix or DeepSpeed's `[YYYY-MM-DD hh:` stamp (else
+                            `RuntimeError: ...` would read as a host), or a name the input's first
+                            MiB showed so (ingest/topology.py pdsh_hosts) on any line; the node's
+                            first rank from the launcher's global_rank_mapping
   3: / 3:                   Slurm srun --label (a rank; before [defaultM]: the node of one torchrun agent)
   [1,3]<stdout>:            Open MPI --tag-output (job, rank)
   llama32_1b/0              NeMo-Run's task prefix (nemo_run/run/logs.py print_log_lines:
@@ -50,6 +56,8 @@ _PREFIX = re.compile(
       | \[rank=?(?P<tag>\d+)\][ \t]+(?=\S)
       | (?:rank|process)[ ](?P<said>\d+):[ \t]+(?=\S)
       | (?P<srun>\d{1,5}):[ \t]+(?=\S)
+      | (?P<host>\d{1,3}(?:\.\d{1,3}){3}):[ ](?=\S)
+      | (?P<hostname>[A-Za-z][\w\-]{0,62}(?:\.[\w\-]{1,63}){0,8}):[ ](?=\[(?:rank|default)\d+\]:|\[\d{4}-\d\d-\d\d[ ]\d\d:)
       | [A-Za-z][\w.\-]{0,9}/(?P<replica>\d{1,5})[ ](?=\S)
       | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
       | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
@@ -64,6 +72,7 @@ _PREFIX = re.compile(
       | \(pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \[(?:pod/)?(?P<pod>[\w.\-]+)/[\w.\-]*\][ \t]
       | (?P<svc>[A-Za-z][\w.\-]*)[ \t]+\|[ \t]
+      | (?P<anyhost>[A-Za-z][\w\-]{0,62}(?:\.[\w\-]{1,63}){0,8}):[ ](?=\S)
     )
     """,
     re.X,
@@ -240,7 +249,7 @@ def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> 
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
-    rank = local = proc = ts = srun = pod = replica = None
+    rank = local = proc = ts = srun = pod = replica = host = None
     pos = 0
     match = _PREFIX.match
     found = False
@@ -248,6 +257,10 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
         m = match(text, pos)
         if m is None or m.end() == pos:
             break
+        if m.group("anyhost") is not None:
+            topo = base.topo if base.__class__ is Base else None
+            if topo is None or m.group("anyhost") not in topo.pdsh_hosts:
+                break
         found = True
         pos = m.end()
         if m.group("role") is not None:
@@ -269,6 +282,8 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             rank = int(m.group("mpirank"))
         elif m.group("pod") is not None:
             pod = m.group("pod")
+        elif m.group("host") is not None or m.group("hostname") is not None or m.group("anyhost") is not None:
+            host = m.group("host") or m.group("hostname") or m.group("anyhost")
         elif m.group("parlai") is not None:
             rank = int(m.group("parlai"))
         if m.group("rfc") is not None:
@@ -321,6 +336,11 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
                 node = node or f"node{srun}"  # the agent's own line, or a worker's without torchrun's prefix
             else:
                 rank = srun  # srun --label over the ranks themselves
+    elif host is not None:
+        # pdsh's host: a node; a local rank on it is named only by the launcher's mapping
+        node = host
+        if rank is None and local is not None and topo is not None:
+            rank = topo.host_rank(host, local)
     elif pod is not None:
         # kubectl logs --prefix: one pod is one replica (node); its index is a rank only with
         # the processes per pod known (ingest/topology.py pod_index)

@@ -48,6 +48,8 @@ _NOT_STATIC = b"node_rank is only used for static rdzv_backend"
 _DS_TOPO = re.compile(rb"nnodes=(\d+), num_local_procs=(\d+), node_rank=(\d+)")
 _DS_MAPPING = re.compile(rb"global_rank_mapping=defaultdict\(<class 'list'>, (\{[^}\n]*\})\)")
 _DS_WORLD = re.compile(rb"WORLD INFO DICT: (\{[^}\n]*\})")
+# pdsh's `name: ` where nothing else can be meant: before torchrun's / torch's prefix or DeepSpeed's stamp
+_PDSH_NAME = re.compile(rb"(?m)^([A-Za-z][\w\-]{0,62}(?:\.[\w\-]{1,63}){0,8}): (?:\[(?:rank|default)\d+\]:|\[\d{4}-\d\d-\d\d \d\d:)")
 _LOCAL_WORLD = re.compile(rb"\b(?:LOCAL_WORLD_SIZE|local_world_size)[ \t]*[=:][ \t]*(\d+)\b")
 _WORLD = re.compile(rb"\bWORLD_SIZE[ \t]*[=:][ \t]*(\d+)\b")
 _POD = re.compile(rb"(?m)^\[pod/([\w.\-]+)/[\w.\-]*\] ")  # kubectl logs --prefix
@@ -71,6 +73,8 @@ class Topology:
     static: bool = True  # False: the rendezvous numbers nodes itself (c10d), a launcher's index is not the node rank
     used: list = field(default_factory=list)  # the evidence that named a rank (filled while peeling)
     kubeflow_masters: frozenset = frozenset()  # PyTorchJob names whose `-master-0` pod printed in this input
+    hosts: dict = field(default_factory=dict)  # DeepSpeed's global_rank_mapping: host -> its first global rank
+    pdsh_hosts: frozenset = frozenset()  # names pdsh printed as `name: ` before a prefix or DeepSpeed's stamp
 
     def pod_index(self, pod: str) -> Optional[int]:
         """The replica index of a pod from its name, when its controller documents one: a Kubeflow
@@ -85,6 +89,16 @@ class Topology:
             return int(m.group("n")) + 1 if m.group("job") in self.kubeflow_masters else None
         m = _ORDINAL_POD.fullmatch(pod)
         return int(m.group(1)) if m is not None else None
+
+    def host_rank(self, host: str, local: int) -> Optional[int]:
+        """The global rank of local rank `local` on pdsh's `host`, from DeepSpeed's
+        global_rank_mapping (`{'user@10.0.0.2': [8, ..., 15]}`: pdsh prints the host without
+        the user); None when the mapping does not name the host."""
+        first = self.hosts.get(host)
+        if first is None:
+            return None
+        self._use("each host's first rank from DeepSpeed's global_rank_mapping")
+        return first + local
 
     def global_rank(self, node: Optional[int], local: int, launcher_index: bool = True) -> Optional[int]:
         """The global rank of local rank `local` on node `node`; None when the text cannot tell.
@@ -115,22 +129,29 @@ class Topology:
 
     def __bool__(self) -> bool:
         return bool(self.per_node or self.offsets or self.srun_nodes or self.node_index is not None or self.kubeflow_masters
-                    or self.file_offset is not None)
+                    or self.file_offset is not None or self.hosts or self.pdsh_hosts)
 
 
 def _ints(val: bytes) -> list[int]:
     return [int(x) for x in re.findall(rb"\d+", val)]
 
 
-def _lists(text: bytes) -> Optional[list[list[int]]]:
-    """The values of a printed {'host': [ranks], ...} dict, in order; None when it does not read."""
+def _mapping(text: bytes) -> Optional[dict]:
+    """A printed {'host': [ranks], ...} dict; None when it does not read."""
     try:
         d = ast.literal_eval(text.decode("ascii", "replace"))
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-    if not isinstance(d, dict) or not all(isinstance(v, list) and all(isinstance(x, int) for x in v) for v in d.values()):
+    if not isinstance(d, dict) or not all(isinstance(k, str) and isinstance(v, list) and all(isinstance(x, int) for x in v)
+                                          for k, v in d.items()):
         return None
-    return list(d.values())
+    return d
+
+
+def _lists(text: bytes) -> Optional[list[list[int]]]:
+    """The values of a printed {'host': [ranks], ...} dict, in order; None when it does not read."""
+    d = _mapping(text)
+    return None if d is None else list(d.values())
 
 
 def _one(values: set) -> Optional[int]:
@@ -206,6 +227,12 @@ def learn(head: bytes, whole: bool) -> Topology:
         if _one({b for _, b, _ in ds}):
             counts.append((_one({b for _, b, _ in ds}), "DeepSpeed's launcher (num_local_procs)"))
         t.node_index = _one({c for _, _, c in ds})
+    t.pdsh_hosts = frozenset(n.decode("ascii") for n in _PDSH_NAME.findall(head)) if b": [" in head else frozenset()
+    for m in (_DS_MAPPING.finditer(head) if b"global_rank_mapping" in head else ()):
+        # the global ranks of each host (WORLD INFO DICT's lists are local ranks): pdsh's `host: `
+        for name, ranks in (_mapping(m.group(1)) or {}).items():
+            if ranks and ranks == list(range(ranks[0], ranks[0] + len(ranks))):
+                t.hosts.setdefault(name.rpartition("@")[2], ranks[0])
     for rx, what in ((_DS_MAPPING, "global_rank_mapping"), (_DS_WORLD, "WORLD INFO DICT")):
         for m in (rx.finditer(head) if what.encode() in head else ()):
             lists = _lists(m.group(1))

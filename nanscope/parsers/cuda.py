@@ -30,8 +30,8 @@ ProcessGroupNCCL.cpp, ncclCommWatchdog / Watchdog::run):
   <= 2.2   c10::str("[Rank ", rank_, "] NCCL watchdog thread terminated with exception: ", e.what())
   2.3+     c10::str(logPrefix(), "Process group watchdog thread terminated with exception: ", e.what())
            with logPrefix `[PG 1 Rank 1] ` (2.3/2.4) or `[PG ID 0 PG GUID 0(default_pg) Rank 2] ` (2.5+)
-  The rank it names is that process group's rank; it is the event's rank when no launcher prefix gives
-  one (fields['watchdog'] marks the line). Such a line is the rank's own fault, not a wait on a peer.
+  The rank it names is that process group's rank (fields['pg_rank']); it is the event's rank when no
+  launcher prefix gives one and the group is the default one (fields['watchdog'] marks the line). Such a line is the rank's own fault, not a wait on a peer.
 
 An OOM inside a traceback that passed through a serving engine's start-up (vLLM's worker profiling,
 KV-cache sizing, model loading or CUDA-graph capture: gpu_worker.py / gpu_model_runner.py
@@ -52,6 +52,7 @@ from typing import Optional
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.nccl import _pg as process_group
 from nanscope.parsers.python import EXC_LINE
 
 FW = "cuda"
@@ -98,29 +99,34 @@ _WATCHDOG = re.compile(
 )
 
 
-def _watchdog_rank(rec) -> tuple[bool, Optional[int]]:
-    """(a c10d watchdog line, the rank it names when the line has no launcher rank)."""
+def _watchdog_rank(rec) -> tuple[bool, Optional[int], Optional[int]]:
+    """(a c10d watchdog line, the rank it names when the line has no launcher rank and the group
+    is the default one, the group's rank it names). The rank in `[PG 1 Rank 1]` is the rank within
+    process group 1 (nanscope/parsers/nccl.py), the global rank only in the default group."""
     if "watchdog thread terminated" not in rec.text:
-        return False, None
+        return False, None, None
     m = _WATCHDOG.search(rec.text)
     if m is None:
-        return True, None
-    r = int(m.group("r") or m.group("pr"))
-    return True, (r if rec.origin.rank is None else None)
+        return True, None, None
+    if m.group("r") is not None:  # <= 2.2: `[Rank r] NCCL watchdog ...`, no group named
+        pg_rank, default = int(m.group("r")), True
+    else:
+        _, pg_rank, default = process_group(rec.text)
+    return True, (pg_rank if rec.origin.rank is None and default else None), pg_rank
 
 
 def _error(rec, error: str, fields: dict) -> ErrorEvent:
     exc_type, message = _exc_split(rec.text)
-    watchdog, rank = _watchdog_rank(rec)
+    watchdog, rank, pg_rank = _watchdog_rank(rec)
     if watchdog:
-        fields = dict(fields, watchdog=True, own_failure=True)
+        fields = dict(fields, watchdog=True, own_failure=True, pg_rank=pg_rank)
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error=error, message=message, exc_type=exc_type,
                       fields=fields, rank=rank)
 
 
 def _key(rec, *key) -> tuple:
     """A repeat key that keeps apart the ranks an unprefixed paste's watchdog lines name."""
-    return key + (_watchdog_rank(rec)[1],)
+    return key + (_watchdog_rank(rec)[2],)
 
 
 # The frames of a start-up the OOM happened in (see the module docstring); `File "` lines are the

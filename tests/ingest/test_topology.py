@@ -258,3 +258,45 @@ def test_rejoin_restores_every_workers_lines_from_tee_interleaving():
         for k, msgs in per.items():
             mine = [ln[len(k):] for ln in lines if ln.startswith(k) and ln[len(k):]]
             assert [m for m in mine] == [m for m in msgs if m], (seed, k)
+
+
+# pdsh (DeepSpeed's default multi-node launcher) puts `host: ` in front of every line it relays.
+# The launcher lines are verbatim from huggingface/accelerate#1317 (a two-host pdsh job; the mapping
+# names hosts as `user@host`, pdsh prints the host alone) and deepspeedai/DeepSpeed#1923 (hostfile
+# `algo-1 slots=4 ...`).
+PDSH_MAPPING = ("104.171.201.171: [2023-04-16 02:38:19,528] [INFO] [launch.py:246:main] global_rank_mapping=defaultdict("
+                "<class 'list'>, {'setup@104.171.201.171': [0, 1, 2, 3, 4, 5, 6, 7], 'setup@104.171.201.172': [8, 9, 10, 11, "
+                "12, 13, 14, 15]})")
+NAMED_MAPPING = ("[2022-04-28 04:19:02,153] [INFO] [launch.py:115:main] global_rank_mapping=defaultdict(<class 'list'>, "
+                 "{'algo-1': [0, 1, 2, 3, 4, 5, 6, 7]})")
+
+
+def test_pdsh_host_and_deepspeeds_mapping_give_the_global_rank():
+    # ddp_nan_rank2's torchrun lines as the second host would relay them: local rank 2 there is rank 10
+    text = "\n".join([PDSH_MAPPING] + [f"104.171.201.172: {ln}" for ln in L.read_text().splitlines()]) + "\n"
+    report = _diagnose(text)
+    assert _nan_finding(report).initiating_rank == 10
+    assert "global_rank_mapping" in (report.inputs[0].topology or "")
+    assert "rank 10 (104.171.201.172)" in {s.label for s in report.ranks}
+
+
+def test_pdsh_host_without_a_mapping_is_a_node_not_a_rank():
+    text = "\n".join(f"104.171.201.172: {ln}" for ln in L.read_text().splitlines()) + "\n"
+    f = _nan_finding(_diagnose(text))
+    assert f.initiating_rank is None
+
+
+def test_a_pdsh_host_name_is_peeled_where_the_input_shows_it_as_one():
+    # 1225 (hiyouga/LlamaFactory#8871): `192.168.13.81: [rank19]:[E808 ...] [PG ID 1 PG GUID 1 Rank 19] ...`
+    line = (SAMPLES / "public" / "1225.log").read_text().splitlines()[3]
+    msg, origin = peel(line, Origin())
+    assert (origin.rank, origin.node) == (19, "192.168.13.81") and msg.startswith("[E808 10:31:07")
+    # a name is a host only before a prefix / DeepSpeed's stamp, or once the input showed it so
+    head = f"algo-1: {NAMED_MAPPING}\n".encode()
+    base = with_topology(Origin(), learn(head, whole=True))
+    agent = "W1129 21:15:15.891000 5293 torch/distributed/run.py:874] *****************************************"
+    msg, origin = peel(f"algo-1: {agent}", base)
+    assert (msg, origin.node) == (agent, "algo-1")
+    for text in ("RuntimeError: CUDA error: unspecified launch failure", "Epoch: [23][280/715]    Time 0.290 (0.318)"):
+        assert peel(text, base) == (text, base)
+        assert peel(text, Origin()) == (text, Origin())

@@ -162,8 +162,9 @@ def test_oom_from_a_cuda_call_says_so():
     assert ev.fields["detail"].startswith("CUDA error: out of memory (a CUDA call failed")
 
 
-def test_watchdog_cuda_error_takes_the_rank_it_names(tmp_path):
-    # vllm-project/vllm#4108 (<= 2.2 wording), sgl-project/sglang#271 (2.3/2.4), InternLM/lmdeploy#3258 (2.5+)
+def test_watchdog_cuda_error_takes_the_rank_it_names_in_the_default_group(tmp_path):
+    # vllm-project/vllm#4108 (<= 2.2 wording), sgl-project/sglang#271 (2.3/2.4), InternLM/lmdeploy#3258 (2.5+);
+    # `[PG 1 Rank 1]` is rank 1 of process group 1, no global rank (kept as the group's rank)
     from nanscope import api
     p = tmp_path / "x.log"
     p.write_text(
@@ -172,7 +173,8 @@ def test_watchdog_cuda_error_takes_the_rank_it_names(tmp_path):
         "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n",
         encoding="utf-8")
     evs = [e for e in api.events([str(p)]) if e.kind == "error"]
-    assert [(e.error, e.rank) for e in evs] == [("cuda_illegal_address", 0), ("cuda_device_assert", 1), ("cuda_illegal_address", 2)]
+    assert [(e.error, e.rank) for e in evs] == [("cuda_illegal_address", 0), ("cuda_device_assert", None), ("cuda_illegal_address", 2)]
+    assert [e.fields["pg_rank"] for e in evs] == [0, 1, 2]
 
 
 def test_nvrm_fallen_off_the_bus_without_xid(tmp_path):
