@@ -222,16 +222,20 @@ def test_native_lane_reads_what_the_rules_claim_and_leaves_the_rest():
     pa = reader._arrow()[0]
     lane = NativeLane(all_parsers(), "x.log", Origin(), 1 << 20)
     claimed, batches, formats, hf = _claim(lane, pa.array(lines, pa.binary()))
-    assert claimed == [1, 2, 3]
-    assert formats == {"pytorch": 2, "deepspeed": 1}
+    assert claimed == [1, 2, 3, 6]
+    assert formats == {"pytorch": 3, "deepspeed": 1}
     # the HF dict line (no bar: it waits for the next one's count) is the HF lane's: held, no row yet
     assert hf is not None and hf[0].tolist() == [8] and hf[1]["dict"].tolist() == [True] and hf[1]["bar"].tolist() == [False]
-    (b,) = batches  # one stream ([default0]), two frameworks
+    b, stamped = batches  # [default0]'s stream (two frameworks) and the stamped line's
     assert b.framework is None and b.lines.tolist() == [1, 2, 3]
     assert b.step.tolist() == [1, 3, 10]
     v, present = b.col("skipped_total")
     assert present.tolist() == [False, False, True] and v[2] == 2.0
     assert repr(b.event(2)) == repr(pipeline.parse_line(lines[2], 3, "x.log", Origin(), lane.names)[0])
+    # a stamped row's origin differs per row (its time): the batch has none, its event has the stamp's
+    assert stamped.origin is None and stamped.lines.tolist() == [6]
+    assert repr(stamped.event(0)) == repr(pipeline.parse_line(lines[5], 6, "x.log", Origin(), lane.names)[0])
+    assert stamped.event(0).origin.ts is not None
 
 
 def test_engine_batches_equal_single_events_on_random_curves():

@@ -210,6 +210,7 @@ class NativeLane:
         origins: dict = {}
         frameworks: dict = {}
         read_by: dict = {}  # stream -> the columns its readers read (the others are absent on its rows)
+        stamped: set = set()  # streams whose rows' origins differ in their stamps: the batch has none
         parsers_of = np.full(n, -1, dtype=np.int64)
         cols: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Fields that every reader here reads from the same capture (loss and raw_fields.loss)
@@ -235,11 +236,13 @@ class NativeLane:
             pre_ids, prefixes, _ = self._origins(got.field("pre"), cand, idx)
             sid = np.full(len(prefixes), -1, dtype=np.int64)
             for u, s in enumerate(prefixes):
-                if s is None or s[2]:
-                    continue  # (a stamped step line: its rows' origins differ in time, per line)
+                if s is None:
+                    continue
                 origin = s[0]
                 key = s[1] if layout.rank is None else ("rank", origin.node, layout.rank)
                 sid[u] = keys.setdefault(key, len(keys))
+                if s[2]:  # a stamp in the prefix (kubectl --timestamps, a CI runner's): rows differ in time
+                    stamped.add(key)
                 origins.setdefault(key, set()).add(origin)
                 frameworks.setdefault(key, set()).add(layout.framework)
                 read_by.setdefault(key, set()).update(layout.slots, layout.consts)
@@ -283,7 +286,8 @@ class NativeLane:
                    for name, col in cols.items() if name in mine}
             unset = frozenset(name for name in INTS + ("skipped",) if name not in sub or not sub[name][1].any())
             batches.append(StepBatch(
-                self.source, key, next(iter(os_)) if len(os_) == 1 else None, next(iter(fs)) if len(fs) == 1 else None,
+                self.source, key, next(iter(os_)) if len(os_) == 1 and key not in stamped else None,
+                next(iter(fs)) if len(fs) == 1 else None,
                 lines[idx], steps[idx], np.ones(len(idx), dtype=bool), sub, Lines(cand, idx), self.names,
                 self.base, unset=unset))
         batches.sort(key=lambda b: int(b.lines[0]))
@@ -433,7 +437,7 @@ class NativeLane:
         pa, pc, pool = _arrow()
         key, stamped = pre, bool(pc.any(pc.match_substring_regex(pre, _STAMP, memory_pool=pool)).as_py())
         if stamped:
-            key = pc.replace_substring_regex(pre, _STAMP, b"", max_replacements=1, memory_pool=pool)
+            key = pc.replace_substring_regex(pre, _STAMP, b"", memory_pool=pool)  # (a CI runner's over kubectl's: both)
         enc = pc.dictionary_encode(key, memory_pool=pool)
         which = _np_int(enc.indices)
         first = np.full(len(enc.dictionary), -1, dtype=np.int64)
@@ -442,9 +446,9 @@ class NativeLane:
         for k, known in enumerate(enc.dictionary.to_pylist()):
             i = int(first[k])
             raw = pre[i].as_py()
-            stamp = _STAMP_PY.search(raw) if stamped else None
+            stamps = _STAMP_PY.findall(raw) if stamped else []  # peel keeps the last stamp's time
             out.append(self._prefix(known, cand[int(idx[i])].as_py(), len(raw),
-                                    None if stamp is None else parse_ts(stamp.group().decode()), stamp is not None))
+                                    parse_ts(stamps[-1].decode()) if stamps else None, bool(stamps)))
         return which, out, stamped
 
     def _prefix(self, known: bytes, line: bytes, n: int, ts: Optional[float], stamped: bool) -> Optional[tuple]:
@@ -604,9 +608,10 @@ def _timestamps(rows, regex: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _stamps(pre) -> np.ndarray:
-    """The seconds of kubectl's stamp in each prefix (NaN where none), as peel's parse_ts reads it."""
+    """The seconds of kubectl's stamp in each prefix (NaN where none; of two, the last), as peel's
+    parse_ts reads it."""
     pa, pc, pool = _arrow()
-    stamp = pc.extract_regex(pre, f"(?P<s>{_STAMP})", memory_pool=pool).flatten(memory_pool=pool)[0]
+    stamp = pc.extract_regex(pre, f"^.*(?P<s>{_STAMP})", memory_pool=pool).flatten(memory_pool=pool)[0]  # (the last)
     secs, has = _seconds(pc.fill_null(stamp, b""), "^" + TS_PATTERN)
     return np.where(has, secs, np.nan)
 
