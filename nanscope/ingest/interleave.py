@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import re
 
-MID = re.compile(rb"(?:(?<=[^\s:\]\x00])|(?<=[^\s:\])Z0-9\x00][ \t])|(?<=[^\s\]>\x00]:))(?:\[[A-Za-z_]+\d+\]:|\[\d+,\d+\]<std(?:out|err)>:)")
+MID = re.compile(rb"(?:(?<=[^\s:\]\x00])|(?<=[^\s:\])Z0-9\x00][ \t])|(?<=[^\s\]>\x00]:))(?:\[[A-Za-z_]+\d+\]:|\[\d+,(?:mpirank:)?\d+(?:,[\w.\-]{1,64})?\]<std(?:out|err)>:)")
 # a line's first launcher prefix (after any wrapper such as srun's label or a timestamp)
-_FIRST = re.compile(rb"\[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:|\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err)>:")
+_FIRST = re.compile(rb"\[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:|\[(?P<job>\d+),(?:mpirank:)?(?P<rank>\d+)(?:,[\w.\-]{1,64})?\]<std(?:out|err)>:")
 
 
 def _kind(m: "re.Match[bytes]") -> tuple:
@@ -47,7 +47,7 @@ def _who(m: "re.Match[bytes]") -> tuple:
 
 
 # the same test in RE2 (pyarrow), for a chunk's candidate lines
-MID_RE2 = r"(?:[^\s:\]\x00]|[^\s:\])Z0-9\x00][ \t]|[^\s\]>\x00]:)\[(?:[A-Za-z_]+\d+\]:|\d+,\d+\]<std(?:out|err)>:)"
+MID_RE2 = r"(?:[^\s:\]\x00]|[^\s:\])Z0-9\x00][ \t]|[^\s\]>\x00]:)\[(?:[A-Za-z_]+\d+\]:|\d+,(?:mpirank:)?\d+(?:,[\w.\-]{1,64})?\]<std(?:out|err)>:)"
 
 
 def rejoin(region: bytes) -> bytes:

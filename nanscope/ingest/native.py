@@ -72,7 +72,9 @@ class NativeLane:
         self.source = source
         self.base = base
         self.max_line = max_line
-        self._prefixes: dict[tuple, Optional[tuple]] = {}  # (prefix without stamp, stamped) -> _prefix's answer
+        self._prefixes: dict[tuple, Optional[tuple]] = {}  # (prefix without stamps, stamped, wrapped) -> _prefix's answer
+        topo = getattr(base, "topo", None)
+        self._wrapper = topo.wrapper if topo is not None else None  # a collector's stamp (ingest/wrapper.py)
         self._layouts: dict[tuple, Optional[_Layout]] = {}  # (prefix, message) shape -> its reader, or None
         self._readers: dict[tuple, _Layout] = {}  # each distinct reader once
         self.hf = HFLane(parsers, source, base)
@@ -172,9 +174,9 @@ class NativeLane:
         prefix_group = np.full(len(prefixes), -1, dtype=np.int64)
         prefix_origin = np.zeros(len(prefixes), dtype=np.int64)
         for k, s in enumerate(prefixes):
-            if s is None:
+            if s is None or s[3]:
                 continue
-            origin, key, _ = s
+            origin, key = s[0], s[1]
             rank = layout.rank if layout.rank is not None else origin.rank
             stream = key if rank == origin.rank else ("rank", origin.node, rank)
             g = groups.setdefault((key, stream), [len(groups), rank, []])
@@ -435,9 +437,13 @@ class NativeLane:
         (their seconds: _stamps). A prefix is known by what it says without its stamp, so a pod's
         lines have one origin (its time aside), not one per line."""
         pa, pc, pool = _arrow()
-        key, stamped = pre, bool(pc.any(pc.match_substring_regex(pre, _STAMP, memory_pool=pool)).as_py())
+        key, wrap = pre, self._wrapper
+        if wrap is not None:  # a collector's stamp before everything (ingest/wrapper.py): known without it
+            key = pc.replace_substring_regex(pre, "^" + wrap.pattern, b"", max_replacements=1, memory_pool=pool)
+        stamped = bool(pc.any(pc.match_substring_regex(key, _STAMP, memory_pool=pool)).as_py())
         if stamped:
-            key = pc.replace_substring_regex(pre, _STAMP, b"", memory_pool=pool)  # (a CI runner's over kubectl's: both)
+            key = pc.replace_substring_regex(key, _STAMP, b"", memory_pool=pool)  # (a CI runner's over kubectl's: both)
+        stamped = stamped or wrap is not None
         enc = pc.dictionary_encode(key, memory_pool=pool)
         which = _np_int(enc.indices)
         first = np.full(len(enc.dictionary), -1, dtype=np.int64)
@@ -446,16 +452,26 @@ class NativeLane:
         for k, known in enumerate(enc.dictionary.to_pylist()):
             i = int(first[k])
             raw = pre[i].as_py()
-            stamps = _STAMP_PY.findall(raw) if stamped else []  # peel keeps the last stamp's time
-            out.append(self._prefix(known, cand[int(idx[i])].as_py(), len(raw),
-                                    parse_ts(stamps[-1].decode()) if stamps else None, bool(stamps)))
+            ts, wrapped = None, None
+            if wrap is not None:
+                wrapped = wrap.rx.match(raw.decode("ascii"))
+                if wrapped is not None:
+                    ts, raw_rest = wrap.seconds(wrapped), raw[wrapped.end():]
+            stamps = _STAMP_PY.findall(raw if wrapped is None else raw_rest) if stamped else []
+            if stamps:
+                ts = parse_ts(stamps[-1].decode())  # peel keeps the last stamp's time
+            out.append(self._prefix(known, cand[int(idx[i])].as_py(), len(raw), ts, bool(stamps) or wrapped is not None,
+                                    wrapped is not None))
         return which, out, stamped
 
-    def _prefix(self, known: bytes, line: bytes, n: int, ts: Optional[float], stamped: bool) -> Optional[tuple]:
-        """(origin, stream key, stamped) of a line's first n bytes, a prefix, as peel reads them;
-        None when peel reads the line otherwise. `known` is the prefix without its stamp, whose
-        seconds are `ts` (the origin is kept without them: each row has its own)."""
-        got = self._prefixes.get((known, stamped), False)
+    def _prefix(self, known: bytes, line: bytes, n: int, ts: Optional[float], stamped: bool,
+                wrapped: bool = False) -> Optional[tuple]:
+        """(origin, stream key, stamped, wrapped) of a line's first n bytes, a prefix, as peel
+        reads them; None when peel reads the line otherwise. `known` is the prefix without its
+        stamps, whose seconds are `ts` (the origin is kept without them: each row has its own);
+        `wrapped`: a collector's stamp is among them (a metrics row's time would be that stamp's,
+        which _stamps does not read: such rows go the per-line way)."""
+        got = self._prefixes.get((known, stamped, wrapped), False)
         if got is not False:
             return got  # type: ignore[return-value]
         text = line.decode("ascii")
@@ -464,8 +480,8 @@ class NativeLane:
         if msg == text[n:] and origin.ts == ts:
             if stamped:
                 origin = Origin(origin.rank, origin.local_rank, origin.node, None, origin.proc)
-            out = (origin, stream_key(origin, self.source), stamped)
-        self._prefixes[(known, stamped)] = out
+            out = (origin, stream_key(origin, self.source), stamped, wrapped)
+        self._prefixes[(known, stamped, wrapped)] = out
         return out
 
 

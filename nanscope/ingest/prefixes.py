@@ -17,7 +17,8 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             MiB showed so (ingest/topology.py pdsh_hosts) on any line; the node's
                             first rank from the launcher's global_rank_mapping
   3: / 3:                   Slurm srun --label (a rank; before [defaultM]: the node of one torchrun agent)
-  [1,3]<stdout>:            Open MPI --tag-output (job, rank)
+  [1,3]<stdout>:            Open MPI --tag-output (job, rank); SageMaker's mpirun prints
+  [1,mpirank:3,algo-2]<stdout>:  the rank and the host (huggingface/accelerate threads)
   llama32_1b/0              NeMo-Run's task prefix (nemo_run/run/logs.py print_log_lines:
                             f"{role_name[-10:]}/{replica_id} "): replica N is a node, not a rank
   (VllmWorker rank=3 pid=P) (EngineCore_0 pid=P) (RayWorkerWrapper pid=P, ip=...)
@@ -29,6 +30,8 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             f'{prefix} ' before LOGFILE_FORMAT '%(asctime)s %(levelname)-8s | %(message)s'
                             (CONSOLE_FORMAT '%(asctime)s %(levelname).4s | ...' when interactive),
                             the prefix being `rank: {rank:2d} |` (parlai/utils/logging.py)
+  Dec 01 14:00:00 h p[1]:   a collector's stamp in front of every line (journald, syslog, ts(1), a
+                            shipper's date and time), learned per input (ingest/wrapper.py)
   2026-09-17 13:40:05   ... a log collector's stamp on every line, peeled only where an indented
                             continuation follows it (`  rank      : 1 (local_rank: 1)`, `  File ...`):
                             a logger's own format stamps a record's first line, never its
@@ -59,7 +62,7 @@ _PREFIX = re.compile(
       | (?P<host>\d{1,3}(?:\.\d{1,3}){3}):[ ](?=\S)
       | (?P<hostname>[A-Za-z][\w\-]{0,62}(?:\.[\w\-]{1,63}){0,8}):[ ](?=\[(?:rank|default)\d+\]:|\[\d{4}-\d\d-\d\d[ ]\d\d:)
       | [A-Za-z][\w.\-]{0,9}/(?P<replica>\d{1,5})[ ](?=\S)
-      | \[(?P<mpijob>\d+),(?P<mpirank>\d+)\]<std(?:out|err)>:[ \t]?
+      | \[(?P<mpijob>\d+),(?:mpirank:)?(?P<mpirank>\d+)(?:,[\w.\-]{1,64})?\]<std(?:out|err)>:[ \t]?
       | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
         (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
       | \[\d{0,9}\][ \t]+(?=\[(?:rank|default)\d+\]:|\[rank=\d+\][ \t])
@@ -253,12 +256,16 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
     pos = 0
     match = _PREFIX.match
     found = False
+    topo = base.topo if base.__class__ is Base else None
+    if topo is not None and topo.wrapper is not None:
+        m = topo.wrapper.rx.match(text)  # a collector's stamp, outside everything else (ingest/wrapper.py)
+        if m is not None:
+            pos, found, ts = m.end(), True, topo.wrapper.seconds(m)
     while True:
         m = match(text, pos)
         if m is None or m.end() == pos:
             break
         if m.group("anyhost") is not None:
-            topo = base.topo if base.__class__ is Base else None
             if topo is None or m.group("anyhost") not in topo.pdsh_hosts:
                 break
         found = True
@@ -318,7 +325,6 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
     node = base.node
     if local is None:
         local = base.local_rank  # a torchelastic attempt_K/<local rank>/ file under a node folder
-    topo = base.topo if base.__class__ is Base else None
     if replica is not None and srun is None:
         # NeMo-Run's `role/N ` (torchx's replica N: one node's torchrun agent), like srun's label
         # over torchrun, but never a rank by itself

@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from nanscope.ingest.wrapper import Wrapper, learn_wrapper
+
 HEAD_BYTES = 1 << 20  # the part of an input read ahead for its topology
 
 _SRUN = rb"(?m)^[ \t]*(?:(?P<label>\d{1,5}):[ \t]+)?"
@@ -75,6 +77,7 @@ class Topology:
     kubeflow_masters: frozenset = frozenset()  # PyTorchJob names whose `-master-0` pod printed in this input
     hosts: dict = field(default_factory=dict)  # DeepSpeed's global_rank_mapping: host -> its first global rank
     pdsh_hosts: frozenset = frozenset()  # names pdsh printed as `name: ` before a prefix or DeepSpeed's stamp
+    wrapper: Optional[Wrapper] = None  # a collector's stamp in front of every line (ingest/wrapper.py)
 
     def pod_index(self, pod: str) -> Optional[int]:
         """The replica index of a pod from its name, when its controller documents one: a Kubeflow
@@ -129,7 +132,7 @@ class Topology:
 
     def __bool__(self) -> bool:
         return bool(self.per_node or self.offsets or self.srun_nodes or self.node_index is not None or self.kubeflow_masters
-                    or self.file_offset is not None or self.hosts or self.pdsh_hosts)
+                    or self.file_offset is not None or self.hosts or self.pdsh_hosts or self.wrapper is not None)
 
 
 def _ints(val: bytes) -> list[int]:
@@ -166,6 +169,7 @@ def local_ranks(head: bytes) -> set:
 def learn(head: bytes, whole: bool) -> Topology:
     """The topology an input's first bytes show (whole: they are the entire input)."""
     t = Topology()
+    t.wrapper = learn_wrapper(head)
     if _NOT_STATIC in head:
         t.static = False
     for m in (_RDZV_BACKEND.finditer(head) if b"rdzv_backend" in head else ()):

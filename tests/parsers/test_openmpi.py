@@ -85,3 +85,15 @@ def test_horovod_shutdown_is_a_lost_peer_and_no_rank_is_claimed(tmp_path):
     assert top["confidence"] == "low" and top["decided_by"].startswith("tier 4: the launcher says one process failed")
     assert top["summary"].startswith("A process failed first")
     assert [c["id"] for c in top["collateral"]] == ["peer-connection-lost"]
+
+
+def test_sagemakers_mpirun_tag_names_the_rank_and_host():
+    # huggingface/accelerate threads on SageMaker: `[1,mpirank:N,HOST]<stdout>:` in front of each line
+    from nanscope.ingest.prefixes import peel
+    from nanscope.model import Origin
+
+    line = "[1,mpirank:3,algo-1]<stderr>:INFO:root:Reducer buckets have been rebuilt in this iteration."
+    msg, origin = peel(line, Origin())
+    assert (msg, origin.rank) == ("INFO:root:Reducer buckets have been rebuilt in this iteration.", 3)
+    msg, origin = peel("[1,mpirank:0,algo-1]<stdout>:algo-1:79:1300 [0] NCCL INFO Launch mode Parallel", Origin())
+    assert origin.rank == 0 and msg.startswith("algo-1:79:1300 [0] NCCL INFO")
