@@ -105,3 +105,43 @@ def test_marks_say_where_the_first_nul_and_long_line_are():
     assert marks["nul"] == (3, data.index(b"\x00"))
     assert marks["long"] == 4
     assert info.nul_bytes == 2 and info.long_lines == 1
+
+
+def _per_line(data: bytes) -> int:
+    """How many lines a scan with the native lane leaves to the per-line path."""
+    from nanscope.ingest.native import NativeLane
+    from nanscope.model import Origin
+    from nanscope.parsers.registry import all_parsers, keyword_regex
+
+    parsers = all_parsers()
+    items = scan_candidates(io.BytesIO(data), keyword_regex(parsers), InputInfo("x.log", None),
+                            native=NativeLane(parsers, "x.log", Origin(), 1 << 20))
+    return sum(1 for _, raw, _ in items if raw)
+
+
+def _report_of(data: bytes):
+    from nanscope import api
+    from nanscope.ingest.reader import Source
+
+    r = api.diagnose_sources([Source("console.log", None, data)])
+    return [(f.id, f.initiating_rank, f.first_step, sorted(f.ranks)) for f in r.findings], r.inputs[0]
+
+
+@pytest.mark.parametrize("how", ["crlf", "colour"])
+def test_windows_line_ends_and_terminal_colours_read_as_the_plain_log(how):
+    """ddp_nan_rank2.log (four ranks, rank 2 NaN at step 40) as a Windows console or a colouring
+    logger writes it, enough of it that the columnar path reads it: the same findings, and the same
+    lines read as events (a \\r or an escape used to send every line the per-line way)."""
+    from conftest import SAMPLES
+
+    lines = (SAMPLES / "torch" / "ddp_nan_rank2.log").read_bytes().splitlines()
+    plain = b"".join(ln + b"\n" for ln in lines)
+    if how == "crlf":
+        data = b"".join(ln + b"\r\n" for ln in lines)
+    else:
+        data = b"".join(b"\x1b[32m" + ln + b"\x1b[0m\n" for ln in lines)
+    got, info = _report_of(data)
+    want, plain_info = _report_of(plain)
+    assert got == want and ("nan-rank-local", 2, 40, [2]) in [(a, b, c, d[:1]) for a, b, c, d in got]
+    assert (info.lines, info.event_lines) == (plain_info.lines, plain_info.event_lines)
+    assert _per_line(data) == _per_line(plain)
