@@ -46,6 +46,25 @@ def keyword_patterns(path: str) -> int:
     return len(words)
 
 
+# How collectors and launchers relay a line, in their own formats (see nanscope/ingest/wrapper.py
+# and prefixes.py for where each is documented): a prefix in front, or a different line end.
+WRAPS = {
+    "journald": lambda ln: b"Dec  1 14:00:00 gpu-node-7 python[31337]: " + ln + b"\n",  # journalctl's `short`
+    "pdsh": lambda ln: b"10.0.0.2: " + ln + b"\n",  # DeepSpeed's multi-node launcher
+    "gha": lambda ln: b"2026-12-01T14:00:00.1234567Z " + ln + b"\n",  # a CI runner's raw log
+    "crlf": lambda ln: ln + b"\r\n",  # a Windows console
+    "colour": lambda ln: b"\x1b[32m" + ln + b"\x1b[0m\n",  # a colouring logger on a terminal
+}
+
+
+def wrap_file(src: str, dest: str, how) -> None:
+    """src's lines, each relayed by `how` (the faults and their ranks stay what they were)."""
+    with open(src, "rb") as f, open(dest + ".tmp", "wb") as out:
+        for line in f:
+            out.write(how(line.rstrip(b"\n")))
+    os.replace(dest + ".tmp", dest)
+
+
 def compile_bytecode() -> None:
     """Write nanscope's .pyc files first, as `pip install` does: where PYTHONDONTWRITEBYTECODE is
     set (as on our machines) every run would otherwise compile the package's source again (~0.1 s
@@ -144,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", choices=("gen", "replay"), default="gen",
                     help="gen: bench/gen.py's templated log; replay: bench/replay.py's replay of sample_logs/")
     ap.add_argument("--best", action="store_true", help="report the best of --runs, not the median")
+    ap.add_argument("--wrap", choices=sorted(WRAPS), help="relay every line of the one-file corpus as this "
+                    "collector or launcher does (its own prefix / line end in front of or around each line)")
     a = ap.parse_args(argv)
     global BEST
     BEST = a.best
@@ -152,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     only = set(a.only.split(","))
     tag = "" if a.corpus == "gen" else "replay_"
     console = os.path.join(a.dir, f"{tag}console_{a.size}.log")
+    plain_console = console
+    if a.wrap:
+        console = os.path.join(a.dir, f"{tag}console_{a.size}.{a.wrap}.log")
     perrank = os.path.join(a.dir, f"{tag}perrank_{a.size}")
     many = os.path.join(a.dir, f"many_{a.files}")
     if a.corpus == "gen":
@@ -163,9 +187,12 @@ def main(argv: list[str] | None = None) -> int:
         truth, allowed = replay.truth(size), replay.allowed()
         write_console = lambda path: replay.write_console(path, size)  # noqa: E731
         write_per_rank = lambda path: replay.write_per_rank(path, size)  # noqa: E731
-    if not os.path.exists(console) and only & {"console", "events"}:
-        print(f"generating {console} ...", file=sys.stderr)
-        write_console(console)
+    if not os.path.exists(plain_console) and only & {"console", "events"}:
+        print(f"generating {plain_console} ...", file=sys.stderr)
+        write_console(plain_console)
+    if a.wrap and not os.path.exists(console) and only & {"console", "events"}:
+        print(f"relaying it as {a.wrap} into {console} ...", file=sys.stderr)
+        wrap_file(plain_console, console, WRAPS[a.wrap])
     if not os.path.exists(perrank) and "perrank" in only:
         print(f"generating {perrank}/ ...", file=sys.stderr)
         write_per_rank(perrank)
