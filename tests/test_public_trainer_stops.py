@@ -72,18 +72,6 @@ def test_a_nan_row_without_the_fairseq_exception_is_no_table(tmp_path):
     assert report.findings == []
 
 
-def test_detectron2_anomaly_with_a_full_width_mark_is_the_nan_at_that_iteration(tmp_path):
-    # facebookresearch/detectron2#508: typed through a CJK input method, the `!` is `！`
-    report = diagnose(
-        tmp_path,
-        "FloatingPointError: Loss became infinite or NaN at iteration=27\uff01",
-        "loss_dict = {'loss_cls': tensor(nan, device='cuda:0', grad_fn=), 'loss_box_reg': tensor(0.2576, "
-        "device='cuda:0', grad_fn=)}",
-    )
-    assert [f.id for f in report.findings] == ["nan-persistent"]
-    assert report.findings[0].first_step == 27
-
-
 # MeteoSwiss/ldcast#7: Lightning's bar for an epoch of unknown length (no percentage, `Nit`), the
 # EarlyStopping message glued to a redraw
 LDCAST_GOOD = ("Epoch 11: : 1200it [21:02,  1.05s/it, loss=0.0638, v_num=0, val_loss=0.054, val_rec_loss=0.0454, "

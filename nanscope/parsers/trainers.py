@@ -455,7 +455,7 @@ _TF_TRACEBACK = 300
 @rule(
     "detectron2-anomaly",
     ("Loss became infinite or NaN",),
-    r"\bLoss became infinite or NaN at iteration=(?P<it>\d+)(?![\d.])",
+    r"\bLoss became infinite or NaN at iteration=(?P<it>\d+)!",
 )
 def _detectron2_anomaly(m, rec, state):
     # facebookresearch/detectron2 detectron2/engine/train_loop.py, the non-finite-loss check of
@@ -463,9 +463,7 @@ def _detectron2_anomaly(m, rec, state):
     # iteration={}!\nloss_dict = {}".format(self.iter, loss_dict)); v0.3+ `write_metrics` raises
     # f"Loss became infinite or NaN at iteration={storage.iter}!\n" f"loss_dict = {metrics_dict}" (AdelaiDet,
     # CenterMask2 and other detectron2 projects keep it). The iteration is the one whose loss it was; the
-    # message does not say NaN or inf, nan stands for either. The closing `!` is not required: a paste
-    # typed through a CJK input method carries a full-width `\uff01` (facebookresearch/detectron2#508),
-    # and the wording before it is the template's own.
+    # message does not say NaN or inf, nan stands for either.
     ev = _step_event(rec, "detectron2", step=int(m.group("it")), loss=float("nan"))
     spawned = state.get("spawn_index")
     if spawned is not None and rec.origin.rank is None and 0 < rec.loc.line - spawned[1] <= _SPAWN_SPAN:
