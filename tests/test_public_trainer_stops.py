@@ -129,3 +129,18 @@ def test_yolo_rows_behind_a_line_number_gutter_are_read(tmp_path):
 def test_a_finite_yolo_row_behind_a_gutter_is_clean(tmp_path):
     report = diagnose(tmp_path, *YOLO_GUTTER[:2])
     assert report.findings == []
+
+
+def test_fairseq_inconsistent_gradients_with_finite_norms_stays_the_exception(tmp_path):
+    # microsoft/Tutel#293: MoE experts make the workers' gradients differ by design; the rows are finite
+    # (the stray quote as pasted), so the exception is what it says, released when nothing else comes
+    report = diagnose(
+        tmp_path,
+        "FloatingPointError: Fatal error: gradients are inconsistent between workers. Try --ddp-backend=legacy_ddp. "
+        "Or are you mixing up different generation of GPUs in training?",
+        "grad_norm across the workers:",
+        "rank   0 = 120.00565186",
+        "rank   1 = 115.86860352'",
+    )
+    assert [f.id for f in report.findings] == ["uncaught-exception"]
+    assert report.findings[0].first_loc[1] == 1  # held back for its table, reported at its own line
