@@ -144,3 +144,32 @@ def test_fairseq_inconsistent_gradients_with_finite_norms_stays_the_exception(tm
     )
     assert [f.id for f in report.findings] == ["uncaught-exception"]
     assert report.findings[0].first_loc[1] == 1  # held back for its table, reported at its own line
+
+
+# detectron2's RPN check (proposal_utils.find_top_rpn_proposals), in the projects built on it
+D2_PROPOSALS = "FloatingPointError: Predicted boxes or scores contain Inf/NaN. Training has diverged."
+META_FRCNN = [  # GuangxingHan/Meta-Faster-R-CNN#15 (user name in paths replaced by USER)
+    '  File "/home/USER/anaconda3/envs/chpy/lib/python3.8/site-packages/detectron2/modeling/proposal_generator/'
+    'proposal_utils.py", line 103, in find_top_rpn_proposals',
+    "    raise FloatingPointError(",
+    D2_PROPOSALS,
+]
+
+
+def test_detectron2_proposals_check_is_a_stop_on_non_finite_outputs_not_a_generic_exception(tmp_path):
+    # facebookresearch/detectron2#1128 (the maintainer: a smaller learning rate), alone and under its traceback
+    for lines in ([D2_PROPOSALS], META_FRCNN):
+        report = diagnose(tmp_path, *lines)
+        assert [f.id for f in report.findings] == ["nan-persistent"], lines
+        assert report.findings[0].occurrences == 1
+
+
+def test_detectron2_proposals_message_pasted_twice_is_one_stop(tmp_path):
+    # aliyun/DCT-Mask#3: the raise's argument, then the exception line
+    lines = ['Predicted boxes or scores contain Inf/NaN. Training has diverged."', D2_PROPOSALS]
+    stops = [e for e in events(tmp_path, *lines) if isinstance(e, WarningEvent) and e.warning == "nonfinite_stop"]
+    assert [e.loc.line for e in stops] == [1]
+
+
+def test_detectron2_proposals_frames_without_the_message_say_nothing(tmp_path):
+    assert diagnose(tmp_path, *META_FRCNN[:2]).findings == []

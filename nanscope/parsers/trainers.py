@@ -32,6 +32,8 @@ loss key, a number cut at a thousands separator) or takes a summary line for a s
       ... - mmdet - INFO - Epoch [3][50/1749]	lr: 2.000e-02, eta: 0:52:33, ..., loss_rpn_cls: 0.2532, ..., loss: 0.7339, grad_norm: 0.0668
       08/03 22:09:24 - mmengine - INFO - Epoch(train)  [1][ 500/2931]  lr: 2.0000e-02  eta: 0:39:15  ...  loss: nan  loss_rpn_cls: nan ...
       generic: no step (the iteration is inside brackets)
+  detectron2  Loss became infinite or NaN at iteration=27!      (SimpleTrainer's loss check)
+              FloatingPointError: Predicted boxes or scores contain Inf/NaN. Training has diverged.  (the RPN's check)
   DeiT / BEiT / MAE MetricLogger, timm train.py  (value then running average in parentheses)
       Epoch: [115]  [1298/1299]  eta: 0:00:00  lr: 0.001435  ...  loss: 6.5993 (6.5971)  loss_scale: 8192.0000 (8646.0600)  ...  grad_norm: 0.3922 (nan)  ...
       Train: 0 [   0/2502 (  0%)]  Loss:  7.023479 (7.0235)  Time: 3.680s,  139.14/s  (3.680s,  139.14/s)  LR: 1.000e-06  Data: 1.776 (1.776)
@@ -471,6 +473,31 @@ def _detectron2_anomaly(m, rec, state):
     return ev
 
 
+@rule(
+    "detectron2-proposals-nonfinite",
+    ("Predicted boxes or scores contain Inf/NaN",),
+    r"Predicted boxes or scores contain Inf/NaN\. Training has diverged\.",
+)
+def _detectron2_proposals(m, rec, state):
+    # facebookresearch/detectron2 detectron2/modeling/proposal_generator/proposal_utils.py
+    # find_top_rpn_proposals: when a predicted proposal box or objectness score is not finite during
+    # training, raise FloatingPointError("Predicted boxes or scores contain Inf/NaN. Training has
+    # diverged.") (kept by the projects built on it: Meta-Faster-R-CNN, DCT-Mask, layout-model-training,
+    # UnSniffer ...). The network's outputs are non-finite, so the run stops on a non-finite state: a
+    # stop on non-finite values at the step in progress, not a generic exception. The exception line and
+    # a pasted copy of the message (the raise's argument) next to it are one stop.
+    last = state.get("d2_proposals_line")
+    state["d2_proposals_line"] = rec.loc.line
+    if last is not None and 0 < rec.loc.line - last <= 3:
+        return []
+    ev = WarningEvent(loc=rec.loc, text=rec.text, framework="detectron2", warning="nonfinite_stop", message=rec.text,
+                      fields={"check": "find_top_rpn_proposals"})
+    spawned = state.get("spawn_index")
+    if spawned is not None and rec.origin.rank is None and 0 < rec.loc.line - spawned[1] <= _SPAWN_SPAN:
+        ev.rank = spawned[0]
+    return ev
+
+
 # torch/multiprocessing/spawn.py ProcessContext.join re-raises a child's exception in the parent as
 # ProcessRaisedException("\n\n-- Process %d terminated with the following error:\n" + original_trace):
 # the number is the index i of fn(i, *args), which detectron2's launch() passes to _distributed_worker
@@ -605,5 +632,5 @@ PARSER = Parser(
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
     rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _fairseq_inconsistent, _fairseq_gn_table, _fairseq_gn_row, _tf_nan_hook, _lightning_no_loss, _lightning_early_stop, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo, _mxnet, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _fairseq_inconsistent, _fairseq_gn_table, _fairseq_gn_row, _tf_nan_hook, _lightning_no_loss, _lightning_early_stop, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _detectron2_proposals, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo, _mxnet, _nanogpt_eval],
 )
