@@ -1,4 +1,4 @@
-"""Message families of trainers first seen in the blind public round 1950-1966 (session 9): a trainer's
+"""Message families of trainers first seen in the blind public rounds 1950-1976 (session 9): a trainer's
 own stop on a non-finite value, in the shapes users pasted.
 
 Every input is lines copied verbatim from the public thread named in the comment (the excerpts are in
@@ -8,9 +8,12 @@ sample_logs/public with their provenance), cut at line boundaries to what the fa
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from nanscope import api
 from nanscope.model import StepEvent, WarningEvent
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
 
 
 def _write(tmp_path, lines) -> str:
@@ -173,3 +176,49 @@ def test_detectron2_proposals_message_pasted_twice_is_one_stop(tmp_path):
 
 def test_detectron2_proposals_frames_without_the_message_say_nothing(tmp_path):
     assert diagnose(tmp_path, *META_FRCNN[:2]).findings == []
+
+
+def test_a_training_steps_own_nan_loss_raise_is_the_nan_not_a_generic_exception(tmp_path):
+    # jstmn/ikflow#23 (user name in paths replaced by USER): the script's own check in training_step
+    report = diagnose(
+        tmp_path,
+        '  File "/home/USER//Desktop/microneedle/ikflow/ikflow/training/lt_model.py", line 203, in training_step',
+        '    raise ValueError("loss is nan")',
+        "ValueError: loss is nan",
+    )
+    assert [f.id for f in report.findings] == ["nan-persistent"]
+    # melonwan/denseReg#21: an assert with the TF hook's words, without its closing period
+    report = diagnose(
+        tmp_path,
+        '  File "/home/denseReg/model/train_single_gpu.py", line 149, in train',
+        "    assert not np.isnan(loss_value), 'Model diverged with loss = NaN'",
+        "AssertionError: Model diverged with loss = NaN",
+    )
+    assert [f.id for f in report.findings] == ["nan-persistent"]
+
+
+def test_exceptions_that_mention_the_loss_keep_their_own_findings(tmp_path):
+    # the word loss without a claim that the loss is non-finite: the corpus's own excerpts, first lines
+    for n, want in (("1404", "ddp-unused-parameters"), ("916", "nan-check-origin")):
+        report = api.diagnose([str(SAMPLES / f"{n}.log")])
+        assert report.findings and report.findings[0].id == want, n
+
+
+# facebookresearch/fairseq#1529: the epoch-average record, JSON wrapped by the terminal
+FAIRSEQ_EPOCH = [
+    "2020-10-01 10:25:50 | INFO | fairseq_cli.train | end of epoch 73 (average epoch stats below)",
+    "2020-10-01 10:25:50 | WARNING | root | NaN or Inf found in input tensor.",
+    '2020-10-01 10:25:50 | INFO | train | {"epoch": 73, "train_loss": "nan", "train_ntokens": "15558.8", '
+    '"train_nsentences": "427.098", "t',
+    'rain_nll_loss": "nan", "train_wps": "2443", "train_ups": "0.16", "train_wpb": "15558.8", "train_bsz": "427.1", '
+    '"train_num_updates": "',
+    '9291", "train_lr": "1e-08", "train_gnorm": "nan", "train_loss_scale": null, "train_train_wall": "867", '
+    '"train_wall": "0"}',
+]
+
+
+def test_fairseq_epoch_average_with_a_nan_training_loss_is_not_clean(tmp_path):
+    report = diagnose(tmp_path, *FAIRSEQ_EPOCH)
+    assert [f.id for f in report.findings] == ["nan-persistent"]
+    steps = [e for e in events(tmp_path, *FAIRSEQ_EPOCH) if isinstance(e, StepEvent)]
+    assert len(steps) == 1 and math.isnan(steps[0].loss) and steps[0].raw_fields["epoch_average"]

@@ -177,9 +177,32 @@ def _fairseq_inner(m, rec, state):
     )
 
 
-@rule("fairseq-epoch-summary", ("| num_updates ",), r"\bepoch \d+ \|.*\| num_updates \d+")
+# fairseq/logging/progress_bar.py, end-of-epoch stats (print(stats, tag="train"|"valid")):
+#   SimpleProgressBar: logger.info("{} | {}".format(self.prefix, postfix)) under the logger renamed to the tag:
+#       ... | INFO | train | epoch 073 | loss 3.12 | ... | num_updates 9291 | ...
+#   JsonProgressBar: each key prefixed with the tag, "epoch" first, the loss the first stat:
+#       ... | INFO | train | {"epoch": 73, "train_loss": "nan", "train_ntokens": ..., "train_num_updates": "9291", ...}
+# An epoch average is not a step (the train_inner lines carry the steps, and a finite average would put
+# a point that is no step's loss into the curve). A non-finite *training* average is different: a NaN/inf
+# loss entered the average (fairseq leaves the updates an fp16 overflow skipped out of it), and an
+# excerpt may hold nothing else. Only that one becomes an event, at the epoch's last update when the
+# line says it (a terminal can wrap the JSON record before "train_num_updates").
+def _epoch_nan(rec, loss: Optional[float], updates: Optional[str]) -> list:
+    if loss is None or math.isfinite(loss):
+        return []
+    return [_step_event(rec, "fairseq", step=to_int(updates), loss=loss, raw_fields={"epoch_average": True})]
+
+
+@rule("fairseq-epoch-summary", ("| num_updates ",), r"\bepoch \d+ \|.*\| num_updates (?P<n>\d+)")
 def _fairseq_summary(m, rec, state):
-    return []  # end-of-epoch averages and validation: not a step (train_inner lines carry the steps)
+    train = re.search(r"\| train \| epoch \d+ \| loss (?P<loss>\S+) \|", rec.text)
+    return _epoch_nan(rec, to_float(train.group("loss")), m.group("n")) if train else []
+
+
+@rule("fairseq-epoch-json", ('"train_loss": "',), r'\| train \| \{"epoch": \d+, "train_loss": "(?P<loss>[^"]*)"')
+def _fairseq_epoch_json(m, rec, state):
+    n = re.search(r'"train_num_updates": "(\d+)"', rec.text)
+    return _epoch_nan(rec, to_float(m.group("loss")), n.group(1) if n else None)
 
 
 @rule(
@@ -431,6 +454,30 @@ def _loss_stopping(m, rec, state):
     return _step_event(rec, "deit", step=None, loss=loss)
 
 
+# A training loop's own check raising on a non-finite loss (the loop-author's message, no framework
+# template): IKFlow's training_step `raise ValueError("loss is nan")` (jstmn/ikflow#23), denseReg's
+# `assert not np.isnan(loss_value), 'Model diverged with loss = NaN'` (melonwan/denseReg#21),
+# neuralhydrology's `RuntimeError(f"Loss was NaN for {n} times in a row. Stopped training.")`
+# (neuralhydrology#101); and Lightning's own (lightning/pytorch/loops/utilities.py check_finite_loss,
+# Trainer(detect_anomaly=True); terminate_on_nan in 1.x): raise ValueError(f"The loss returned in
+# `training_step` is {loss}."), the loss a tensor: `is nan.` / `is tensor(nan, device='cuda:0', ...)`.
+# The exception says the loss is non-finite: that is the stop, not a generic crash. The word `loss` on
+# its own (not NllLossBackward, not loss_scale) next to nan/inf/non-finite.
+_OWN_LOSS_CHECK = re.compile(
+    r"(?<![\w.])[Ll]oss\b(?: value| returned in `\w+`)?(?:\s*(?:=|:|is|was|became|becomes|has become)\s*)(?:tensor\()?"
+    r"(?P<v>nan|NaN|NAN|inf|Inf|-inf|infinite|non-finite|not finite)\b"
+)
+
+
+@rule("own-loss-check", ("Error: ", "Exception: "),
+      r"^(?P<type>(?:\w+\.)*\w*(?:Error|Exception)): (?P<msg>.*\b[Ll]oss\b.*)$", match_start=True)
+def _own_loss_check(m, rec, state):
+    if not _OWN_LOSS_CHECK.search(m.group("msg")):
+        return None
+    return _step_event(rec, "pytorch", step=None, loss=float("nan"),
+                       raw_fields={"raised": f"{m.group('type')}: {m.group('msg').strip()}"})
+
+
 @rule("tf-nan-tensor-hook", ("Model diverged with loss = NaN", "NanLossDuringTrainingError: NaN loss during training"),
       r"Model diverged with loss = NaN\.|NanLossDuringTrainingError: NaN loss during training")
 def _tf_nan_hook(m, rec, state):
@@ -631,6 +678,6 @@ PARSER = Parser(
     framework="trainers",
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
-    rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _fairseq_inconsistent, _fairseq_gn_table, _fairseq_gn_row, _tf_nan_hook, _lightning_no_loss, _lightning_early_stop, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _detectron2_proposals, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo, _mxnet, _nanogpt_eval],
+    rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary, _fairseq_epoch_json,
+           _fairseq_overflow, _fairseq_min, _fairseq_inconsistent, _fairseq_gn_table, _fairseq_gn_row, _tf_nan_hook, _lightning_no_loss, _lightning_early_stop, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _detectron2_proposals, _own_loss_check, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo, _mxnet, _nanogpt_eval],
 )
