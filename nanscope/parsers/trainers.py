@@ -248,12 +248,12 @@ def _release_pending(state: dict) -> list:
     "fairseq-inconsistent-grads",
     ("gradients are inconsistent between workers",),
     r"(?:^|\s)(?P<type>(?:\w+\.)*(?:FloatingPointError|AssertionError)): "
-    r"(?P<msg>Fatal error: gradients are inconsistent between workers.*?)\s*$",
+    r"(?P<msg>Fatal error: gradients are inconsistent between workers.*)$",
 )
 def _fairseq_inconsistent(m, rec, state):
     out = _release_pending(state)
     state["pending"] = ErrorEvent(
-        loc=rec.loc, text=rec.text, framework="fairseq", error="exception", message=m.group("msg"),
+        loc=rec.loc, text=rec.text, framework="fairseq", error="exception", message=m.group("msg").rstrip(),
         exc_type=m.group("type"), fields={"grad_norm_check": True},
     )
     return out
