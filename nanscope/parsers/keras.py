@@ -1,4 +1,4 @@
-"""Keras / tf.keras progress bars and the TerminateOnNaN callback.
+"""Keras / tf.keras progress bars, the TerminateOnNaN callback, and TensorFlow's out-of-memory error.
 
   Keras 2 / tf.keras (keras/utils/generic_utils.py, Progbar.update: `'%{numdigits}d/%d ['`, a bar of
   `=`, `>` and `.`, ` - ETA: ...` or the elapsed time, then ` - {name}: {avg:.4f}` per metric):
@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 
-from nanscope.model import StepEvent, WarningEvent
+from nanscope.model import ErrorEvent, StepEvent, WarningEvent
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float
 
@@ -86,10 +87,48 @@ def _terminate(m, rec, state):
     return _terminated(m, rec, state, base + int(m.group("b")) + 1 if "keras_last" in state else None)
 
 
+# TensorFlow's allocators (tensorflow/core/framework/op_kernel.cc, tensor allocation in OpKernelContext:
+# errors::ResourceExhausted("OOM when allocating tensor with shape", shape, " and type ", dtype, " on ",
+# device, " by allocator ", allocator name); TF 1.0-1.4 wrote only `OOM when allocating tensor with
+# shape[123008,500]`). The same text is in the kernel's C++ warning (`W .../op_kernel.cc:1431]
+# OP_REQUIRES failed at fused_batch_norm_op.cc:573 : Resource exhausted: OOM when allocating ...`),
+# the collective executor's abort (`BaseCollectiveExecutor::StartAbort Resource exhausted: OOM ...`),
+# and the Python exception Keras re-raises (`ResourceExhaustedError: OOM when allocating ...`, also
+# `tensorflow.python.framework.errors_impl.ResourceExhaustedError:` and `(see above for traceback):`):
+# one failure. A GPU device (`/job:localhost/replica:0/task:0/device:GPU:1`, old `.../gpu:0`) with its
+# BFC allocator (`GPU_1_bfc`) is device memory; the `cpu` allocator on a CPU device is host memory.
+# The BFC allocator's `ran out of memory trying to allocate 84.60MiB. The caller indicates that this is
+# not a failure` is a retry that succeeded: not this.
+_TF_DEVICE = re.compile(r"(?:device:)?(?P<kind>GPU|gpu|CPU|cpu):(?P<i>\d+)")
+
+
+@rule(
+    "tf-oom",
+    ("OOM when allocating tensor",),
+    r"OOM when allocating tensor (?:with|of) shape ?\[(?P<shape>[^\]]*)\]"
+    r"(?: and type (?P<dtype>\w+))?(?: on (?P<device>\S+) by allocator (?P<alloc>\w+))?",
+)
+def _tf_oom(m, rec, state):
+    dev = _TF_DEVICE.search(m.group("device") or "")
+    kind = dev.group("kind").upper() if dev else None
+    if not first_time(state, ("tf_oom", m.group("shape"), m.group("device")), rec.loc.line):
+        return []
+    host = kind == "CPU"
+    where = f" on {kind} {dev.group('i')}" if dev else ""
+    by = f" ({m.group('alloc')} allocator)" if m.group("alloc") else ""
+    dtype = f" {m.group('dtype')}" if m.group("dtype") else ""
+    fields = {"framework": "tensorflow", "shape": f"[{m.group('shape')}]", "detail":
+              f"TensorFlow could not allocate a{dtype} tensor of shape [{m.group('shape')}]{where}{by}"}
+    if kind == "GPU":
+        fields["gpu"] = int(dev.group("i"))  # a device index of this process, not a rank
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="tensorflow", error="host_oom" if host else "cuda_oom",
+                      message=m.group(0), fields=fields)
+
+
 PARSER = Parser(
     name="keras",
     framework="keras",
     priority=27,
-    description="Keras / tf.keras progress bars and TerminateOnNaN",
-    rules=[_progbar, _epoch_header, _terminate],
+    description="Keras / tf.keras progress bars and TerminateOnNaN; TensorFlow's OOM when allocating tensor",
+    rules=[_progbar, _epoch_header, _terminate, _tf_oom],
 )

@@ -16,17 +16,24 @@ loss key, a number cut at a thousands separator) or takes a summary line for a s
       ... | INFO | train_inner | {"epoch": 1, "update": 0.001, "loss": "16.3", ..., "num_updates": "10", "gnorm": "27.354", "loss_scale": "16", ...}
       NOTE: overflow detected, setting loss scale to: 16384.0   (older: `| WARNING: overflow detected, ...`)
       FloatingPointError: Minimum loss scale reached (0.0001). ...
+      grad_norm across the workers:  /  rank   0 = nan   (the table of "gradients are inconsistent between workers")
       generic: no step (num_updates is the step), the epoch summaries taken for steps, json missed
   Lightning / NeMo 1 tqdm bar  (lightning/pytorch/callbacks/progress/tqdm_progress.py; postfix = progress-bar metrics)
       Epoch 0:  22%|██▏       | 4/18 [00:17<01:02,  4.47s/it, loss=10.072, v_num=193315]
       Epoch 0:   1%|          | 795/77225 [9:07:58<878:01:48, 41.36s/it, loss=3.1, v_num=, reduced_train_loss=3.090, global_step=794.0, consumed_samples=1.63e+6]
+      Epoch 12: : 1200it [20:40,  1.03s/it, loss=nan, v_num=0, val_loss=nan.0]     (length unknown, no bar_format)
+      Epoch 1: |          | 43/? [00:26<00:00,  1.63it/s, v_num=0]                  (length unknown, BAR_FORMAT)
       generic: never sees them (hf.py's tqdm rule claims bars); tqdm redraws one count several times
+      Monitored metric val_loss = nan is not finite. Previous best value was 0.045. Signaling Trainer to stop.
+                                   (EarlyStopping's check_finite: the run stops on a non-finite metric)
   NeMo 2  (MegatronProgressBar)
       Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 | global_batch_size: 1 | global_step: 120 | reduced_train_loss: 1.233 | ...
   mmcv / mmengine  (mmcv/runner/hooks/logger/text.py, mmengine/runner/log_processor.py)
       ... - mmdet - INFO - Epoch [3][50/1749]	lr: 2.000e-02, eta: 0:52:33, ..., loss_rpn_cls: 0.2532, ..., loss: 0.7339, grad_norm: 0.0668
       08/03 22:09:24 - mmengine - INFO - Epoch(train)  [1][ 500/2931]  lr: 2.0000e-02  eta: 0:39:15  ...  loss: nan  loss_rpn_cls: nan ...
       generic: no step (the iteration is inside brackets)
+  detectron2  Loss became infinite or NaN at iteration=27!      (SimpleTrainer's loss check)
+              FloatingPointError: Predicted boxes or scores contain Inf/NaN. Training has diverged.  (the RPN's check)
   DeiT / BEiT / MAE MetricLogger, timm train.py  (value then running average in parentheses)
       Epoch: [115]  [1298/1299]  eta: 0:00:00  lr: 0.001435  ...  loss: 6.5993 (6.5971)  loss_scale: 8192.0000 (8646.0600)  ...  grad_norm: 0.3922 (nan)  ...
       Train: 0 [   0/2502 (  0%)]  Loss:  7.023479 (7.0235)  Time: 3.680s,  139.14/s  (3.680s,  139.14/s)  LR: 1.000e-06  Data: 1.776 (1.776)
@@ -73,7 +80,7 @@ import math
 import re
 from typing import Optional
 
-from nanscope.model import ScaleEvent, StepEvent
+from nanscope.model import ErrorEvent, ScaleEvent, StepEvent, WarningEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 
@@ -170,9 +177,32 @@ def _fairseq_inner(m, rec, state):
     )
 
 
-@rule("fairseq-epoch-summary", ("| num_updates ",), r"\bepoch \d+ \|.*\| num_updates \d+")
+# fairseq/logging/progress_bar.py, end-of-epoch stats (print(stats, tag="train"|"valid")):
+#   SimpleProgressBar: logger.info("{} | {}".format(self.prefix, postfix)) under the logger renamed to the tag:
+#       ... | INFO | train | epoch 073 | loss 3.12 | ... | num_updates 9291 | ...
+#   JsonProgressBar: each key prefixed with the tag, "epoch" first, the loss the first stat:
+#       ... | INFO | train | {"epoch": 73, "train_loss": "nan", "train_ntokens": ..., "train_num_updates": "9291", ...}
+# An epoch average is not a step (the train_inner lines carry the steps, and a finite average would put
+# a point that is no step's loss into the curve). A non-finite *training* average is different: a NaN/inf
+# loss entered the average (fairseq leaves the updates an fp16 overflow skipped out of it), and an
+# excerpt may hold nothing else. Only that one becomes an event, at the epoch's last update when the
+# line says it (a terminal can wrap the JSON record before "train_num_updates").
+def _epoch_nan(rec, loss: Optional[float], updates: Optional[str]) -> list:
+    if loss is None or math.isfinite(loss):
+        return []
+    return [_step_event(rec, "fairseq", step=to_int(updates), loss=loss, raw_fields={"epoch_average": True})]
+
+
+@rule("fairseq-epoch-summary", ("| num_updates ",), r"\bepoch \d+ \|.*\| num_updates (?P<n>\d+)")
 def _fairseq_summary(m, rec, state):
-    return []  # end-of-epoch averages and validation: not a step (train_inner lines carry the steps)
+    train = re.search(r"\| train \| epoch \d+ \| loss (?P<loss>\S+) \|", rec.text)
+    return _epoch_nan(rec, to_float(train.group("loss")), m.group("n")) if train else []
+
+
+@rule("fairseq-epoch-json", ('"train_loss": "',), r'\| train \| \{"epoch": \d+, "train_loss": "(?P<loss>[^"]*)"')
+def _fairseq_epoch_json(m, rec, state):
+    n = re.search(r'"train_num_updates": "(\d+)"', rec.text)
+    return _epoch_nan(rec, to_float(m.group("loss")), n.group(1) if n else None)
 
 
 @rule(
@@ -196,15 +226,77 @@ def _fairseq_min(m, rec, state):
     )
 
 
+# fairseq/trainer.py Trainer._check_grad_norms: when the all-reduced grad norms of the workers differ
+# (NaN != NaN, so a NaN gradient on every worker fails the check too) it raises FloatingPointError(
+# "Fatal error: gradients are inconsistent between workers. Try --ddp-backend=legacy_ddp (older:
+# no_c10d). Or are you mixing up ..." + "-" * 80 + "grad_norm across the workers:\n" + one
+# "rank {:3d} = {:.8f}" row per worker); older releases assert the same message with no table
+# (AssertionError). The exception line alone says desync; the rows say whether the gradients were
+# non-finite: `rank   3 = nan` is a NaN gradient norm, whatever the message claims. So the exception
+# waits for its table: a non-finite row turns it into a stop on non-finite gradients (no rank claimed:
+# after the gradient all-reduce a NaN from any worker is on every worker); otherwise (finite rows, no
+# table, the end of the input) it is released as the exception it is.
+_FAIRSEQ_TABLE_SPAN = 4100  # lines from the exception to its last row: one row per worker
+
+
+def _release_pending(state: dict) -> list:
+    held = state.pop("pending", None)
+    return [held] if held is not None else []
+
+
+@rule(
+    "fairseq-inconsistent-grads",
+    ("gradients are inconsistent between workers",),
+    r"(?:^|\s)(?P<type>(?:\w+\.)*(?:FloatingPointError|AssertionError)): "
+    r"(?P<msg>Fatal error: gradients are inconsistent between workers.*)$",
+)
+def _fairseq_inconsistent(m, rec, state):
+    out = _release_pending(state)
+    state["pending"] = ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="fairseq", error="exception", message=m.group("msg").rstrip(),
+        exc_type=m.group("type"), fields={"grad_norm_check": True},
+    )
+    return out
+
+
+@rule("fairseq-grad-norm-table", ("grad_norm across the workers:",), r"^grad_norm across the workers:\s*$", match_start=True)
+def _fairseq_gn_table(m, rec, state):
+    held = state.get("pending")
+    if not isinstance(held, ErrorEvent) or not (held.fields or {}).get("grad_norm_check"):
+        return None
+    return []
+
+
+@rule("fairseq-grad-norm-row", ("= nan", "= inf", "= -inf"), r"^rank\s+(?P<r>\d+) = (?P<v>[-+]?(?:nan|inf))\s*$", match_start=True)
+def _fairseq_gn_row(m, rec, state):
+    held = state.get("pending")
+    if not isinstance(held, ErrorEvent) or not (held.fields or {}).get("grad_norm_check"):
+        return None
+    state.pop("pending")
+    if not 0 < rec.loc.line - held.loc.line <= _FAIRSEQ_TABLE_SPAN:
+        return [held]
+    # the run stops here because the gradients are non-finite (as ESPnet2's "gradients at all steps are invalid")
+    return WarningEvent(
+        loc=rec.loc, text=rec.text, framework="fairseq", warning="nonfinite_stop", message=rec.text,
+        fields={"grad_norm": to_float(m.group("v")), "raised": f"{held.exc_type}: {held.message}"},
+    )
+
+
 # --- Lightning / NeMo ----------------------------------------------------------------------------
 
 _LIGHTNING_LOSS = ("reduced_train_loss", "train_loss_step", "train_loss", "train/loss", "loss_step", "loss")
 
 
+# The bar of an epoch whose length is unknown (an IterableDataset, a dataloader without __len__) has
+# no percentage. tqdm/std.py format_meter: with Lightning's BAR_FORMAT ("{l_bar}{bar}| {n_fmt}/
+# {total_fmt} [...]", 1.6+) it is `Epoch 1: |      | 43/? [00:26<00:00, 1.63it/s, v_num=0]`; without
+# a bar_format (older Lightning) tqdm prints f"{prefix}: {n_fmt}{unit} [{elapsed}, {rate}{postfix}]",
+# and set_description has already appended ": " to "Epoch N": `Epoch 12: : 1200it [20:40,  1.03s/it, loss=nan, v_num=0]`.
 @rule(
     "lightning-bar",
     ("it/s,", "s/it,"),
-    r"^Epoch (?P<ep>\d+):\s*\d+%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+|\?)\s*\[[^\]]*?(?:it/s|s/it)(?P<post>,[^\]]*)\]",
+    r"^Epoch (?P<ep>\d+):\s*(?:(?:\d+%)?\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+|\?)\s*|(?::\s*)?(?P<n2>\d+)it\s*)"
+    r"\[[^\]]*?(?:it/s|s/it)(?P<post>,[^\]]*)\]",
     match_start=True,
 )
 def _lightning(m, rec, state):
@@ -214,7 +306,7 @@ def _lightning(m, rec, state):
         return None  # a bar without a loss: leave it to the other tqdm readers
     if state.get("lt_no_loss") and not math.isfinite(loss):
         return []  # training_step returned None: the bar's running mean of no losses is nan
-    ep, n = int(m.group("ep")), int(m.group("n"))
+    ep, n = int(m.group("ep")), int(m.group("n") or m.group("n2"))
     if state.get("lt_epoch") != ep:
         state["lt_base"] = state.get("lt_base", 0) + state.get("lt_last_n", 0) if "lt_epoch" in state else 0
         state["lt_epoch"] = ep
@@ -228,6 +320,8 @@ def _lightning(m, rec, state):
     state["pending"] = ev
     if held is not None and held.step != step:
         return [held]
+    if held is not None and "early_stopping" in (held.raw_fields or {}):
+        ev.raw_fields = {**(ev.raw_fields or {}), "early_stopping": held.raw_fields["early_stopping"]}
     return []
 
 
@@ -239,6 +333,36 @@ def _lightning_no_loss(m, rec, state):
     # of an empty running window, not a NaN loss.
     state["lt_no_loss"] = True
     return []
+
+
+@rule(
+    "lightning-early-stop-nonfinite",
+    ("is not finite. Previous best value was",),
+    r"\bMonitored metric (?P<m>\S+) = (?P<v>.+?) is not finite\. Previous best value was",
+)
+def _lightning_early_stop(m, rec, state):
+    # lightning/pytorch/callbacks/early_stopping.py (pytorch_lightning/callbacks/early_stopping.py in
+    # 1.x) _evaluate_stopping_criteria, check_finite (on by default): f"Monitored metric {self.monitor} =
+    # {current} is not finite. Previous best value was {self.best_score:.3f}. Signaling Trainer to stop."
+    # (`current` a float in old releases, a tensor: `tensor(nan, device='cuda:0')` in newer ones), logged
+    # through rank_prefixed_message (`[rank: N] `) when several processes run. The run stops on a
+    # non-finite validation metric: the model's outputs are NaN/inf at the step in progress.
+    # A terminal capture glues the message to the bar redraw before it (tqdm ends a redraw with `\r`,
+    # not a newline): then the bar says which step it was, and its event carries the stop.
+    value = m.group("v").strip()
+    inner = re.fullmatch(r"tensor\((?P<x>[^,)]+)(?:,[^)]*)?\)", value)
+    v = to_float(inner.group("x") if inner else value)
+    if v is None or math.isfinite(v):
+        return None
+    stop = {"early_stopping": m.group("m")}
+    bar = _lightning.regex.match(rec.text)
+    out = _lightning.build(bar, rec, state) if bar is not None else None
+    if out is not None:
+        held = state.get("pending")
+        if held is not None and held.loc.line == rec.loc.line:
+            held.raw_fields = {**(held.raw_fields or {}), **stop}
+        return out
+    return _step_event(rec, "lightning", step=None, loss=v, raw_fields={"monitor": m.group("m"), **stop})
 
 
 @rule(
@@ -330,6 +454,30 @@ def _loss_stopping(m, rec, state):
     return _step_event(rec, "deit", step=None, loss=loss)
 
 
+# A training loop's own check raising on a non-finite loss (the loop-author's message, no framework
+# template): IKFlow's training_step `raise ValueError("loss is nan")` (jstmn/ikflow#23), denseReg's
+# `assert not np.isnan(loss_value), 'Model diverged with loss = NaN'` (melonwan/denseReg#21),
+# neuralhydrology's `RuntimeError(f"Loss was NaN for {n} times in a row. Stopped training.")`
+# (neuralhydrology#101); and Lightning's own (lightning/pytorch/loops/utilities.py check_finite_loss,
+# Trainer(detect_anomaly=True); terminate_on_nan in 1.x): raise ValueError(f"The loss returned in
+# `training_step` is {loss}."), the loss a tensor: `is nan.` / `is tensor(nan, device='cuda:0', ...)`.
+# The exception says the loss is non-finite: that is the stop, not a generic crash. The word `loss` on
+# its own (not NllLossBackward, not loss_scale) next to nan/inf/non-finite.
+_OWN_LOSS_CHECK = re.compile(
+    r"(?<![\w.])[Ll]oss\b(?: value| returned in `\w+`)?(?:\s*(?:=|:|is|was|became|becomes|has become)\s*)(?:tensor\()?"
+    r"(?P<v>nan|NaN|NAN|inf|Inf|-inf|infinite|non-finite|not finite)\b"
+)
+
+
+@rule("own-loss-check", ("Error: ", "Exception: "),
+      r"^(?P<type>(?:\w+\.)*\w*(?:Error|Exception)): (?P<msg>.*\b[Ll]oss\b.*)$", match_start=True)
+def _own_loss_check(m, rec, state):
+    if not _OWN_LOSS_CHECK.search(m.group("msg")):
+        return None
+    return _step_event(rec, "pytorch", step=None, loss=float("nan"),
+                       raw_fields={"raised": f"{m.group('type')}: {m.group('msg').strip()}"})
+
+
 @rule("tf-nan-tensor-hook", ("Model diverged with loss = NaN", "NanLossDuringTrainingError: NaN loss during training"),
       r"Model diverged with loss = NaN\.|NanLossDuringTrainingError: NaN loss during training")
 def _tf_nan_hook(m, rec, state):
@@ -366,6 +514,31 @@ def _detectron2_anomaly(m, rec, state):
     # CenterMask2 and other detectron2 projects keep it). The iteration is the one whose loss it was; the
     # message does not say NaN or inf, nan stands for either.
     ev = _step_event(rec, "detectron2", step=int(m.group("it")), loss=float("nan"))
+    spawned = state.get("spawn_index")
+    if spawned is not None and rec.origin.rank is None and 0 < rec.loc.line - spawned[1] <= _SPAWN_SPAN:
+        ev.rank = spawned[0]
+    return ev
+
+
+@rule(
+    "detectron2-proposals-nonfinite",
+    ("Predicted boxes or scores contain Inf/NaN",),
+    r"Predicted boxes or scores contain Inf/NaN\. Training has diverged\.",
+)
+def _detectron2_proposals(m, rec, state):
+    # facebookresearch/detectron2 detectron2/modeling/proposal_generator/proposal_utils.py
+    # find_top_rpn_proposals: when a predicted proposal box or objectness score is not finite during
+    # training, raise FloatingPointError("Predicted boxes or scores contain Inf/NaN. Training has
+    # diverged.") (kept by the projects built on it: Meta-Faster-R-CNN, DCT-Mask, layout-model-training,
+    # UnSniffer ...). The network's outputs are non-finite, so the run stops on a non-finite state: a
+    # stop on non-finite values at the step in progress, not a generic exception. The exception line and
+    # a pasted copy of the message (the raise's argument) next to it are one stop.
+    last = state.get("d2_proposals_line")
+    state["d2_proposals_line"] = rec.loc.line
+    if last is not None and 0 < rec.loc.line - last <= 3:
+        return []
+    ev = WarningEvent(loc=rec.loc, text=rec.text, framework="detectron2", warning="nonfinite_stop", message=rec.text,
+                      fields={"check": "find_top_rpn_proposals"})
     spawned = state.get("spawn_index")
     if spawned is not None and rec.origin.rank is None and 0 < rec.loc.line - spawned[1] <= _SPAWN_SPAN:
         ev.rank = spawned[0]
@@ -437,7 +610,10 @@ def _torchtune(m, rec, state):
 
 # --- Ultralytics YOLO ------------------------------------------------------------------------------
 
-_YOLO_ROW = (r"^\s*(?P<ep>\d+)/(?P<eps>\d+)\s+(?P<mem>\d+(?:\.\d+)?G)\s+(?P<vals>(?:" + _F + r"\s+){1,8}?)"
+# A paste from an editor or `cat -n` can carry a line-number gutter before the row (`516      91/300
+# 17G  nan ...`, ultralytics/ultralytics#19357): one optional number before the epoch column, which
+# the rest of the row (epoch/epochs, memory in G, a tqdm bar) keeps unambiguous.
+_YOLO_ROW = (r"^\s*(?:\d+\s+)?(?P<ep>\d+)/(?P<eps>\d+)\s+(?P<mem>\d+(?:\.\d+)?G)\s+(?P<vals>(?:" + _F + r"\s+){1,8}?)"
              r"(?P<inst>\d+)\s+(?P<size>\d+):\s+\d+%\|[^|]*\|\s*(?P<i>\d+)/(?P<nb>\d+)")
 
 
@@ -502,6 +678,6 @@ PARSER = Parser(
     framework="trainers",
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
-    rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary,
-           _fairseq_overflow, _fairseq_min, _tf_nan_hook, _lightning_no_loss, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo, _mxnet, _nanogpt_eval],
+    rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary, _fairseq_epoch_json,
+           _fairseq_overflow, _fairseq_min, _fairseq_inconsistent, _fairseq_gn_table, _fairseq_gn_row, _tf_nan_hook, _lightning_no_loss, _lightning_early_stop, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _detectron2_proposals, _own_loss_check, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo, _mxnet, _nanogpt_eval],
 )

@@ -112,3 +112,42 @@ def test_tqdm_postfix_loss_is_a_step_once_per_count(tmp_path):
     assert steps[0].loss == 2.31 and math.isnan(steps[2].loss) and steps[2].lr == 0.001
     # a counter named like a loss is not the loss
     assert not [e for e in events_of(tmp_path, " 4%|▍ | 2/50 [00:02<00:49,  1.01s/it, nan_count=0]") if isinstance(e, StepEvent)]
+
+
+# TensorFlow's allocator out of memory under Keras (sample_logs/public 1977-1980)
+TF2_OOM = (  # keras-team/keras#13376: the kernel's warning and the collective executor's abort, one failure
+    "2019-09-30 08:59:59.988498: W tensorflow/core/framework/op_kernel.cc:1431] OP_REQUIRES failed at "
+    "fused_batch_norm_op.cc:573 : Resource exhausted: OOM when allocating tensor with shape[295,64,256,256] and type "
+    "float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+    "2019-09-30 08:59:59.988585: W tensorflow/core/common_runtime/base_collective_executor.cc:214] "
+    "BaseCollectiveExecutor::StartAbort Resource exhausted: OOM when allocating tensor with shape[295,64,256,256] and "
+    "type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
+)
+
+
+def test_tensorflow_oom_is_a_gpu_oom_once(tmp_path):
+    report = diagnose(tmp_path, TF2_OOM)
+    assert [f.id for f in report.findings] == ["cuda-oom"]
+    assert report.findings[0].occurrences == 1
+    assert "shape [295,64,256,256] on GPU 0 (GPU_0_bfc allocator)" in report.findings[0].summary
+
+
+def test_keras_resource_exhausted_exception_is_the_oom_not_an_uncaught_exception(tmp_path):
+    # keras-team/keras#9643: the Python exception Keras re-raises, on the second GPU
+    report = diagnose(tmp_path, "ResourceExhaustedError: OOM when allocating tensor with shape[128,128,109,109] and "
+                                "type float on /job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc")
+    assert [f.id for f in report.findings] == ["cuda-oom"]
+    assert report.findings[0].initiating_rank is None  # GPU 1 is a device of this process, not a rank
+    # tensorflow/tensor2tensor#782: TF 1.x wrote the shape only
+    report = diagnose(tmp_path, "2018-05-10 09:14:16.535628: W tensorflow/core/framework/op_kernel.cc:1192] Resource "
+                                "exhausted: OOM when allocating tensor with shape[123008,500]")
+    assert [f.id for f in report.findings] == ["cuda-oom"]
+
+
+def test_bfc_allocator_retry_that_is_not_a_failure_is_clean(tmp_path):
+    # tensorflow/tensor2tensor#782: the allocator's own words say it is not a failure
+    report = diagnose(tmp_path, "2018-05-10 09:14:16.536752: W tensorflow/core/common_runtime/bfc_allocator.cc:217] "
+                                "Allocator (GPU_0_bfc) ran out of memory trying to allocate 84.60MiB. The caller "
+                                "indicates that this is not a failure, but may mean that there could be performance "
+                                "gains if more memory is available.")
+    assert report.findings == []
