@@ -103,3 +103,14 @@ def test_a_condition_ruled_out_by_its_constant_part_is_answered_for_the_whole_ba
     b = _Batch()
     b.framework = "hf"
     assert compile_vector(cond)(b) is None  # an hf batch: only its rows can say
+
+
+# ARCC-RACE/deepracer-for-dummies#48: numpy warns of invalid values, then the simapp worker stops
+DEEPRACER = (PUBLIC / "2013.log").read_text(encoding="utf-8")
+
+
+def test_deepracer_simapp_nan_stop_is_a_run_stopped_on_nan(tmp_path):
+    report = diagnose(tmp_path, DEEPRACER)
+    assert ids(report) == ["nan-persistent"] and report.verdict == "actionable"
+    ev = report.findings[0].evidence[0]
+    assert "NaN detected in loss function, aborting training" in ev.text
