@@ -114,3 +114,18 @@ def test_deepracer_simapp_nan_stop_is_a_run_stopped_on_nan(tmp_path):
     assert ids(report) == ["nan-persistent"] and report.verdict == "actionable"
     ev = report.findings[0].evidence[0]
     assert "NaN detected in loss function, aborting training" in ev.text
+
+
+def _summary(tmp_path, n: int) -> str:
+    report = diagnose(tmp_path, (PUBLIC / f"{n}.log").read_text(encoding="utf-8"))
+    assert ids(report)[0] == "loss-scale-collapse"
+    return report.findings[0].summary
+
+
+def test_collapse_summary_names_each_scalers_own_floor(tmp_path):
+    # whai362/PVT#94 (apex: no floor), bert-nmt/bert-nmt#47 (fairseq: 1e-4, said by the message),
+    # yangjianxin1/Firefly#68 (DeepSpeed: the exception prints no scale)
+    apex = _summary(tmp_path, 2008)
+    assert "fell from 0.0625 to 0.03125" in apex and "no floor" in apex and "above the floor of 1" not in apex
+    assert "the loss scale is at 0.0001, the floor" in _summary(tmp_path, 2005)
+    assert "the loss scale is at its floor" in _summary(tmp_path, 2007)
