@@ -129,3 +129,32 @@ def test_collapse_summary_names_each_scalers_own_floor(tmp_path):
     assert "fell from 0.0625 to 0.03125" in apex and "no floor" in apex and "above the floor of 1" not in apex
     assert "the loss scale is at 0.0001, the floor" in _summary(tmp_path, 2005)
     assert "the loss scale is at its floor" in _summary(tmp_path, 2007)
+
+
+def test_jax_message_on_its_own_line_as_jupyter_and_vscode_show_it(tmp_path):
+    # jax-ml/jax#19595 (a Jupyter error record: "name" and "message" on separate lines) and
+    # jax-ml/jax#22291 (VS Code: the exception type on the line before the message)
+    for n, op in ((2020, "jit(compiled_train_step)"), (2021, "jit(convert_element_type)")):
+        report = diagnose(tmp_path, (PUBLIC / f"{n}.log").read_text(encoding="utf-8"))
+        assert ids(report) == ["nan-op-origin"], n
+        assert report.findings[0].summary.startswith(f"{op} returned non-finite values")
+
+
+def test_jax_source_line_in_a_traceback_is_not_an_event(tmp_path):
+    # jax-ml/jax#6181: the frame shows the raise statement itself; only the exception line names the op
+    evs = [e for e in api.events([_write(tmp_path, (PUBLIC / "2019.log").read_text(encoding="utf-8"))])
+           if isinstance(e, ErrorEvent)]
+    assert [(e.loc.line, e.fields["op"]) for e in evs] == [(8, "while")]
+
+
+def test_dpo_reference_stats_lines_are_steps(tmp_path):
+    # eric-mitchell/direct-preference-optimization#89: the step is counters/updates; the first line's
+    # counter key is garbled in the paste, so it gives none
+    from nanscope.model import StepEvent
+
+    steps = [e for e in api.events([_write(tmp_path, (PUBLIC / "2022.log").read_text(encoding="utf-8"))])
+             if isinstance(e, StepEvent)]
+    assert [e.framework for e in steps] == ["dpo-reference", "dpo-reference"]
+    assert steps[1].step == 5025 and steps[1].loss != steps[1].loss and steps[1].grad_norm != steps[1].grad_norm
+    report = diagnose(tmp_path, (PUBLIC / "2022.log").read_text(encoding="utf-8"))
+    assert ids(report) == ["nan-persistent"]

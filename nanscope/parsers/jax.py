@@ -7,7 +7,12 @@ jax/_src/dispatch.py `_check_special` and api_util.InternalFloatingPointError):
   FloatingPointError: invalid value (inf) encountered in jit(convert_element_type). Because
     jax_config.debug_nans.value and/or config.jax_debug_infs is set, the de-optimized function ...
   jax._src.source_info_util.JaxStackTraceBeforeTransformation: FloatingPointError: invalid value (nan) encountered in mul
-  Exception has occurred: FloatingPointError invalid value (nan) encountered in jit(...)  (VS Code's debugger)
+  Exception has occurred: FloatingPointError invalid value (nan) encountered in jit(...)  (VS Code's title)
+The message stands alone where a front end prints the exception's type apart: VS Code's debugger
+(`Exception has occurred: FloatingPointError`, the message on the next line), a Jupyter error record
+(`"name": "FloatingPointError",` then `"message": "invalid value (nan) encountered in jit(...)...`).
+So the message is read wherever it is; the source line in a traceback (`raise FloatingPointError(f"invalid
+value (nan) encountered in {name}")`) names no op and is not read.
 and, printed before the backward pass is re-run without jit (interpreters/ad.py, pjit.py, shard_map.py):
   Invalid nan value encountered in the backward pass of a jax.jit function. Calling the de-optimized backward pass.
   (older: "... of a C++-jit/pmap function. ..."; "... of a shard_map function. ...")
@@ -24,7 +29,7 @@ from nanscope.parsers.base import Parser, rule
 @rule(
     "debug-nans",
     ("invalid value (nan) encountered in", "invalid value (inf) encountered in"),
-    r"\bFloatingPointError:? invalid value \((?P<ty>nan|inf)\) encountered in (?P<op>[\w.\-]+(?:\([^()]*\))?)",
+    r"invalid value \((?P<ty>nan|inf)\) encountered in (?P<op>[\w.\-]+(?:\([^()]*\))?)",
 )
 def _debug_nans(m, rec, state):
     op = m.group("op").rstrip(".")
