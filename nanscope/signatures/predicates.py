@@ -313,6 +313,9 @@ def _np():
 
 
 def _vall(preds: list) -> VPred:
+    # Stops at the first part that holds on no row: the rest (a regex on the text, which only the
+    # rows can answer) cannot change the answer, so a batch it rules out never goes row by row.
+    # Conditions list their constant parts (event, framework) first.
     def f(b: Any) -> Any:
         out = _np().ones(len(b), dtype=bool)
         for p in preds:
@@ -320,6 +323,8 @@ def _vall(preds: list) -> VPred:
             if m is None:
                 return None
             out &= m
+            if not out.any():
+                return out
         return out
 
     return f

@@ -34,7 +34,8 @@ class ScaleRun(Machine):
       verdict "collapse" the run reached the floor (`floor_when`, or a scale at most `floor`), or,
                          not a warm-up, it ends the log having halved `min_halvings` times to a
                          scale below `low_scale` (a collapse in progress).
-    Extras: run (overflows), start_scale, end_scale, halvings, halvings_left (to `floor`),
+    Extras: run (overflows), start_scale, end_scale, halvings, halvings_left (to the floor: `floors`
+    per framework, else `floor`), floor, scale_story (where the scale is, in words),
     last_step, recovered_step, until_end; fell (" from A to B", " at A" when it did not move, or ""
     when no scale was printed)
     and after ("; normal steps from step N", or that the log ends before a clean step).
@@ -45,7 +46,8 @@ class ScaleRun(Machine):
               "floor_when": (False, "condition"), "gap": (False, "int"), "high_scale": (False, "float"),
               "low_scale": (False, "float"), "floor": (False, "float"), "min_halvings": (False, "int"),
               "warmup_steps": (False, "int"), "initial_scales": (False, "table"), "windowed_loss": (False, "list"),
-              "flat_steps": (False, "int"), "spoil_when": (False, "condition")}
+              "flat_steps": (False, "int"), "spoil_when": (False, "condition"), "floors": (False, "table"),
+              "unfloored": (False, "list")}
     DEFAULT_EVENTS = ("step", "scale")
 
     def __init__(self, sig_id: str, spec: dict):
@@ -74,6 +76,21 @@ class ScaleRun(Machine):
         if not isinstance(windowed, list) or not all(isinstance(v, str) for v in windowed):
             raise SignatureError("'windowed_loss' is a list of framework names")
         self.windowed = frozenset(windowed)
+        # For the words only (a run is judged at `floor` for every scaler): a scaler's own floor where
+        # it is not `floor` (fairseq's --min-loss-scale 1e-4), and the scalers that have none (apex
+        # halves without a bound: below `floor` the gradients overflow even unscaled, which is the
+        # collapse all the same, but there is no floor to name)
+        floors = spec.get("floors", {})
+        if not isinstance(floors, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in floors.values()):
+            raise SignatureError("'floors' is a table framework = scale (> 0)")
+        self.floors = {k: float(v) for k, v in floors.items()}
+        unfloored = spec.get("unfloored", [])
+        if not isinstance(unfloored, list) or not all(isinstance(v, str) for v in unfloored):
+            raise SignatureError("'unfloored' is a list of framework names")
+        self.unfloored = frozenset(unfloored)
+
+    def _floor(self, framework: Any) -> float:
+        return self.floors.get(framework, self.floor)
 
     def _st(self, stream: Any) -> dict:
         st = self.state.get(stream)
@@ -146,6 +163,8 @@ class ScaleRun(Machine):
                 r["step_scales"][ev.step] = new
         if self.floor_when is not None and self.floor_when(ev):
             r["floor"] = True
+            if ev.kind == "scale" and ev.action == "minimum" and new is not None and math.isfinite(new) and new > 0:
+                r["floor_value"] = new  # fairseq says its floor: "Minimum loss scale reached (0.0001)"
         if new is None or not math.isfinite(new):
             return
         if r["start"] is None:
@@ -159,7 +178,7 @@ class ScaleRun(Machine):
         r["scale"] = new
         r["low"] = new if r["low"] is None else min(r["low"], new)
         if new <= self.floor and ev.kind == "scale":
-            r["floor"] = True
+            r["floor"] = True  # (judged at `floor` for every scaler: at 1 the gradients overflow unscaled)
 
     def _close(self, st: dict, emit: Emit, until_end: bool) -> None:
         r = st["run"]
@@ -197,18 +216,35 @@ class ScaleRun(Machine):
             return
         rec = r["recovery"]
         first = run.events[0]
-        left = 0 if low is None or low <= self.floor else int(math.floor(math.log2(low / self.floor)))
+        floor = r.get("floor_value") or self._floor(r["framework"])
+        left = 0 if low is None or low <= floor else int(math.floor(math.log2(low / floor)))
         fell = ("" if start is None or low is None
                 else f" at {start:g}" if start == low else f" from {start:g} to {low:g}")
         after = (f"; normal steps from step {rec.step}" if rec is not None and rec.step is not None
                  else ("; the log ends before a clean step" if rec is None else ""))
         emit(self.match(first, run.events + ([rec] if rec is not None else []), step=run.first_step,
-                        fell=fell, after=after,
+                        fell=fell, after=after, floor=floor,
+                        scale_story=self._story(r, start, low, floor, left),
                         run=run.steps, start_scale=start if start is not None else "?",
                         end_scale=low if low is not None else "?", halvings=r["halvings"], halvings_left=left,
                         last_step=run.last_step if run.last_step is not None else "?",
                         recovered_step=rec.step if rec is not None and rec.step is not None else "?",
                         until_end=until_end))
+
+    def _story(self, r: dict, start: Any, low: Any, floor: float, left: int) -> str:
+        """Where the scale is, in words: what it did, and how far it is from the floor (extra
+        `scale_story`)."""
+        if start is None or low is None:
+            return "the loss scale is at its floor" if r["floor"] else "the loss scale is not printed"
+        moved = f"the loss scale fell from {start:g} to {low:g}" if start != low else f"the loss scale is at {low:g}"
+        if r["framework"] in self.unfloored:
+            return moved + (" (this scaler has no floor; below 1 the gradients overflow even unscaled)"
+                            if low < 1 else "")
+        if low == floor:
+            return moved + ", the floor"
+        if low < floor:
+            return moved + f", below the floor of {floor:g}"
+        return moved + f", {left} halving(s) above the floor of {floor:g}"
 
     def finish(self, emit: Emit) -> None:
         for st in self.state.values():
