@@ -222,3 +222,12 @@ def test_fairseq_epoch_average_with_a_nan_training_loss_is_not_clean(tmp_path):
     assert [f.id for f in report.findings] == ["nan-persistent"]
     steps = [e for e in events(tmp_path, *FAIRSEQ_EPOCH) if isinstance(e, StepEvent)]
     assert len(steps) == 1 and math.isnan(steps[0].loss) and steps[0].raw_fields["epoch_average"]
+
+
+def test_fairseq_epoch_line_with_its_loss_scale_at_the_floor_is_a_collapse(tmp_path):
+    # facebookresearch/fairseq#1529 (2003.log): the legacy epoch line prints loss_scale 0.000
+    line = (SAMPLES / "2003.log").read_text(encoding="utf-8").splitlines()[0]
+    assert [f.id for f in diagnose(tmp_path, line).findings] == ["loss-scale-collapse"]
+    # the epoch line of 120.log at 0.500: a scale well above the floor is no collapse
+    healthy = next(ln for ln in (SAMPLES / "120.log").read_text(encoding="utf-8").splitlines() if "loss_scale 0.500" in ln)
+    assert diagnose(tmp_path, healthy).findings == []

@@ -196,7 +196,21 @@ def _epoch_nan(rec, loss: Optional[float], updates: Optional[str]) -> list:
 @rule("fairseq-epoch-summary", ("| num_updates ",), r"\bepoch \d+ \|.*\| num_updates (?P<n>\d+)")
 def _fairseq_summary(m, rec, state):
     train = re.search(r"\| train \| epoch \d+ \| loss (?P<loss>\S+) \|", rec.text)
-    return _epoch_nan(rec, to_float(train.group("loss")), m.group("n")) if train else []
+    got = _epoch_nan(rec, to_float(train.group("loss")), m.group("n")) if train else []
+    if got:
+        return got
+    # the epoch line (legacy `| epoch 028 | loss 3.976 | ... | loss_scale 0.000 | ...`, fairseq's
+    # progress_bar format_stat prints three decimals; later `| train | epoch 002 | ... | loss_scale 0 |`):
+    # a scale printed as 0.000 is under 5e-4, within two halvings of the --min-loss-scale default of
+    # 1e-4 (fairseq#1529)
+    scale = _LEGACY_SCALE.search(rec.text)
+    if scale is not None and to_float(scale.group(1)) is not None and to_float(scale.group(1)) < 1e-3:
+        return ScaleEvent(loc=rec.loc, text=rec.text, framework="fairseq", action="minimum",
+                          new_scale=to_float(scale.group(1)), rank_is_printer_only=True)
+    return []
+
+
+_LEGACY_SCALE = re.compile(r"\| loss_scale (" + _F + r") \|")
 
 
 @rule("fairseq-epoch-json", ('"train_loss": "',), r'\| train \| \{"epoch": \d+, "train_loss": "(?P<loss>[^"]*)"')
