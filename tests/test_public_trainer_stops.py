@@ -231,3 +231,12 @@ def test_fairseq_epoch_line_with_its_loss_scale_at_the_floor_is_a_collapse(tmp_p
     # the epoch line of 120.log at 0.500: a scale well above the floor is no collapse
     healthy = next(ln for ln in (SAMPLES / "120.log").read_text(encoding="utf-8").splitlines() if "loss_scale 0.500" in ln)
     assert diagnose(tmp_path, healthy).findings == []
+
+
+def test_a_nan_stop_without_a_logged_step_says_no_step(tmp_path):
+    # 1951.log (a trainer's own stop, no step in view): the summary reads whole, never
+    # "from step ? through step ?"
+    r = api.diagnose([str(SAMPLES / "1951.log")])
+    f = next(f for f in r.findings if f.id == "nan-persistent")
+    assert f.first_step is None
+    assert "?" not in f.summary and f.summary.startswith("Non-finite loss or gradient norm: "), f.summary

@@ -285,6 +285,10 @@ def build_finding(agg: Aggregate) -> Finding:
         step=first.step if first.step is not None else "?",
         nranks=len(ranks),
         at_step=f" at step {first.step}" if first.step is not None else "",
+        # a run's span, for summaries that must read whole without a logged step (a stop message)
+        step_from=f" from step {first.step}" if first.step is not None else "",
+        step_through=(f" through step {first.extras['last_step']}" if first.step is not None
+                      and first.extras.get("last_step") is not None else ""),
         where=(f" on rank {ranks[0]}" if len(ranks) == 1 else f" on ranks {fmt_ranks(ranks)}") if ranks else "",
     )
     for k in ("good_ranks", "bad_ranks"):
