@@ -413,3 +413,38 @@ def test_uncorrectable_nvlink_error_is_a_hardware_fault(tmp_path):
     ]))
     assert f.id == "nvlink-error"
     assert report.verdict == "retryable"
+
+
+
+def test_a_store_port_another_process_holds_is_named_with_the_port_not_as_an_exception(tmp_path):
+    # intelligent-machine-learning/dlrover#443 (1851.log): env:// rendezvous on a taken MASTER_PORT
+    f, report = first(tmp_path, "\n".join([
+        "  File \"/usr/local/lib/python3.8/site-packages/torch/distributed/rendezvous.py\", line 177, in _create_c10d_store",
+        "    return TCPStore(",
+        "RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed "
+        "to bind to [::]:44796 (errno: 98 - Address already in use). The server socket has failed to bind to "
+        "0.0.0.0:44796 (errno: 98 - Address already in use).",
+    ]))
+    assert f.id == "port-in-use"
+    assert "44796" in f.summary
+    assert [x.id for x in report.findings] == ["port-in-use"]
+
+
+def test_the_per_address_warnings_alone_name_the_taken_port(tmp_path):
+    # hunto/DIST_KD#10 (1852.log): the paste ends before c10d's error line
+    f, _ = first(tmp_path, "\n".join([
+        "[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:25641 (errno: 98 - Address already in use).",
+        "[W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:25641 (errno: 98 - Address already in use).",
+    ]))
+    assert f.id == "port-in-use" and "25641" in f.summary
+
+
+def test_a_client_that_timed_out_connecting_to_the_store_lost_its_peer(tmp_path):
+    # lllyasviel/ControlNet#382 (1859.log): seconds, not the milliseconds of other releases
+    f, report = first(tmp_path, "\n".join([
+        "return TCPStore(",
+        "TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
+        "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
+    ]))
+    assert f.id == "peer-connection-lost"
+    assert "uncaught-exception" not in [x.id for x in report.findings]

@@ -393,10 +393,14 @@ def _mismatch(m, rec, state):
     )
 
 
+# gloo/transport/tcp/pair.cc GLOO_ENFORCE_LE(op.preamble.length, op.nbytes), printed by gloo's enforce as
+# `[enforce fail at <file>:<line>] op.preamble.length <= op.nbytes. <got> vs <want>`; gloo since pytorch/gloo#456
+# (2025) appends ". Received data size doesn't match expected size. Is there a distributed collective mismatch
+# in your code?", the releases before print the bare check (PrimeIntellect-ai/prime-diloco#68).
 @rule(
     "gloo-size-mismatch",
-    ("Received data size doesn't match expected size",),
-    r"op\.preamble\.length <= op\.nbytes\. (?P<got>\d+) vs (?P<want>\d+)\. Received data size doesn't match expected size",
+    ("op.preamble.length <= op.nbytes",),
+    r"op\.preamble\.length <= op\.nbytes\. (?P<got>\d+) vs (?P<want>\d+)(?:\.|\s*$)",
 )
 def _gloo_size_mismatch(m, rec, state):
     """gloo's receive-side check (gloo/transport/tcp/pair.cc GLOO_ENFORCE_LE): a peer sent more bytes than
@@ -620,17 +624,67 @@ def _nccl_duplicate_gpu(m, rec, state):
                                             "cuda_device": m.group("dev")})
 
 
-# torch/csrc/distributed/c10d/socket.cpp SocketConnectOp::run, once every address of the store failed until the
-# connect timeout (then it throws SocketError / DistNetworkError with the same text); torch 1.13-2.x:
+# torch/csrc/distributed/c10d/socket.cpp SocketConnectOp, the client side of the c10d store (torch 1.11+):
+# run(), once every address of the store failed (then it throws SocketError / DistNetworkError, the same text
+# followed by the recorded errors); torch 1.13-2.x:
 #   [E socket.cpp:610] [c10d] The client socket has failed to connect to any network address of (05, 40323).
+# throwTimeoutError(), when the connect deadline passed while the server was not listening yet (C10D_ERROR, then
+# TimeoutError / DistNetworkError with the same text; the timeout as fmt prints a chrono duration):
+#   [E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).
+#   TimeoutError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, 29500).
 # The `[W socket.cpp:N] ... failed to connect to [host]:port (errno: 110 ...)` lines before it are the retries.
-@rule("c10d-connect-failed", ("failed to connect to any network address of",),
-      r"\[c10d\] The client socket has failed to connect to any network address of \((?P<host>[^,()]*), (?P<port>\d+)\)")
+@rule("c10d-connect-failed", ("failed to connect to any network address of", "while trying to connect to ("),
+      r"The client socket has (?:failed to connect to any network address of|timed out after (?P<after>\d+(?:ms|s|min)) "
+      r"while trying to connect to) \((?P<host>[^,()]*), (?P<port>\d+)\)")
 def _c10d_connect_failed(m, rec, state):
     peer = f"{m.group('host').strip()}:{m.group('port')}"
     if not first_time(state, ("c10d_connect", peer), rec.loc.line):
         return []
-    return _error(rec, "peer_connection_lost", fields={"backend": "c10d-store", "peer": peer, "reason": "connect_failed"})
+    fields = {"backend": "c10d-store", "peer": peer,
+              "reason": "connect_timeout" if m.group("after") else "connect_failed"}
+    if m.group("after"):
+        fields["connect_timeout"] = m.group("after")
+    return _error(rec, "peer_connection_lost", fields=fields)
+
+
+# torch/csrc/distributed/c10d/socket.cpp SocketListenOp, the server side of the c10d store (rank 0's
+# TCPStore, torchrun's rendezvous store; torch 1.11+): every address tried records its failure with C10D_WARNING
+#   [W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).
+#   [W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:25641 (errno: 98 - Address already in use).
+# then C10D_ERROR "The server socket has failed to listen on any local network address." and SocketError /
+# DistNetworkError (RuntimeError before torch 2.0) with the recorded errors joined after it:
+#   RuntimeError: The server socket has failed to listen on any local network address. The server socket has
+#   failed to bind to [::]:44796 (errno: 98 - Address already in use). The server socket has failed to bind to ...
+# torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp (the libuv store, torch 2.2+, default since 2.4):
+#   The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98,
+#   name: EADDRINUSE, message: address already in use          (2.2/2.3 without "port: N, "; macOS code -48)
+# torch <= 1.10 (lib/c10d/Utils.cpp tcputil::listen, the bind's errno as a system_error): the bare
+#   RuntimeError: Address already in use                      (pytorch/pytorch#72816)
+# Windows' WSAEADDRINUSE reads "(errno: 10048 - Only one usage of each socket address ... is normally permitted.)".
+# Another process (a second job, a stale one, or the script's own store beside torchrun's) holds the port.
+_IN_USE = r"(?:Address already in use|Only one usage of each socket address)"
+
+
+@rule(
+    "c10d-port-in-use",
+    ("Address already in use", "EADDRINUSE", "Only one usage of each socket address"),
+    r"The server socket has failed to (?:bind to|listen on) (?P<addr>\S+) \(errno: (?P<errno>\d+) - " + _IN_USE +
+    r"|The server socket has failed to listen on any local network address\. (?:port: (?P<port>\d+), )?"
+    r"useIpv6: \w+, code: (?P<code>-?\d+), name: EADDRINUSE"
+    r"|^(?:\w+\.)*(?P<old>RuntimeError): Address already in use\s*$",
+)
+def _c10d_port_in_use(m, rec, state):
+    port = m.group("port")
+    if port is None:
+        # every "failed to bind to <addr>" of the line: [::]:29500, 0.0.0.0:29500, ?UNKNOWN? (no port printed)
+        ports = re.findall(r"failed to (?:bind to|listen on) \S*?:(\d+) \(errno", rec.text)
+        port = ports[0] if ports else None
+    key = ("c10d_port_in_use", port)
+    if not first_time(state, key, rec.loc.line):
+        return []
+    errno = m.group("errno") or (m.group("code") or "").lstrip("-") or None
+    return _error(rec, "port_in_use", fields={"backend": "c10d-store", "port": port or "its port",
+                                              "errno": to_int(errno) if errno else None})
 
 
 @rule("nccl-shm-failed", ("Error while creating shared memory segment", "NCCL WARN Error: failed to extend"),
@@ -784,7 +838,7 @@ PARSER = Parser(
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
-           _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _nccl_shm, _gloo_timeout, _desync_at,
+           _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _c10d_port_in_use, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
            _nccl_error_detail, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],

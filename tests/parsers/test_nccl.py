@@ -90,6 +90,22 @@ REAL = [
     # the rank that prints it is one side of the mismatch, so the event claims no other rank
     ("[default1]:  what():  [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 1384 vs 4. Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?",
      "collective_desync", 1, None, {"backend": "gloo", "state": "size_mismatch", "received_bytes": 1384, "expected_bytes": 4}),
+    # PrimeIntellect-ai/prime-diloco#68 (1857.log): the same gloo check before pytorch/gloo#456 added its hint
+    ("  what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 1046204 vs 1040256",
+     "collective_desync", None, None, {"backend": "gloo", "state": "size_mismatch", "received_bytes": 1046204, "expected_bytes": 1040256}),
+    # pytorch/pytorch#85604 (1850.log): socket.cpp's per-address warning, the store's port is taken
+    ("[W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).",
+     "port_in_use", None, None, {"backend": "c10d-store", "port": "47531", "errno": 98}),
+    # intelligent-machine-learning/dlrover#443 (1851.log): the exception that joins the recorded errors
+    ("RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:44796 (errno: 98 - Address already in use). The server socket has failed to bind to 0.0.0.0:44796 (errno: 98 - Address already in use).",
+     "port_in_use", None, None, {"port": "44796", "errno": 98}),
+    # om-ai-lab/VLM-R1#289 (1853.log): the libuv store (torch 2.2+)
+    ("RuntimeError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use.",
+     "port_in_use", None, None, {"port": "29500", "errno": 98}),
+    # lllyasviel/ControlNet#382 (1859.log): the client gave up at its connect deadline
+    ("TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
+     "peer_connection_lost", None, None, {"backend": "c10d-store", "peer": "127.0.0.1:48391", "reason": "connect_timeout",
+                                          "connect_timeout": "1800s"}),
     # [SRC] NVIDIA/nccl src/proxy.cc INFO, v2.14-HEAD, with NCCL's host:pid:tid prefix, under torchrun --tee
     ("[default0]:node0:2211:2290 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
      "peer_connection_lost", 0, None, {"peer_local_rank": 1, "nccl_info": True}),
@@ -187,6 +203,9 @@ LOOKALIKES = [
     "See https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications for the Watchdog caught collective operation timeout FAQ",
     "To debug NCCL errors set TORCH_NCCL_TRACE_BUFFER_SIZE and TORCH_NCCL_DESYNC_DEBUG=1",
     "ConnectionResetError: [Errno 104] Connection reset by peer",
+    # the listen failure's summary line alone says no reason (EADDRINUSE, EACCES ...): its per-address lines do
+    "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.",
+    "OSError: [Errno 98] Address already in use",
 ]
 
 
