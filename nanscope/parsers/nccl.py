@@ -632,12 +632,15 @@ def _nccl_duplicate_gpu(m, rec, state):
 # TimeoutError / DistNetworkError with the same text; the timeout as fmt prints a chrono duration):
 #   [E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).
 #   TimeoutError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, 29500).
+#   [E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect to 192.0.0.1:1234
+#                                                           (torch 2.0, pytorch/pytorch#107021: host:port, no parentheses)
 # The `[W socket.cpp:N] ... failed to connect to [host]:port (errno: 110 ...)` lines before it are the retries.
-@rule("c10d-connect-failed", ("failed to connect to any network address of", "while trying to connect to ("),
+@rule("c10d-connect-failed", ("failed to connect to any network address of", "while trying to connect to "),
       r"The client socket has (?:failed to connect to any network address of|timed out after (?P<after>\d+(?:ms|s|min)) "
-      r"while trying to connect to) \((?P<host>[^,()]*), (?P<port>\d+)\)")
+      r"while trying to connect to) (?:\((?P<host>[^,()]*), (?P<port>\d+)\)|(?P<hp>\[?[\w.:\-]+?\]?):(?P<hport>\d+)\b)")
 def _c10d_connect_failed(m, rec, state):
-    peer = f"{m.group('host').strip()}:{m.group('port')}"
+    host, port = (m.group("host"), m.group("port")) if m.group("port") else (m.group("hp"), m.group("hport"))
+    peer = f"{host.strip()}:{port}"
     if not first_time(state, ("c10d_connect", peer), rec.loc.line):
         return []
     fields = {"backend": "c10d-store", "peer": peer,
@@ -645,6 +648,21 @@ def _c10d_connect_failed(m, rec, state):
     if m.group("after"):
         fields["connect_timeout"] = m.group("after")
     return _error(rec, "peer_connection_lost", fields=fields)
+
+
+# torch/csrc/distributed/c10d/Utils.hpp SYSCHECK (every release to date): a store socket read that hit its receive
+# timeout (SO_RCVTIMEO, the store's timeout) raises TORCH_CHECK(false, "Socket Timeout"), printed as
+#   RuntimeError: Socket Timeout                       (torch <= 1.13)
+#   torch.distributed.DistStoreError: Socket Timeout   (torch 2.x)
+# followed by `Exception raised from recvBytes at ../torch/csrc/distributed/c10d/Utils.hpp:604`. The store held the
+# get / wait because the key was never set: the process waited the whole timeout for another process (rank 0's
+# NCCL id or barrier key, another node's agent in torchelastic's role-info exchange) that never got there. The
+# message inside "store->get('0') got error: Socket Timeout" is nccl-id-store's.
+@rule("store-socket-timeout", ("Socket Timeout",), r"^(?:[\w]+\.)*(?:RuntimeError|DistStoreError|DistError): Socket Timeout\s*$")
+def _store_socket_timeout(m, rec, state):
+    if not first_time(state, ("store_socket_timeout",), rec.loc.line):
+        return []
+    return _error(rec, "collective_timeout", fields={"backend": "store", "store_wait": True, "store_error": "Socket Timeout"})
 
 
 # torch/csrc/distributed/c10d/socket.cpp SocketListenOp, the server side of the c10d store (rank 0's
@@ -838,7 +856,7 @@ PARSER = Parser(
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
-           _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _c10d_port_in_use, _nccl_shm, _gloo_timeout, _desync_at,
+           _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
            _nccl_error_detail, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],

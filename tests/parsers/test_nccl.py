@@ -106,6 +106,14 @@ REAL = [
     ("TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
      "peer_connection_lost", None, None, {"backend": "c10d-store", "peer": "127.0.0.1:48391", "reason": "connect_timeout",
                                           "connect_timeout": "1800s"}),
+    # pytorch/pytorch#107021: torch 2.0's connect deadline prints host:port without the parentheses
+    ("[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect to 192.0.0.1:1234",
+     "peer_connection_lost", None, None, {"peer": "192.0.0.1:1234", "reason": "connect_timeout"}),
+    # alibaba/Pai-Megatron-Patch#468 (title), huggingface/accelerate#1645: Utils.hpp's SYSCHECK on the store's recv timeout
+    ("torch.distributed.DistStoreError: Socket Timeout",
+     "collective_timeout", None, None, {"backend": "store", "store_wait": True}),
+    ("RuntimeError: Socket Timeout",
+     "collective_timeout", None, None, {"backend": "store"}),
     # [SRC] NVIDIA/nccl src/proxy.cc INFO, v2.14-HEAD, with NCCL's host:pid:tid prefix, under torchrun --tee
     ("[default0]:node0:2211:2290 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
      "peer_connection_lost", 0, None, {"peer_local_rank": 1, "nccl_info": True}),
