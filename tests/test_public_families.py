@@ -448,3 +448,27 @@ def test_a_client_that_timed_out_connecting_to_the_store_lost_its_peer(tmp_path)
     ]))
     assert f.id == "peer-connection-lost"
     assert "uncaught-exception" not in [x.id for x in report.findings]
+
+
+def test_a_port_in_use_exception_wrapped_at_the_terminal_width_is_still_the_taken_port(tmp_path):
+    # deepspeedai/DeepSpeed#3916 (1874.log): the words of the reason run over the wraps
+    f, report = first(tmp_path, "\n".join([
+        "RuntimeError: The server socket has failed to listen on any local network",
+        "address. The server socket has failed to bind to [::]:29600 (errno: 98 - Address",
+        "already in use). The server socket has failed to bind to 0.0.0.0:29600 (errno:",
+        "98 - Address already in use).",
+    ]))
+    assert f.id == "port-in-use" and "29600" in f.summary
+    assert [x.id for x in report.findings] == ["port-in-use"]
+
+
+def test_an_nccl_detail_line_under_a_two_number_launcher_prefix_is_the_nccl_error_without_a_rank(tmp_path):
+    # NVIDIA/nccl#1837 (1870.log): `[trainer0|0]:` says two numbers, not which is the rank
+    f, _ = first(tmp_path, "\n".join([
+        "[trainer3]:twshared1016:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2",
+        "[trainer0|0]:ncclInternalError: Internal check failed.",
+        "[trainer0|0]:Last error:",
+        "[trainer0|0]:ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
+    ]))
+    assert f.id == "nccl-error"
+    assert f.ranks == [] and f.initiating_rank is None

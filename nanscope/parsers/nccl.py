@@ -581,6 +581,65 @@ def _ofi(m, rec, state):
                                              "ofi_rc": int(rc.group(1)) if rc else None, "transfer_failed": transfer})
 
 
+# NCCL's socket layer (src/include/socket.h <= 2.11, src/misc/socket.cc 2.12+; src/include/core.h / checks.h
+# SYSCHECK for any syscall) gives up on a call and returns ncclSystemError after one of these WARNs:
+#   Call to connect failed : Connection timed out         SYSCHECK(..., "connect") (<= 2.11; the binary 2.2
+#                                                          prints `include/socket.h:360 WARN` without the tag)
+#   Net : Socket creation failed : Address family ...     (2.3 - 2.17; <= 2.2 without "Net : ")
+#   ncclSocketInit: Socket creation failed : ...          (2.18+)
+#   Connect to 10.0.0.2<4711> failed : No route to host   (2.7 - 2.11; 2.12 "Net : Connect to", 2.18+
+#                                                          "socketStartConnect: Connect to"; refused / timed-out
+#                                                          connects are retried before, so this one is final)
+#   Net : connecting to address X with family N is neither AF_INET(2) nor AF_INET6(10)   (2.12; 2.18+
+#                                                          "ncclSocketInit: connecting to address ...": no usable
+#                                                          interface, e.g. NCCL_SOCKET_IFNAME naming none)
+# Only a line with NCCL's WARN header counts (`NCCL WARN`, or `<file>.h|cc|cu:<line> WARN` of the old releases).
+_SOCK_WARN = re.compile(
+    r"(?:NCCL WARN |\.(?:h|cc|cu):\d+ WARN )(?:(?:Net|ncclSocketInit|socketStartConnect) ?: )?"
+    r"(?:Call to (?P<call>[a-z_]+) failed : (?P<cerr>.*?)"
+    r"|Socket creation failed : (?P<serr>.*?)"
+    r"|Connect to (?P<peer>\S+) failed : (?P<perr>.*?)"
+    r"|connecting to address (?P<addr>\S*) ?with family (?P<fam>\d+) is neither AF_INET.*?)\s*$")
+
+
+@rule("nccl-socket-failed",
+      ("WARN Call to ", "Socket creation failed", "failed : ", "is neither AF_INET"),
+      _SOCK_WARN.pattern)
+def _nccl_socket_failed(m, rec, state):
+    if m.group("call") is not None and m.group("call").startswith("ibv_"):
+        return None  # nccl-ibv-failed's
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    if m.group("call") is not None:
+        reason = f"call to {m.group('call')} failed: {m.group('cerr')}"
+    elif m.group("serr") is not None:
+        reason = f"socket creation failed: {m.group('serr')}"
+    elif m.group("perr") is not None:
+        reason = f"connect to {m.group('peer')} failed: {m.group('perr')}"
+    else:
+        reason = f"no usable network interface (address family {m.group('fam')})"
+    if not first_time(state, ("nccl_socket", reason), rec.loc.line):
+        return []
+    fields = {"code": "ncclSystemError", "reason": reason, "transport": "socket"}
+    if m.group("peer") is not None:
+        fields["peer"] = m.group("peer")
+    return _error(rec, "nccl_error", fields=fields)
+
+
+# NVIDIA/nccl src/proxy.cc proxyServiceInitOp / proxyProgressAsync (2.12+): the proxy thread of a rank could not
+# set up or progress a connection for a peer and tells the caller, which fails the communicator:
+#   WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d", ...)
+@rule("nccl-proxy-failed", ("Failed to execute operation",),
+      r"\[Proxy Service (?P<svc>\d+)\] Failed to execute operation (?P<op>\w+) from rank (?P<from>\d+), retcode (?P<code>\d+)")
+def _nccl_proxy_failed(m, rec, state):
+    state["nccl_warned"] = rec.loc.line
+    code = int(m.group("code"))
+    name, reason = _RESULT.get(code, (None, f"NCCL error {code}"))
+    if not first_time(state, ("nccl_proxy", m.group("op"), code), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"code": name, "reason": f"proxy {m.group('op')} failed: {reason}",
+                                            "result": code, "proxy_op": m.group("op")})
+
+
 _IBV_FATAL = ("ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_modify_qp", "ibv_create_cq",
               "ibv_alloc_pd", "ibv_create_comp_channel")
 
@@ -705,6 +764,39 @@ def _c10d_port_in_use(m, rec, state):
                                               "errno": to_int(errno) if errno else None})
 
 
+# The same exception wrapped at a terminal's width (a narrow console, a rich traceback; deepspeedai/DeepSpeed#3916):
+#   RuntimeError: The server socket has failed to listen on any local network
+#   address. The server socket has failed to bind to [::]:29600 (errno: 98 - Address
+#   already in use). The server socket has failed to bind to 0.0.0.0:29600 (errno:
+#   98 - Address already in use).
+# A line of the server socket's failure that says no reason is remembered (with the port it names); the words
+# "already in use)" opening one of the next lines finish it. The exception line stays the python parser's: the
+# finding supersedes it.
+_WRAP_SPAN = 3
+_IN_USE_CONT = re.compile(r"^\s*(?:\d+ - )?(?:Address\s+)?already in use\)")
+
+
+@rule("c10d-port-in-use-wrapped", ("The server socket has failed to", "already in use)"),
+      r"The server socket has failed to (?:listen|bind)|already in use\)")
+def _c10d_port_in_use_wrapped(m, rec, state):
+    text = rec.text
+    held = state.get("c10d_listen_held")
+    recent = held is not None and 0 < rec.loc.line - held[0] <= _WRAP_SPAN
+    if _IN_USE_CONT.match(text):
+        if not recent:
+            return None
+        port = held[1]
+        if not first_time(state, ("c10d_port_in_use", port), rec.loc.line):
+            return []
+        return _error(rec, "port_in_use", fields={"backend": "c10d-store", "port": port or "its port", "errno": 98,
+                                                  "wrapped": True})
+    if "The server socket has failed to" in text:
+        found = re.findall(r"failed to (?:bind to|listen on) \S*?:(\d+) \(errno", text)
+        port = found[0] if found else (held[1] if recent else None)
+        state["c10d_listen_held"] = (rec.loc.line, port)
+    return None
+
+
 @rule("nccl-shm-failed", ("Error while creating shared memory segment", "NCCL WARN Error: failed to extend"),
       r"NCCL WARN (?:Error while creating shared memory segment (?P<seg>\S+)|Error: failed to extend (?P<ext>\S+) to \d+ bytes)")
 def _nccl_shm(m, rec, state):
@@ -795,11 +887,16 @@ def _gloo_connect(m, rec, state):
 _NCCL_HEAD = re.compile(r"(?:^|\s)(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+ )?NCCL ")
 
 
+# The peer's socket closed, in every release's words (src/include/socket.h, src/misc/socket.cc):
+#   2.3 - 2.11  WARN("Net : Connection closed by remote peer")            no peer named
+#   2.12        WARN("Net : Connection closed by remote peer %s", addr)
+#   2.19+       WARN("socketProgress: Connection closed by remote peer %s", addr)
+#   <= 2.2      `include/socket.h:371 WARN Connection closed by remote peer` (the binary releases, no "NCCL" tag)
 @rule(
     "nccl-peer-lost",
     ("Connection closed by localRank", "Connection closed by remote peer", "Call to recv from"),
     r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)"
-    r"|(?:socketProgress|Net) ?: Connection closed by remote peer (?P<peer>\S+)"
+    r"|(?:(?:socketProgress|Net) ?: |\.(?:h|cc|cu):\d+ WARN )Connection closed by remote peer(?: (?P<peer>\S+))?\s*$"
     r"|(?:socketProgressOpt|Net) ?: Call to recv from (?P<rpeer>\S+) failed ?: (?P<why>.*?\S)\s*$",
 )
 def _nccl_peer(m, rec, state):
@@ -856,8 +953,8 @@ PARSER = Parser(
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
-           _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _nccl_shm, _gloo_timeout, _desync_at,
+           _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
-           _nccl_error_detail, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
+           _nccl_error_detail, _nccl_socket_failed, _nccl_proxy_failed, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )

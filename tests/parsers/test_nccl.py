@@ -114,6 +114,24 @@ REAL = [
      "collective_timeout", None, None, {"backend": "store", "store_wait": True}),
     ("RuntimeError: Socket Timeout",
      "collective_timeout", None, None, {"backend": "store"}),
+    # NVIDIA/nccl-tests#15 (1871.log): the binary NCCL 2.2's SYSCHECK WARN, without the "NCCL" tag
+    ("gpu-bql-144-103:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out",
+     "nccl_error", None, None, {"code": "ncclSystemError", "reason": "call to connect failed: Connection timed out"}),
+    # NVIDIA/nccl#210 (1873.log): socket creation, no IP interface on the host
+    ("include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol",
+     "nccl_error", None, None, {"code": "ncclSystemError"}),
+    # NVIDIA/nccl#975 (1877.log): 2.18's socketStartConnect, a connect that is not retried
+    ("n122-246-085:12251:12400 [5] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to fe80::966d:ae03:a2:8cf0%ib1<17943> failed : Software caused connection abort",
+     "nccl_error", None, None, {"peer": "fe80::966d:ae03:a2:8cf0%ib1<17943>"}),
+    # NVIDIA/nccl-tests#111 (1876.log): the proxy thread failed a peer's connect (retcode 2: ncclSystemError)
+    ("us1-shopee-ai-worker-live-10-67-208-67:406794:406838 [0] proxy.cc:1040 NCCL WARN [Proxy Service 8] Failed to execute operation Connect from rank 8, retcode 2",
+     "nccl_error", None, None, {"code": "ncclSystemError", "proxy_op": "Connect", "result": 2}),
+    # pytorch/elastic#134 (1872.log): NCCL 2.3 - 2.11 name no peer
+    ("multigpu:141:158 [0] include/socket.h:416 NCCL WARN Net : Connection closed by remote peer",
+     "peer_connection_lost", None, None, {"backend": "nccl", "nccl_info": False}),
+    # NVIDIA/nccl-tests#15 (1871.log): the same before 2.3
+    ("gpu-bql-144-103:18553:18612 [0] include/socket.h:371 WARN Connection closed by remote peer",
+     "peer_connection_lost", None, None, {"backend": "nccl"}),
     # [SRC] NVIDIA/nccl src/proxy.cc INFO, v2.14-HEAD, with NCCL's host:pid:tid prefix, under torchrun --tee
     ("[default0]:node0:2211:2290 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
      "peer_connection_lost", 0, None, {"peer_local_rank": 1, "nccl_info": True}),
@@ -214,6 +232,9 @@ LOOKALIKES = [
     # the listen failure's summary line alone says no reason (EADDRINUSE, EACCES ...): its per-address lines do
     "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.",
     "OSError: [Errno 98] Address already in use",
+    # a retried connect's INFO and a user's prose about a failed call carry no NCCL WARN header
+    "node0:2211:2211 [0] NCCL INFO Call to connect returned Connection refused, retrying",
+    "WARNING: Call to connect failed : Connection timed out",
 ]
 
 
