@@ -472,3 +472,15 @@ def test_an_nccl_detail_line_under_a_two_number_launcher_prefix_is_the_nccl_erro
     ]))
     assert f.id == "nccl-error"
     assert f.ranks == [] and f.initiating_rank is None
+
+
+def test_a_monitored_barrier_names_the_rank_the_others_waited_for(tmp_path):
+    # pytorch docs/source/distributed.rst (monitored_barrier): the error rank 0 prints, and gloo's lost peer after it
+    f, report = first(tmp_path, "\n".join([
+        "RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms",
+        " Original exception:",
+        "[gloo/transport/tcp/pair.cc:598] Connection closed by peer [2401:db00:eef0:1100:3560:0:1c05:25d]:8594",
+    ]))
+    assert f.id == "collective-timeout"
+    assert f.initiating_rank == 1
+    assert "uncaught-exception" not in [x.id for x in report.findings]

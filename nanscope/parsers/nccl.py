@@ -242,6 +242,43 @@ def _gloo_timeout(m, rec, state):
     )
 
 
+# torch/csrc/distributed/c10d/ProcessGroupGloo.cpp monitoredBarrier (torch 1.10+, dist.monitored_barrier, and
+# ProcessGroupWrapper's check before every collective under TORCH_DISTRIBUTED_DEBUG=DETAIL): rank 0 waits for an ack
+# from every other rank and names the first that did not answer in time, then the transport error it got:
+#   RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms          (docs/source/distributed.rst)
+#    Original exception:
+#   [gloo/transport/tcp/pair.cc:598] Connection closed by peer [2401:db00:...]:8594
+# later releases prefix it with "[Rank 0]: "; with wait_all_ranks=True every rank that failed:
+#   [Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 2000 ms
+# and when rank 0's own time ran out first: "Rank 0 timed out in monitoredBarrier after 2000 ms."
+# The rank named is the one the others waited for (the hung or dead one): the message says so itself.
+@rule(
+    "monitored-barrier-failed",
+    ("failed to pass monitoredBarrier", "timed out in monitoredBarrier"),
+    r"(?:\[Rank (?P<me>\d+)\]: )?(?:Ranks? (?P<ranks>\d+(?:, \d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms"
+    r"|Rank (?P<own>\d+) timed out in monitoredBarrier after (?P<oms>\d+) ms)",
+)
+def _monitored_barrier(m, rec, state):
+    if not first_time(state, ("monitored_barrier",), rec.loc.line):
+        return []
+    if m.group("own") is not None:
+        me = int(m.group("own"))
+        return _error(rec, "collective_timeout", rank=_rank(rec, me, True),
+                      collective=Collective(op="BARRIER", timeout_ms=int(m.group("oms"))),
+                      fields={"backend": "gloo", "monitored_barrier": True, "pg_rank": me})
+    failed = _ranks(m.group("ranks"))
+    me = to_int(m.group("me"))
+    fields = {"backend": "gloo", "monitored_barrier": True, "failed_ranks": failed}
+    if me is not None:
+        fields["pg_rank"] = me
+    if len(failed) == 1:
+        fields["waited_for"] = failed[0]
+        fields["waited_why"] = (f"the monitored barrier names rank {failed[0]} as the rank that did not reach it "
+                                f"within {m.group('ms')} ms (hung, slower, or gone)")
+    return _error(rec, "collective_timeout", rank=_rank(rec, me, True) if me is not None else None,
+                  collective=Collective(op="BARRIER", timeout_ms=int(m.group("ms"))), fields=fields)
+
+
 # --- waits on the c10d store ------------------------------------------------------------------
 
 # torch/csrc/distributed/c10d/socket.cpp SocketImpl::waitForInput (torch 2.2+), a TCPStore client waiting
@@ -952,7 +989,7 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
            _nccl_error_detail, _nccl_socket_failed, _nccl_proxy_failed, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,

@@ -132,6 +132,12 @@ REAL = [
     # NVIDIA/nccl-tests#15 (1871.log): the same before 2.3
     ("gpu-bql-144-103:18553:18612 [0] include/socket.h:371 WARN Connection closed by remote peer",
      "peer_connection_lost", None, None, {"backend": "nccl"}),
+    # pytorch docs/source/distributed.rst (monitored_barrier): rank 0 names the rank that never acked
+    ("RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms",
+     "collective_timeout", None, {"op": "BARRIER", "timeout_ms": 2000}, {"waited_for": 1, "failed_ranks": [1]}),
+    # [SRC] torch/csrc/distributed/c10d/ProcessGroupGloo.cpp wait_all_ranks=True, rendered: several ranks, none claimed
+    ("[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 30000 ms",
+     "collective_timeout", 0, {"timeout_ms": 30000}, {"failed_ranks": [1, 2], "pg_rank": 0}),
     # [SRC] NVIDIA/nccl src/proxy.cc INFO, v2.14-HEAD, with NCCL's host:pid:tid prefix, under torchrun --tee
     ("[default0]:node0:2211:2290 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
      "peer_connection_lost", 0, None, {"peer_local_rank": 1, "nccl_info": True}),
