@@ -776,13 +776,18 @@ def _store_socket_timeout(m, rec, state):
 #   RuntimeError: Address already in use                      (pytorch/pytorch#72816)
 # Windows' WSAEADDRINUSE reads "(errno: 10048 - Only one usage of each socket address ... is normally permitted.)".
 # Another process (a second job, a stale one, or the script's own store beside torchrun's) holds the port.
-_IN_USE = r"(?:Address already in use|Only one usage of each socket address)"
+# The error's number says it whatever the locale translates the text to (torch 2.1+ on Windows prints
+# "(system error: 10048 - <the system's message>)", e.g. in Chinese: YYuX-1145/Bert-VITS2-Integration-package#54):
+# EADDRINUSE is 98 on Linux, 48 on macOS / BSD, WSAEADDRINUSE 10048 on Windows.
+_IN_USE = (r"\((?:errno|system error): (?:(?P<errno>98|48|10048) - [^)]*"
+           r"|(?P<errno2>\d+) - (?:Address already in use|Only one usage of each socket address))")
 
 
 @rule(
     "c10d-port-in-use",
-    ("Address already in use", "EADDRINUSE", "Only one usage of each socket address"),
-    r"The server socket has failed to (?:bind to|listen on) (?P<addr>\S+) \(errno: (?P<errno>\d+) - " + _IN_USE +
+    ("Address already in use", "EADDRINUSE", "Only one usage of each socket address", "error: 10048 - ", "errno: 48 - ",
+     "errno: 98 - "),
+    r"The server socket has failed to (?:bind to|listen on) (?P<addr>\S+) " + _IN_USE +
     r"|The server socket has failed to listen on any local network address\. (?:port: (?P<port>\d+), )?"
     r"useIpv6: \w+, code: (?P<code>-?\d+), name: EADDRINUSE"
     r"|^(?:\w+\.)*(?P<old>RuntimeError): Address already in use\s*$",
@@ -791,12 +796,12 @@ def _c10d_port_in_use(m, rec, state):
     port = m.group("port")
     if port is None:
         # every "failed to bind to <addr>" of the line: [::]:29500, 0.0.0.0:29500, ?UNKNOWN? (no port printed)
-        ports = re.findall(r"failed to (?:bind to|listen on) \S*?:(\d+) \(errno", rec.text)
+        ports = re.findall(r"failed to (?:bind to|listen on) \S*?:(\d+) \((?:errno|system error)", rec.text)
         port = ports[0] if ports else None
     key = ("c10d_port_in_use", port)
     if not first_time(state, key, rec.loc.line):
         return []
-    errno = m.group("errno") or (m.group("code") or "").lstrip("-") or None
+    errno = m.group("errno") or m.group("errno2") or (m.group("code") or "").lstrip("-") or None
     return _error(rec, "port_in_use", fields={"backend": "c10d-store", "port": port or "its port",
                                               "errno": to_int(errno) if errno else None})
 

@@ -102,6 +102,9 @@ REAL = [
     # om-ai-lab/VLM-R1#289 (1853.log): the libuv store (torch 2.2+)
     ("RuntimeError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use.",
      "port_in_use", None, None, {"port": "29500", "errno": 98}),
+    # YYuX-1145/Bert-VITS2-Integration-package#54 (1880.log): Windows, WSAEADDRINUSE with the system's Chinese message
+    ("[W socket.cpp:436] [c10d] The server socket has failed to bind to [DESKTOP-L9L2GVM]:10086 (system error: 10048 - 通常每 个套接字地址(协议/网络地址/端口)只允许使用一次。).",
+     "port_in_use", None, None, {"port": "10086", "errno": 10048}),
     # lllyasviel/ControlNet#382 (1859.log): the client gave up at its connect deadline
     ("TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
      "peer_connection_lost", None, None, {"backend": "c10d-store", "peer": "127.0.0.1:48391", "reason": "connect_timeout",
@@ -238,6 +241,8 @@ LOOKALIKES = [
     # the listen failure's summary line alone says no reason (EADDRINUSE, EACCES ...): its per-address lines do
     "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.",
     "OSError: [Errno 98] Address already in use",
+    # a host without IPv6: the store falls back to 0.0.0.0 (microsoft/vidur#49, a run that finished)
+    "(BenchmarkRunner pid=10896) [W socket.cpp:464] [c10d] The server socket cannot be initialized on [::]:50704 (errno: 97 - Address family not supported by protocol).",
     # a retried connect's INFO and a user's prose about a failed call carry no NCCL WARN header
     "node0:2211:2211 [0] NCCL INFO Call to connect returned Connection refused, retrying",
     "WARNING: Call to connect failed : Connection timed out",
