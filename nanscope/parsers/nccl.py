@@ -630,17 +630,24 @@ def _ofi(m, rec, state):
 #   Net : connecting to address X with family N is neither AF_INET(2) nor AF_INET6(10)   (2.12; 2.18+
 #                                                          "ncclSocketInit: connecting to address ...": no usable
 #                                                          interface, e.g. NCCL_SOCKET_IFNAME naming none)
+#   Bootstrap : no socket interface found                 (src/bootstrap.cc, 2.x: ncclInternalError)
+#   NET/Socket : No usable listening interface found      (bootstrap.cc with NCCL_COMM_ID: ncclSystemError)
+#   NET/Socket : no interface found                       (transport/net_socket.cc, the last network to try)
+#   (NET/IB : No IP interface found. is not one of them: NCCL goes on to the socket transport)
 # Only a line with NCCL's WARN header counts (`NCCL WARN`, or `<file>.h|cc|cu:<line> WARN` of the old releases).
 _SOCK_WARN = re.compile(
     r"(?:NCCL WARN |\.(?:h|cc|cu):\d+ WARN )(?:(?:Net|ncclSocketInit|socketStartConnect) ?: )?"
     r"(?:Call to (?P<call>[a-z_]+) failed : (?P<cerr>.*?)"
     r"|Socket creation failed : (?P<serr>.*?)"
     r"|Connect to (?P<peer>\S+) failed : (?P<perr>.*?)"
-    r"|connecting to address (?P<addr>\S*) ?with family (?P<fam>\d+) is neither AF_INET.*?)\s*$")
+    r"|connecting to address (?P<addr>\S*) ?with family (?P<fam>\d+) is neither AF_INET.*?"
+    r"|(?P<noif>Bootstrap : no socket interface found|NET/Socket : No usable listening interface found"
+    r"|NET/Socket : no interface found))\s*$")
 
 
 @rule("nccl-socket-failed",
-      ("WARN Call to ", "Socket creation failed", "failed : ", "is neither AF_INET"),
+      ("WARN Call to ", "Socket creation failed", "failed : ", "is neither AF_INET", "no socket interface found",
+       "No usable listening interface found", "NET/Socket : no interface found"),
       _SOCK_WARN.pattern)
 def _nccl_socket_failed(m, rec, state):
     if m.group("call") is not None and m.group("call").startswith("ibv_"):
@@ -652,11 +659,14 @@ def _nccl_socket_failed(m, rec, state):
         reason = f"socket creation failed: {m.group('serr')}"
     elif m.group("perr") is not None:
         reason = f"connect to {m.group('peer')} failed: {m.group('perr')}"
+    elif m.group("noif") is not None:
+        reason = f"no usable network interface ({m.group('noif')})"
     else:
         reason = f"no usable network interface (address family {m.group('fam')})"
     if not first_time(state, ("nccl_socket", reason), rec.loc.line):
         return []
-    fields = {"code": "ncclSystemError", "reason": reason, "transport": "socket"}
+    internal = m.group("fam") is not None or (m.group("noif") or "").endswith(("no socket interface found", "no interface found"))
+    fields = {"code": "ncclInternalError" if internal else "ncclSystemError", "reason": reason, "transport": "socket"}
     if m.group("peer") is not None:
         fields["peer"] = m.group("peer")
     return _error(rec, "nccl_error", fields=fields)

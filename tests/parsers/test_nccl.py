@@ -141,6 +141,9 @@ REAL = [
     # [SRC] torch/csrc/distributed/c10d/ProcessGroupGloo.cpp wait_all_ranks=True, rendered: several ranks, none claimed
     ("[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 30000 ms",
      "collective_timeout", 0, {"timeout_ms": 30000}, {"failed_ranks": [1, 2], "pg_rank": 0}),
+    # [SRC] NVIDIA/nccl src/bootstrap.cc (2.7 - 2.30) rendered: no interface for the bootstrap
+    ("node1:1234:1234 [0] bootstrap.cc:45 NCCL WARN Bootstrap : no socket interface found",
+     "nccl_error", None, None, {"code": "ncclInternalError", "reason": "no usable network interface (Bootstrap : no socket interface found)"}),
     # [SRC] NVIDIA/nccl src/proxy.cc INFO, v2.14-HEAD, with NCCL's host:pid:tid prefix, under torchrun --tee
     ("[default0]:node0:2211:2290 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
      "peer_connection_lost", 0, None, {"peer_local_rank": 1, "nccl_info": True}),
@@ -241,6 +244,8 @@ LOOKALIKES = [
     # the listen failure's summary line alone says no reason (EADDRINUSE, EACCES ...): its per-address lines do
     "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.",
     "OSError: [Errno 98] Address already in use",
+    # [SRC] NVIDIA/nccl src/transport/net_ib.cc rendered: IB init fails, NCCL goes on with sockets
+    "node1:1234:1234 [0] transport/net_ib.cc:170 NCCL WARN NET/IB : No IP interface found.",
     # a host without IPv6: the store falls back to 0.0.0.0 (microsoft/vidur#49, a run that finished)
     "(BenchmarkRunner pid=10896) [W socket.cpp:464] [c10d] The server socket cannot be initialized on [::]:50704 (errno: 97 - Address family not supported by protocol).",
     # a retried connect's INFO and a user's prose about a failed call carry no NCCL WARN header
