@@ -484,3 +484,15 @@ def test_a_monitored_barrier_names_the_rank_the_others_waited_for(tmp_path):
     assert f.id == "collective-timeout"
     assert f.initiating_rank == 1
     assert "uncaught-exception" not in [x.id for x in report.findings]
+
+
+def test_a_watchdog_timeout_wrapped_at_the_terminal_width_is_still_a_timeout(tmp_path):
+    # huggingface/open-r1#620 (a later comment than 1210.log): wrapped at 140 columns, mid-word
+    f, _ = first(tmp_path, "\n".join([
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: "
+        "[Rank 3] Watchdog caught colle",
+        "ctive operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) "
+        "ran for 1800011 millisecond",
+        "s before timing out.",
+    ]))
+    assert f is not None and f.id == "collective-timeout"

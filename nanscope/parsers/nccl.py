@@ -160,10 +160,15 @@ def _remember(state: dict, seq: int, **values) -> dict:
 
 # --- collective timeouts ------------------------------------------------------------------
 
+# A terminal that wraps long lines splits the message anywhere (huggingface/open-r1#620, at 140 columns:
+# "... [Rank 3] Watchdog caught colle" / "ctive operation timeout: WorkNCCL(SeqNum=4, ...) ran for 1800011 millisecond"
+# / "s before timing out."); the work description with "ran for N milli" is the watchdog's timeout text alone,
+# so a line that carries it counts by itself (its rank, on the line before, is not claimed).
 @rule(
     "watchdog-timeout",
-    ("Watchdog caught collective operation timeout", "timed out in blocking wait"),
-    r"(?:\[Rank (?P<rank>\d+)\] )?(?:Watchdog caught collective operation timeout: |Work )WorkNCCL\((?P<work>)",
+    ("Watchdog caught collective operation timeout", "timed out in blocking wait", ") ran for "),
+    r"(?:\[Rank (?P<rank>\d+)\] )?(?:Watchdog caught collective operation timeout: |Work )WorkNCCL\((?P<work>)"
+    r"|WorkNCCL\((?=[^()]*Timeout\(ms\)=\d+\) ran for \d+ milli)",
 )
 def _watchdog_timeout(m, rec, state):
     work = _work_fields(rec.text, m.end())
