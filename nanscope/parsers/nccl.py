@@ -60,6 +60,16 @@ NVIDIA/nccl src/include/checks.h / src/group.cc, the error-return trace (printed
 NVIDIA/nccl-tests src/common.h: <host>: Test NCCL failure common.cu:1204 'unhandled cuda error (...) / <last error>'
 torch/csrc/distributed/c10d/socket.cpp: [E socket.cpp:610] [c10d] The client socket has failed to connect to any
   network address of (host, port).   (the store was never reached; the `[W ...]` lines before it are retries)
+  The client socket has timed out after 1800s while trying to connect to (host, port).   (the connect deadline)
+  The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).  (port_in_use; the libuv
+  store: `... port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE`; torch <= 1.10: `RuntimeError: Address already
+  in use`; Windows: `(system error: 10048 - <localized text>)`)
+torch/csrc/distributed/c10d/Utils.hpp: RuntimeError / DistStoreError: Socket Timeout   (a store wait that ran out)
+torch/csrc/distributed/c10d/ProcessGroupGloo.cpp: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms
+  (the rank named is the one the others waited for)
+NVIDIA/nccl socket layer, every release: Call to connect failed : E (<= 2.11 SYSCHECK; untagged `WARN` before 2.3),
+  Net : Socket creation failed : E, socketStartConnect: Connect to A failed : E, Bootstrap : no socket interface
+  found; src/proxy.cc: [Proxy Service 8] Failed to execute operation Connect from rank 8, retcode 2
 NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>   (2.19+)
   <= 2.18: `WARN("Net : Connection closed by remote peer %s", ...)` and
   `WARN("Net : Call to recv from %s failed : %s", ...)` (socketProgressOpt; 2.19+ `socketProgressOpt: Call to
