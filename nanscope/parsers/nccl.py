@@ -652,12 +652,12 @@ def _ofi(m, rec, state):
 # Only a line with NCCL's WARN header counts (`NCCL WARN`, or `<file>.h|cc|cu:<line> WARN` of the old releases).
 _SOCK_WARN = re.compile(
     r"(?:NCCL WARN |\.(?:h|cc|cu):\d+ WARN )(?:(?:Net|ncclSocketInit|socketStartConnect) ?: )?"
-    r"(?:Call to (?P<call>[a-z_]+) failed : (?P<cerr>.*?)"
-    r"|Socket creation failed : (?P<serr>.*?)"
-    r"|Connect to (?P<peer>\S+) failed : (?P<perr>.*?)"
-    r"|connecting to address (?P<addr>\S*) ?with family (?P<fam>\d+) is neither AF_INET.*?"
+    r"(?:Call to (?P<call>[a-z_]+) failed : (?P<cerr>.*)"
+    r"|Socket creation failed : (?P<serr>.*)"
+    r"|Connect to (?P<peer>\S+) failed : (?P<perr>.*)"
+    r"|connecting to address (?P<addr>\S*) ?with family (?P<fam>\d+) is neither AF_INET"
     r"|(?P<noif>Bootstrap : no socket interface found|NET/Socket : No usable listening interface found"
-    r"|NET/Socket : no interface found))\s*$")
+    r"|NET/Socket : no interface found))")
 
 
 @rule("nccl-socket-failed",
@@ -669,11 +669,11 @@ def _nccl_socket_failed(m, rec, state):
         return None  # nccl-ibv-failed's
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     if m.group("call") is not None:
-        reason = f"call to {m.group('call')} failed: {m.group('cerr')}"
+        reason = f"call to {m.group('call')} failed: {m.group('cerr').strip()}"
     elif m.group("serr") is not None:
-        reason = f"socket creation failed: {m.group('serr')}"
+        reason = f"socket creation failed: {m.group('serr').strip()}"
     elif m.group("perr") is not None:
-        reason = f"connect to {m.group('peer')} failed: {m.group('perr')}"
+        reason = f"connect to {m.group('peer')} failed: {m.group('perr').strip()}"
     elif m.group("noif") is not None:
         reason = f"no usable network interface ({m.group('noif')})"
     else:
