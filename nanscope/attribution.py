@@ -398,7 +398,11 @@ def _bookkeeping(f: Finding, ranks: set) -> bool:
         r = next(iter(waited))
         f.initiating_rank = r
         f.confidence = "medium"
-        f.decided_by = (f"tier 3: ranks {fmt_ranks(sorted(reporting)) or '(unnamed)'} timed out waiting in the c10d store "
+        # the message's own account of the wait (a monitored barrier naming the rank that never acked)
+        why = next(((getattr(ev, "fields", None) or {}).get("waited_why") for m in f.matches for ev in m.events[:1]
+                    if (getattr(ev, "fields", None) or {}).get("waited_why")), None)
+        f.decided_by = (f"tier 3: {why}" if why else
+                        f"tier 3: ranks {fmt_ranks(sorted(reporting)) or '(unnamed)'} timed out waiting in the c10d store "
                         f"for rank {r}'s ncclUniqueId: rank {r} never created its NCCL communicator (still busy, hung "
                         f"or crashed before it)")
         f.collateral_ranks = sorted(reporting)

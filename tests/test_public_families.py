@@ -413,3 +413,86 @@ def test_uncorrectable_nvlink_error_is_a_hardware_fault(tmp_path):
     ]))
     assert f.id == "nvlink-error"
     assert report.verdict == "retryable"
+
+
+
+def test_a_store_port_another_process_holds_is_named_with_the_port_not_as_an_exception(tmp_path):
+    # intelligent-machine-learning/dlrover#443 (1851.log): env:// rendezvous on a taken MASTER_PORT
+    f, report = first(tmp_path, "\n".join([
+        "  File \"/usr/local/lib/python3.8/site-packages/torch/distributed/rendezvous.py\", line 177, in _create_c10d_store",
+        "    return TCPStore(",
+        "RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed "
+        "to bind to [::]:44796 (errno: 98 - Address already in use). The server socket has failed to bind to "
+        "0.0.0.0:44796 (errno: 98 - Address already in use).",
+    ]))
+    assert f.id == "port-in-use"
+    assert "44796" in f.summary
+    assert [x.id for x in report.findings] == ["port-in-use"]
+
+
+def test_the_per_address_warnings_alone_name_the_taken_port(tmp_path):
+    # hunto/DIST_KD#10 (1852.log): the paste ends before c10d's error line
+    f, _ = first(tmp_path, "\n".join([
+        "[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:25641 (errno: 98 - Address already in use).",
+        "[W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:25641 (errno: 98 - Address already in use).",
+    ]))
+    assert f.id == "port-in-use" and "25641" in f.summary
+
+
+def test_a_client_that_timed_out_connecting_to_the_store_lost_its_peer(tmp_path):
+    # lllyasviel/ControlNet#382 (1859.log): seconds, not the milliseconds of other releases
+    f, report = first(tmp_path, "\n".join([
+        "return TCPStore(",
+        "TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
+        "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
+    ]))
+    assert f.id == "peer-connection-lost"
+    assert "uncaught-exception" not in [x.id for x in report.findings]
+
+
+def test_a_port_in_use_exception_wrapped_at_the_terminal_width_is_still_the_taken_port(tmp_path):
+    # deepspeedai/DeepSpeed#3916 (1874.log): the words of the reason run over the wraps
+    f, report = first(tmp_path, "\n".join([
+        "RuntimeError: The server socket has failed to listen on any local network",
+        "address. The server socket has failed to bind to [::]:29600 (errno: 98 - Address",
+        "already in use). The server socket has failed to bind to 0.0.0.0:29600 (errno:",
+        "98 - Address already in use).",
+    ]))
+    assert f.id == "port-in-use" and "29600" in f.summary
+    assert [x.id for x in report.findings] == ["port-in-use"]
+
+
+def test_an_nccl_detail_line_under_a_two_number_launcher_prefix_is_the_nccl_error_without_a_rank(tmp_path):
+    # NVIDIA/nccl#1837 (1870.log): `[trainer0|0]:` says two numbers, not which is the rank
+    f, _ = first(tmp_path, "\n".join([
+        "[trainer3]:twshared1016:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2",
+        "[trainer0|0]:ncclInternalError: Internal check failed.",
+        "[trainer0|0]:Last error:",
+        "[trainer0|0]:ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
+    ]))
+    assert f.id == "nccl-error"
+    assert f.ranks == [] and f.initiating_rank is None
+
+
+def test_a_monitored_barrier_names_the_rank_the_others_waited_for(tmp_path):
+    # pytorch docs/source/distributed.rst (monitored_barrier): the error rank 0 prints, and gloo's lost peer after it
+    f, report = first(tmp_path, "\n".join([
+        "RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms",
+        " Original exception:",
+        "[gloo/transport/tcp/pair.cc:598] Connection closed by peer [2401:db00:eef0:1100:3560:0:1c05:25d]:8594",
+    ]))
+    assert f.id == "collective-timeout"
+    assert f.initiating_rank == 1
+    assert "uncaught-exception" not in [x.id for x in report.findings]
+
+
+def test_a_watchdog_timeout_wrapped_at_the_terminal_width_is_still_a_timeout(tmp_path):
+    # huggingface/open-r1#620 (a later comment than 1210.log): wrapped at 140 columns, mid-word
+    f, _ = first(tmp_path, "\n".join([
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: "
+        "[Rank 3] Watchdog caught colle",
+        "ctive operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) "
+        "ran for 1800011 millisecond",
+        "s before timing out.",
+    ]))
+    assert f is not None and f.id == "collective-timeout"

@@ -4,6 +4,9 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
   [rank3]:                  torch's global-rank prefix (exception hook, c10 logging)
   [default3]: [trainer3]:   torchrun --tee / log_line_prefix_template: a *local* rank
   [3]:                      torchrun with log_line_prefix_template="[${rank}]:"
+  [trainer0|0]:             a log_line_prefix_template of two of ${role_name}, ${rank}, ${local_rank}
+                            (NVIDIA/nccl#1837); which number is which the line does not say: peeled,
+                            no rank
   [rank3] (no colon)        a user's own tag (`[rank0] layer_partition: ...`, mlc-ai/pith-train#47)
   [rank=3]                  Determined's wrap_rank.py (harness/determined/launch/wrap_rank.py
                             forward_stream: f"[rank={rank}] {line}" on every line of a worker), and
@@ -55,6 +58,7 @@ _PREFIX = re.compile(
     r"""
     [ \t]*(?:
         \[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:[ \t]?
+      | \[[A-Za-z_]+\d+\|\d+\]:[ \t]?
       | \[(?P<bare>\d+)\]:(?=[ \t]*\S)[ \t]?
       | \[rank=?(?P<tag>\d+)\][ \t]+(?=\S)
       | (?:rank|process)[ ](?P<said>\d+):[ \t]+(?=\S)

@@ -60,6 +60,16 @@ NVIDIA/nccl src/include/checks.h / src/group.cc, the error-return trace (printed
 NVIDIA/nccl-tests src/common.h: <host>: Test NCCL failure common.cu:1204 'unhandled cuda error (...) / <last error>'
 torch/csrc/distributed/c10d/socket.cpp: [E socket.cpp:610] [c10d] The client socket has failed to connect to any
   network address of (host, port).   (the store was never reached; the `[W ...]` lines before it are retries)
+  The client socket has timed out after 1800s while trying to connect to (host, port).   (the connect deadline)
+  The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).  (port_in_use; the libuv
+  store: `... port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE`; torch <= 1.10: `RuntimeError: Address already
+  in use`; Windows: `(system error: 10048 - <localized text>)`)
+torch/csrc/distributed/c10d/Utils.hpp: RuntimeError / DistStoreError: Socket Timeout   (a store wait that ran out)
+torch/csrc/distributed/c10d/ProcessGroupGloo.cpp: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms
+  (the rank named is the one the others waited for)
+NVIDIA/nccl socket layer, every release: Call to connect failed : E (<= 2.11 SYSCHECK; untagged `WARN` before 2.3),
+  Net : Socket creation failed : E, socketStartConnect: Connect to A failed : E, Bootstrap : no socket interface
+  found; src/proxy.cc: [Proxy Service 8] Failed to execute operation Connect from rank 8, retcode 2
 NVIDIA/nccl src/misc/socket.cc: socketProgress: Connection closed by remote peer <host><port>   (2.19+)
   <= 2.18: `WARN("Net : Connection closed by remote peer %s", ...)` and
   `WARN("Net : Call to recv from %s failed : %s", ...)` (socketProgressOpt; 2.19+ `socketProgressOpt: Call to
@@ -160,10 +170,15 @@ def _remember(state: dict, seq: int, **values) -> dict:
 
 # --- collective timeouts ------------------------------------------------------------------
 
+# A terminal that wraps long lines splits the message anywhere (huggingface/open-r1#620, at 140 columns:
+# "... [Rank 3] Watchdog caught colle" / "ctive operation timeout: WorkNCCL(SeqNum=4, ...) ran for 1800011 millisecond"
+# / "s before timing out."); the work description with "ran for N milli" is the watchdog's timeout text alone,
+# so a line that carries it counts by itself (its rank, on the line before, is not claimed).
 @rule(
     "watchdog-timeout",
-    ("Watchdog caught collective operation timeout", "timed out in blocking wait"),
-    r"(?:\[Rank (?P<rank>\d+)\] )?(?:Watchdog caught collective operation timeout: |Work )WorkNCCL\((?P<work>)",
+    ("Watchdog caught collective operation timeout", "timed out in blocking wait", ") ran for "),
+    r"(?:\[Rank (?P<rank>\d+)\] )?(?:Watchdog caught collective operation timeout: |Work )WorkNCCL\((?P<work>)"
+    r"|WorkNCCL\((?=[^()]*Timeout\(ms\)=\d+\) ran for \d+ milli)",
 )
 def _watchdog_timeout(m, rec, state):
     work = _work_fields(rec.text, m.end())
@@ -240,6 +255,43 @@ def _gloo_timeout(m, rec, state):
         rec, "collective_timeout", collective=Collective(timeout_ms=int(m.group("ms"))),
         fields={"backend": "gloo", "transport_op": m.group("op")},
     )
+
+
+# torch/csrc/distributed/c10d/ProcessGroupGloo.cpp monitoredBarrier (torch 1.10+, dist.monitored_barrier, and
+# ProcessGroupWrapper's check before every collective under TORCH_DISTRIBUTED_DEBUG=DETAIL): rank 0 waits for an ack
+# from every other rank and names the first that did not answer in time, then the transport error it got:
+#   RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms          (docs/source/distributed.rst)
+#    Original exception:
+#   [gloo/transport/tcp/pair.cc:598] Connection closed by peer [2401:db00:...]:8594
+# later releases prefix it with "[Rank 0]: "; with wait_all_ranks=True every rank that failed:
+#   [Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 2000 ms
+# and when rank 0's own time ran out first: "Rank 0 timed out in monitoredBarrier after 2000 ms."
+# The rank named is the one the others waited for (the hung or dead one): the message says so itself.
+@rule(
+    "monitored-barrier-failed",
+    ("failed to pass monitoredBarrier", "timed out in monitoredBarrier"),
+    r"(?:\[Rank (?P<me>\d+)\]: )?(?:Ranks? (?P<ranks>\d+(?:, \d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms"
+    r"|Rank (?P<own>\d+) timed out in monitoredBarrier after (?P<oms>\d+) ms)",
+)
+def _monitored_barrier(m, rec, state):
+    if not first_time(state, ("monitored_barrier",), rec.loc.line):
+        return []
+    if m.group("own") is not None:
+        me = int(m.group("own"))
+        return _error(rec, "collective_timeout", rank=_rank(rec, me, True),
+                      collective=Collective(op="BARRIER", timeout_ms=int(m.group("oms"))),
+                      fields={"backend": "gloo", "monitored_barrier": True, "pg_rank": me})
+    failed = _ranks(m.group("ranks"))
+    me = to_int(m.group("me"))
+    fields = {"backend": "gloo", "monitored_barrier": True, "failed_ranks": failed}
+    if me is not None:
+        fields["pg_rank"] = me
+    if len(failed) == 1:
+        fields["waited_for"] = failed[0]
+        fields["waited_why"] = (f"the monitored barrier names rank {failed[0]} as the rank that did not reach it "
+                                f"within {m.group('ms')} ms (hung, slower, or gone)")
+    return _error(rec, "collective_timeout", rank=_rank(rec, me, True) if me is not None else None,
+                  collective=Collective(op="BARRIER", timeout_ms=int(m.group("ms"))), fields=fields)
 
 
 # --- waits on the c10d store ------------------------------------------------------------------
@@ -393,10 +445,14 @@ def _mismatch(m, rec, state):
     )
 
 
+# gloo/transport/tcp/pair.cc GLOO_ENFORCE_LE(op.preamble.length, op.nbytes), printed by gloo's enforce as
+# `[enforce fail at <file>:<line>] op.preamble.length <= op.nbytes. <got> vs <want>`; gloo since pytorch/gloo#456
+# (2025) appends ". Received data size doesn't match expected size. Is there a distributed collective mismatch
+# in your code?", the releases before print the bare check (PrimeIntellect-ai/prime-diloco#68).
 @rule(
     "gloo-size-mismatch",
-    ("Received data size doesn't match expected size",),
-    r"op\.preamble\.length <= op\.nbytes\. (?P<got>\d+) vs (?P<want>\d+)\. Received data size doesn't match expected size",
+    ("op.preamble.length <= op.nbytes",),
+    r"op\.preamble\.length <= op\.nbytes\. (?P<got>\d+) vs (?P<want>\d+)(?:\.|\s*$)",
 )
 def _gloo_size_mismatch(m, rec, state):
     """gloo's receive-side check (gloo/transport/tcp/pair.cc GLOO_ENFORCE_LE): a peer sent more bytes than
@@ -577,6 +633,75 @@ def _ofi(m, rec, state):
                                              "ofi_rc": int(rc.group(1)) if rc else None, "transfer_failed": transfer})
 
 
+# NCCL's socket layer (src/include/socket.h <= 2.11, src/misc/socket.cc 2.12+; src/include/core.h / checks.h
+# SYSCHECK for any syscall) gives up on a call and returns ncclSystemError after one of these WARNs:
+#   Call to connect failed : Connection timed out         SYSCHECK(..., "connect") (<= 2.11; the binary 2.2
+#                                                          prints `include/socket.h:360 WARN` without the tag)
+#   Net : Socket creation failed : Address family ...     (2.3 - 2.17; <= 2.2 without "Net : ")
+#   ncclSocketInit: Socket creation failed : ...          (2.18+)
+#   Connect to 10.0.0.2<4711> failed : No route to host   (2.7 - 2.11; 2.12 "Net : Connect to", 2.18+
+#                                                          "socketStartConnect: Connect to"; refused / timed-out
+#                                                          connects are retried before, so this one is final)
+#   Net : connecting to address X with family N is neither AF_INET(2) nor AF_INET6(10)   (2.12; 2.18+
+#                                                          "ncclSocketInit: connecting to address ...": no usable
+#                                                          interface, e.g. NCCL_SOCKET_IFNAME naming none)
+#   Bootstrap : no socket interface found                 (src/bootstrap.cc, 2.x: ncclInternalError)
+#   NET/Socket : No usable listening interface found      (bootstrap.cc with NCCL_COMM_ID: ncclSystemError)
+#   NET/Socket : no interface found                       (transport/net_socket.cc, the last network to try)
+#   (NET/IB : No IP interface found. is not one of them: NCCL goes on to the socket transport)
+# Only a line with NCCL's WARN header counts (`NCCL WARN`, or `<file>.h|cc|cu:<line> WARN` of the old releases).
+_SOCK_WARN = re.compile(
+    r"(?:NCCL WARN |\.(?:h|cc|cu):\d+ WARN )(?:(?:Net|ncclSocketInit|socketStartConnect) ?: )?"
+    r"(?:Call to (?P<call>[a-z_]+) failed : (?P<cerr>.*)"
+    r"|Socket creation failed : (?P<serr>.*)"
+    r"|Connect to (?P<peer>\S+) failed : (?P<perr>.*)"
+    r"|connecting to address (?P<addr>\S*) ?with family (?P<fam>\d+) is neither AF_INET"
+    r"|(?P<noif>Bootstrap : no socket interface found|NET/Socket : No usable listening interface found"
+    r"|NET/Socket : no interface found))")
+
+
+@rule("nccl-socket-failed",
+      ("WARN Call to ", "Socket creation failed", "failed : ", "is neither AF_INET", "no socket interface found",
+       "No usable listening interface found", "NET/Socket : no interface found"),
+      _SOCK_WARN.pattern)
+def _nccl_socket_failed(m, rec, state):
+    if m.group("call") is not None and m.group("call").startswith("ibv_"):
+        return None  # nccl-ibv-failed's
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    if m.group("call") is not None:
+        reason = f"call to {m.group('call')} failed: {m.group('cerr').strip()}"
+    elif m.group("serr") is not None:
+        reason = f"socket creation failed: {m.group('serr').strip()}"
+    elif m.group("perr") is not None:
+        reason = f"connect to {m.group('peer')} failed: {m.group('perr').strip()}"
+    elif m.group("noif") is not None:
+        reason = f"no usable network interface ({m.group('noif')})"
+    else:
+        reason = f"no usable network interface (address family {m.group('fam')})"
+    if not first_time(state, ("nccl_socket", reason), rec.loc.line):
+        return []
+    internal = m.group("fam") is not None or (m.group("noif") or "").endswith(("no socket interface found", "no interface found"))
+    fields = {"code": "ncclInternalError" if internal else "ncclSystemError", "reason": reason, "transport": "socket"}
+    if m.group("peer") is not None:
+        fields["peer"] = m.group("peer")
+    return _error(rec, "nccl_error", fields=fields)
+
+
+# NVIDIA/nccl src/proxy.cc proxyServiceInitOp / proxyProgressAsync (2.12+): the proxy thread of a rank could not
+# set up or progress a connection for a peer and tells the caller, which fails the communicator:
+#   WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d", ...)
+@rule("nccl-proxy-failed", ("Failed to execute operation",),
+      r"\[Proxy Service (?P<svc>\d+)\] Failed to execute operation (?P<op>\w+) from rank (?P<from>\d+), retcode (?P<code>\d+)")
+def _nccl_proxy_failed(m, rec, state):
+    state["nccl_warned"] = rec.loc.line
+    code = int(m.group("code"))
+    name, reason = _RESULT.get(code, (None, f"NCCL error {code}"))
+    if not first_time(state, ("nccl_proxy", m.group("op"), code), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"code": name, "reason": f"proxy {m.group('op')} failed: {reason}",
+                                            "result": code, "proxy_op": m.group("op")})
+
+
 _IBV_FATAL = ("ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_modify_qp", "ibv_create_cq",
               "ibv_alloc_pd", "ibv_create_comp_channel")
 
@@ -620,17 +745,123 @@ def _nccl_duplicate_gpu(m, rec, state):
                                             "cuda_device": m.group("dev")})
 
 
-# torch/csrc/distributed/c10d/socket.cpp SocketConnectOp::run, once every address of the store failed until the
-# connect timeout (then it throws SocketError / DistNetworkError with the same text); torch 1.13-2.x:
+# torch/csrc/distributed/c10d/socket.cpp SocketConnectOp, the client side of the c10d store (torch 1.11+):
+# run(), once every address of the store failed (then it throws SocketError / DistNetworkError, the same text
+# followed by the recorded errors); torch 1.13-2.x:
 #   [E socket.cpp:610] [c10d] The client socket has failed to connect to any network address of (05, 40323).
+# throwTimeoutError(), when the connect deadline passed while the server was not listening yet (C10D_ERROR, then
+# TimeoutError / DistNetworkError with the same text; the timeout as fmt prints a chrono duration):
+#   [E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).
+#   TimeoutError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, 29500).
+#   [E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect to 192.0.0.1:1234
+#                                                           (torch 2.0, pytorch/pytorch#107021: host:port, no parentheses)
 # The `[W socket.cpp:N] ... failed to connect to [host]:port (errno: 110 ...)` lines before it are the retries.
-@rule("c10d-connect-failed", ("failed to connect to any network address of",),
-      r"\[c10d\] The client socket has failed to connect to any network address of \((?P<host>[^,()]*), (?P<port>\d+)\)")
+@rule("c10d-connect-failed", ("failed to connect to any network address of", "while trying to connect to "),
+      r"The client socket has (?:failed to connect to any network address of|timed out after (?P<after>\d+(?:ms|s|min)) "
+      r"while trying to connect to) (?:\((?P<host>[^,()]*), (?P<port>\d+)\)|(?P<hp>\[?[\w.:\-]+?\]?):(?P<hport>\d+)\b)")
 def _c10d_connect_failed(m, rec, state):
-    peer = f"{m.group('host').strip()}:{m.group('port')}"
+    host, port = (m.group("host"), m.group("port")) if m.group("port") else (m.group("hp"), m.group("hport"))
+    peer = f"{host.strip()}:{port}"
     if not first_time(state, ("c10d_connect", peer), rec.loc.line):
         return []
-    return _error(rec, "peer_connection_lost", fields={"backend": "c10d-store", "peer": peer, "reason": "connect_failed"})
+    fields = {"backend": "c10d-store", "peer": peer,
+              "reason": "connect_timeout" if m.group("after") else "connect_failed"}
+    if m.group("after"):
+        fields["connect_timeout"] = m.group("after")
+    return _error(rec, "peer_connection_lost", fields=fields)
+
+
+# torch/csrc/distributed/c10d/Utils.hpp SYSCHECK (every release to date): a store socket read that hit its receive
+# timeout (SO_RCVTIMEO, the store's timeout) raises TORCH_CHECK(false, "Socket Timeout"), printed as
+#   RuntimeError: Socket Timeout                       (torch <= 1.13)
+#   torch.distributed.DistStoreError: Socket Timeout   (torch 2.x)
+# followed by `Exception raised from recvBytes at ../torch/csrc/distributed/c10d/Utils.hpp:604`. The store held the
+# get / wait because the key was never set: the process waited the whole timeout for another process (rank 0's
+# NCCL id or barrier key, another node's agent in torchelastic's role-info exchange) that never got there. The
+# message inside "store->get('0') got error: Socket Timeout" is nccl-id-store's.
+@rule("store-socket-timeout", ("Socket Timeout",), r"^(?:[\w]+\.)*(?:RuntimeError|DistStoreError|DistError): Socket Timeout\s*$")
+def _store_socket_timeout(m, rec, state):
+    if not first_time(state, ("store_socket_timeout",), rec.loc.line):
+        return []
+    return _error(rec, "collective_timeout", fields={"backend": "store", "store_wait": True, "store_error": "Socket Timeout"})
+
+
+# torch/csrc/distributed/c10d/socket.cpp SocketListenOp, the server side of the c10d store (rank 0's
+# TCPStore, torchrun's rendezvous store; torch 1.11+): every address tried records its failure with C10D_WARNING
+#   [W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).
+#   [W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:25641 (errno: 98 - Address already in use).
+# then C10D_ERROR "The server socket has failed to listen on any local network address." and SocketError /
+# DistNetworkError (RuntimeError before torch 2.0) with the recorded errors joined after it:
+#   RuntimeError: The server socket has failed to listen on any local network address. The server socket has
+#   failed to bind to [::]:44796 (errno: 98 - Address already in use). The server socket has failed to bind to ...
+# torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp (the libuv store, torch 2.2+, default since 2.4):
+#   The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98,
+#   name: EADDRINUSE, message: address already in use          (2.2/2.3 without "port: N, "; macOS code -48)
+# torch <= 1.10 (lib/c10d/Utils.cpp tcputil::listen, the bind's errno as a system_error): the bare
+#   RuntimeError: Address already in use                      (pytorch/pytorch#72816)
+# Windows' WSAEADDRINUSE reads "(errno: 10048 - Only one usage of each socket address ... is normally permitted.)".
+# Another process (a second job, a stale one, or the script's own store beside torchrun's) holds the port.
+# The error's number says it whatever the locale translates the text to (torch 2.1+ on Windows prints
+# "(system error: 10048 - <the system's message>)", e.g. in Chinese: YYuX-1145/Bert-VITS2-Integration-package#54):
+# EADDRINUSE is 98 on Linux, 48 on macOS / BSD, WSAEADDRINUSE 10048 on Windows.
+_IN_USE = (r"\((?:errno|system error): (?:(?P<errno>98|48|10048) - [^)]*"
+           r"|(?P<errno2>\d+) - (?:Address already in use|Only one usage of each socket address))")
+
+
+@rule(
+    "c10d-port-in-use",
+    ("Address already in use", "EADDRINUSE", "Only one usage of each socket address", "error: 10048 - ", "errno: 48 - ",
+     "errno: 98 - "),
+    r"The server socket has failed to (?:bind to|listen on) (?P<addr>\S+) " + _IN_USE +
+    r"|The server socket has failed to listen on any local network address\. (?:port: (?P<port>\d+), )?"
+    r"useIpv6: \w+, code: (?P<code>-?\d+), name: EADDRINUSE"
+    r"|^(?:\w+\.)*(?P<old>RuntimeError): Address already in use\s*$",
+)
+def _c10d_port_in_use(m, rec, state):
+    port = m.group("port")
+    if port is None:
+        # every "failed to bind to <addr>" of the line: [::]:29500, 0.0.0.0:29500, ?UNKNOWN? (no port printed)
+        ports = re.findall(r"failed to (?:bind to|listen on) \S*?:(\d+) \((?:errno|system error)", rec.text)
+        port = ports[0] if ports else None
+    key = ("c10d_port_in_use", port)
+    if not first_time(state, key, rec.loc.line):
+        return []
+    errno = m.group("errno") or m.group("errno2") or (m.group("code") or "").lstrip("-") or None
+    return _error(rec, "port_in_use", fields={"backend": "c10d-store", "port": port or "its port",
+                                              "errno": to_int(errno) if errno else None})
+
+
+# The same exception wrapped at a terminal's width (a narrow console, a rich traceback; deepspeedai/DeepSpeed#3916):
+#   RuntimeError: The server socket has failed to listen on any local network
+#   address. The server socket has failed to bind to [::]:29600 (errno: 98 - Address
+#   already in use). The server socket has failed to bind to 0.0.0.0:29600 (errno:
+#   98 - Address already in use).
+# A line of the server socket's failure that says no reason is remembered (with the port it names); the words
+# "already in use)" opening one of the next lines finish it. The exception line stays the python parser's: the
+# finding supersedes it.
+_WRAP_SPAN = 3
+_IN_USE_CONT = re.compile(r"^\s*(?:\d+ - )?(?:Address\s+)?already in use\)")
+
+
+@rule("c10d-port-in-use-wrapped", ("The server socket has failed to", "already in use)"),
+      r"The server socket has failed to (?:listen|bind)|already in use\)")
+def _c10d_port_in_use_wrapped(m, rec, state):
+    text = rec.text
+    held = state.get("c10d_listen_held")
+    recent = held is not None and 0 < rec.loc.line - held[0] <= _WRAP_SPAN
+    if _IN_USE_CONT.match(text):
+        if not recent:
+            return None
+        port = held[1]
+        if not first_time(state, ("c10d_port_in_use", port), rec.loc.line):
+            return []
+        return _error(rec, "port_in_use", fields={"backend": "c10d-store", "port": port or "its port", "errno": 98,
+                                                  "wrapped": True})
+    if "The server socket has failed to" in text:
+        found = re.findall(r"failed to (?:bind to|listen on) \S*?:(\d+) \(errno", text)
+        port = found[0] if found else (held[1] if recent else None)
+        state["c10d_listen_held"] = (rec.loc.line, port)
+    return None
 
 
 @rule("nccl-shm-failed", ("Error while creating shared memory segment", "NCCL WARN Error: failed to extend"),
@@ -723,11 +954,16 @@ def _gloo_connect(m, rec, state):
 _NCCL_HEAD = re.compile(r"(?:^|\s)(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+ )?NCCL ")
 
 
+# The peer's socket closed, in every release's words (src/include/socket.h, src/misc/socket.cc):
+#   2.3 - 2.11  WARN("Net : Connection closed by remote peer")            no peer named
+#   2.12        WARN("Net : Connection closed by remote peer %s", addr)
+#   2.19+       WARN("socketProgress: Connection closed by remote peer %s", addr)
+#   <= 2.2      `include/socket.h:371 WARN Connection closed by remote peer` (the binary releases, no "NCCL" tag)
 @rule(
     "nccl-peer-lost",
     ("Connection closed by localRank", "Connection closed by remote peer", "Call to recv from"),
     r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)"
-    r"|(?:socketProgress|Net) ?: Connection closed by remote peer (?P<peer>\S+)"
+    r"|(?:(?:socketProgress|Net) ?: |\.(?:h|cc|cu):\d+ WARN )Connection closed by remote peer(?: (?P<peer>\S+))?\s*$"
     r"|(?:socketProgressOpt|Net) ?: Call to recv from (?P<rpeer>\S+) failed ?: (?P<why>.*?\S)\s*$",
 )
 def _nccl_peer(m, rec, state):
@@ -783,9 +1019,9 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
-           _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _nccl_shm, _gloo_timeout, _desync_at,
+    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+           _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
-           _nccl_error_detail, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
+           _nccl_error_detail, _nccl_socket_failed, _nccl_proxy_failed, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )

@@ -90,6 +90,60 @@ REAL = [
     # the rank that prints it is one side of the mismatch, so the event claims no other rank
     ("[default1]:  what():  [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 1384 vs 4. Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?",
      "collective_desync", 1, None, {"backend": "gloo", "state": "size_mismatch", "received_bytes": 1384, "expected_bytes": 4}),
+    # PrimeIntellect-ai/prime-diloco#68 (1857.log): the same gloo check before pytorch/gloo#456 added its hint
+    ("  what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 1046204 vs 1040256",
+     "collective_desync", None, None, {"backend": "gloo", "state": "size_mismatch", "received_bytes": 1046204, "expected_bytes": 1040256}),
+    # pytorch/pytorch#85604 (1850.log): socket.cpp's per-address warning, the store's port is taken
+    ("[W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).",
+     "port_in_use", None, None, {"backend": "c10d-store", "port": "47531", "errno": 98}),
+    # intelligent-machine-learning/dlrover#443 (1851.log): the exception that joins the recorded errors
+    ("RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:44796 (errno: 98 - Address already in use). The server socket has failed to bind to 0.0.0.0:44796 (errno: 98 - Address already in use).",
+     "port_in_use", None, None, {"port": "44796", "errno": 98}),
+    # om-ai-lab/VLM-R1#289 (1853.log): the libuv store (torch 2.2+)
+    ("RuntimeError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use.",
+     "port_in_use", None, None, {"port": "29500", "errno": 98}),
+    # YYuX-1145/Bert-VITS2-Integration-package#54 (1880.log): Windows, WSAEADDRINUSE with the system's Chinese message
+    ("[W socket.cpp:436] [c10d] The server socket has failed to bind to [DESKTOP-L9L2GVM]:10086 (system error: 10048 - 通常每 个套接字地址(协议/网络地址/端口)只允许使用一次。).",
+     "port_in_use", None, None, {"port": "10086", "errno": 10048}),
+    # lllyasviel/ControlNet#382 (1859.log): the client gave up at its connect deadline
+    ("TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
+     "peer_connection_lost", None, None, {"backend": "c10d-store", "peer": "127.0.0.1:48391", "reason": "connect_timeout",
+                                          "connect_timeout": "1800s"}),
+    # pytorch/pytorch#107021: torch 2.0's connect deadline prints host:port without the parentheses
+    ("[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect to 192.0.0.1:1234",
+     "peer_connection_lost", None, None, {"peer": "192.0.0.1:1234", "reason": "connect_timeout"}),
+    # alibaba/Pai-Megatron-Patch#468 (title), huggingface/accelerate#1645: Utils.hpp's SYSCHECK on the store's recv timeout
+    ("torch.distributed.DistStoreError: Socket Timeout",
+     "collective_timeout", None, None, {"backend": "store", "store_wait": True}),
+    ("RuntimeError: Socket Timeout",
+     "collective_timeout", None, None, {"backend": "store"}),
+    # NVIDIA/nccl-tests#15 (1871.log): the binary NCCL 2.2's SYSCHECK WARN, without the "NCCL" tag
+    ("gpu-bql-144-103:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out",
+     "nccl_error", None, None, {"code": "ncclSystemError", "reason": "call to connect failed: Connection timed out"}),
+    # NVIDIA/nccl#210 (1873.log): socket creation, no IP interface on the host
+    ("include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol",
+     "nccl_error", None, None, {"code": "ncclSystemError"}),
+    # NVIDIA/nccl#975 (1877.log): 2.18's socketStartConnect, a connect that is not retried
+    ("n122-246-085:12251:12400 [5] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to fe80::966d:ae03:a2:8cf0%ib1<17943> failed : Software caused connection abort",
+     "nccl_error", None, None, {"peer": "fe80::966d:ae03:a2:8cf0%ib1<17943>"}),
+    # NVIDIA/nccl-tests#111 (1876.log): the proxy thread failed a peer's connect (retcode 2: ncclSystemError)
+    ("us1-shopee-ai-worker-live-10-67-208-67:406794:406838 [0] proxy.cc:1040 NCCL WARN [Proxy Service 8] Failed to execute operation Connect from rank 8, retcode 2",
+     "nccl_error", None, None, {"code": "ncclSystemError", "proxy_op": "Connect", "result": 2}),
+    # pytorch/elastic#134 (1872.log): NCCL 2.3 - 2.11 name no peer
+    ("multigpu:141:158 [0] include/socket.h:416 NCCL WARN Net : Connection closed by remote peer",
+     "peer_connection_lost", None, None, {"backend": "nccl", "nccl_info": False}),
+    # NVIDIA/nccl-tests#15 (1871.log): the same before 2.3
+    ("gpu-bql-144-103:18553:18612 [0] include/socket.h:371 WARN Connection closed by remote peer",
+     "peer_connection_lost", None, None, {"backend": "nccl"}),
+    # pytorch docs/source/distributed.rst (monitored_barrier): rank 0 names the rank that never acked
+    ("RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms",
+     "collective_timeout", None, {"op": "BARRIER", "timeout_ms": 2000}, {"waited_for": 1, "failed_ranks": [1]}),
+    # [SRC] torch/csrc/distributed/c10d/ProcessGroupGloo.cpp wait_all_ranks=True, rendered: several ranks, none claimed
+    ("[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 30000 ms",
+     "collective_timeout", 0, {"timeout_ms": 30000}, {"failed_ranks": [1, 2], "pg_rank": 0}),
+    # [SRC] NVIDIA/nccl src/bootstrap.cc (2.7 - 2.30) rendered: no interface for the bootstrap
+    ("node1:1234:1234 [0] bootstrap.cc:45 NCCL WARN Bootstrap : no socket interface found",
+     "nccl_error", None, None, {"code": "ncclInternalError", "reason": "no usable network interface (Bootstrap : no socket interface found)"}),
     # [SRC] NVIDIA/nccl src/proxy.cc INFO, v2.14-HEAD, with NCCL's host:pid:tid prefix, under torchrun --tee
     ("[default0]:node0:2211:2290 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
      "peer_connection_lost", 0, None, {"peer_local_rank": 1, "nccl_info": True}),
@@ -187,6 +241,16 @@ LOOKALIKES = [
     "See https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications for the Watchdog caught collective operation timeout FAQ",
     "To debug NCCL errors set TORCH_NCCL_TRACE_BUFFER_SIZE and TORCH_NCCL_DESYNC_DEBUG=1",
     "ConnectionResetError: [Errno 104] Connection reset by peer",
+    # the listen failure's summary line alone says no reason (EADDRINUSE, EACCES ...): its per-address lines do
+    "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.",
+    "OSError: [Errno 98] Address already in use",
+    # [SRC] NVIDIA/nccl src/transport/net_ib.cc rendered: IB init fails, NCCL goes on with sockets
+    "node1:1234:1234 [0] transport/net_ib.cc:170 NCCL WARN NET/IB : No IP interface found.",
+    # a host without IPv6: the store falls back to 0.0.0.0 (microsoft/vidur#49, a run that finished)
+    "(BenchmarkRunner pid=10896) [W socket.cpp:464] [c10d] The server socket cannot be initialized on [::]:50704 (errno: 97 - Address family not supported by protocol).",
+    # a retried connect's INFO and a user's prose about a failed call carry no NCCL WARN header
+    "node0:2211:2211 [0] NCCL INFO Call to connect returned Connection refused, retrying",
+    "WARNING: Call to connect failed : Connection timed out",
 ]
 
 

@@ -28,6 +28,8 @@ PEEL = [
     ("3: iteration 10/100 | lm loss: 2.5E+00 |", "iteration 10/100 | lm loss: 2.5E+00 |", 3, None),
     (" 3: iteration 10/100 | lm loss: 2.5E+00 |", "iteration 10/100 | lm loss: 2.5E+00 |", 3, None),
     ("29: Epoch 0:   1%|          | 795/77225", "Epoch 0:   1%|          | 795/77225", 29, None),
+    # a two-number log_line_prefix_template (NVIDIA/nccl#1837): peeled, but which number is the rank it does not say
+    ("[trainer0|0]:ncclInternalError: Internal check failed.", "ncclInternalError: Internal check failed.", None, None),
     # Open MPI --tag-output
     ("[1,3]<stdout>:step 12 | loss nan", "step 12 | loss nan", 3, None),
     ("[1,0]<stderr>:Traceback (most recent call last):", "Traceback (most recent call last):", 0, None),
