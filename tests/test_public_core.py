@@ -201,3 +201,75 @@ def test_misaligned_address_is_a_kernel_memory_fault(tmp_path):
 def test_healthy_pytorch_notes_stay_clean(tmp_path, lines):
     report = diagnose(tmp_path, "\n".join(lines))
     assert report.verdict in ("clean", "benign"), [f.id for f in report.findings]
+
+
+@pytest.mark.parametrize("lines", [
+    # wasidennis/AdaptSegNet#13 (torch 0.2; the '**' is the reporter's markdown, as pasted)
+    ['  File "/home/USER/anaconda2/envs/pytorch/lib/python2.7/site-packages/torch/autograd/__init__.py", line 98, in backward',
+     "    variables, grad_variables, retain_graph)",
+     "RuntimeError: there are no graph nodes that require computing gradients**"],
+    # mrwu-mac/ControlMLLM#30 (torch 2.x, autograd.grad)
+    ["    return Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass",
+     "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn"],
+])
+def test_loss_without_a_graph_in_every_wording(tmp_path, lines):
+    assert first(tmp_path, "\n".join(lines)).id == "autograd-no-grad"
+
+
+def test_cuda_in_a_forked_worker(tmp_path):
+    # facebookresearch/pycls#183
+    f = first(tmp_path, "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+                        "you must use the 'spawn' start method")
+    assert f.id == "cuda-forked-subprocess"
+
+
+@pytest.mark.parametrize("lines", [
+    # zju3dv/NeuralRecon#91: torch's own report (torch >= 1.5)
+    ['  File "/usr/local/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1017, in _try_get_data',
+     "    raise RuntimeError(",
+     "RuntimeError: Too many open files. Communication with the workers is no longer possible. Please increase the limit "
+     "using `ulimit -n` in the shell or change the sharing strategy by calling "
+     "`torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code"],
+    # Project-MONAI/MONAI#701 (the fd stripped from a worker's message)
+    ["RuntimeError: received 0 items of ancdata"],
+    # kuleshov-group/caduceus#58: starting the workers
+    ["    parent_r, child_w = os.pipe()", "OSError: [Errno 24] Too many open files"],
+])
+def test_out_of_file_descriptors_in_every_wording(tmp_path, lines):
+    assert first(tmp_path, "\n".join(lines)).id == "too-many-open-files"
+
+
+def test_shared_memory_failure_before_the_fd_limit_is_one_failure(tmp_path):
+    # facebookresearch/maskrcnn-benchmark#158: shm_open failed because the fd limit was hit, then dup() said so
+    report = diagnose(tmp_path, "\n".join([
+        "RuntimeError: unable to open shared memory object </torch_30997_2076642173> in read-write mode",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.6/socket.py", line 460, in fromfd',
+        "    nfd = dup(fd)",
+        "OSError: [Errno 24] Too many open files",
+    ]))
+    assert [f.id for f in report.findings] == ["too-many-open-files"]
+
+
+def test_shared_memory_failure_alone_stays_an_exception(tmp_path):
+    # pytorch/pytorch#14768's title: without the errno, nothing says which limit it was
+    f = first(tmp_path, 'RuntimeError: unable to open shared memory object </torch_30997_2076642173> in read-write mode')
+    assert f.id == "uncaught-exception"
+
+
+def test_weights_only_refusal_printed_by_an_app(tmp_path):
+    # ltdrdata/ComfyUI-Impact-Pack#1159: the node prints str(e), no exception type; the global is on a later line
+    f = first(tmp_path, "\n".join([
+        "_Weights only load failed. This file can still be loaded, to do so you have two options, do those steps only if "
+        "you trust the source of the checkpoint.",
+        "(1) In PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` from `False` to "
+        "`True`. Re-running `torch.load` with `weights_only` set to `False` will likely succeed, but it can result in "
+        "arbitrary code execution. Do it only if you got the file from a trusted source.",
+        "(2) Alternatively, to load with `weights_only=True` please check the recommended steps in the following error "
+        "message.",
+        "WeightsUnpickler error: Unsupported global: GLOBAL ultralytics.nn.tasks.DetectionModel was not an allowed global "
+        "by default. Please use `torch.serialization.add_safe_globals([ultralytics.nn.tasks.DetectionModel])` or the "
+        "`torch.serialization.safe_globals([ultralytics.nn.tasks.DetectionModel])` context manager to allowlist this "
+        "global if you trust this class/function.",
+    ]))
+    assert f.id == "checkpoint-weights-only" and "ultralytics.nn.tasks.DetectionModel" in f.summary

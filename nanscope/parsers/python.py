@@ -114,6 +114,27 @@ _CLASSIFY = [
     # freed. Specify retain_graph=True when calling backward the first time."; 0.x: "..., but the buffers have
     # already been freed."): a second backward over a graph the first one freed.
     (re.compile(r"Trying to backward through the graph a second time"), "autograd_graph_freed"),
+    # torch/csrc/autograd/autograd.cpp run_backward / _make_grads: "element {i} of tensors does not require grad and
+    # does not have a grad_fn" (backward() of a tensor outside any graph), for autograd.grad "One of the
+    # differentiated Tensors does not require grad"; torch 0.3: "there are no graph nodes that require computing
+    # gradients". The loss is not connected to anything trainable.
+    (re.compile(r"element \d+ of tensors does not require grad and does not have a grad_fn"
+                r"|One of the differentiated Tensors does not require grad"
+                r"|there are no graph nodes that require computing gradients"), "autograd_no_grad"),
+    # torch/cuda/__init__.py _lazy_init, every release: "Cannot re-initialize CUDA in forked subprocess. To use CUDA
+    # with multiprocessing, you must use the 'spawn' start method": a forked child (a DataLoader worker, a
+    # multiprocessing pool, an engine's worker) touched CUDA after the parent had initialised it.
+    (re.compile(r"Cannot re-initialize CUDA in forked subprocess"), "cuda_forked_subprocess"),
+    # The process ran out of file descriptors (EMFILE), nearly always DataLoader workers passing tensors with the
+    # default file_descriptor sharing strategy: Python's "OSError: [Errno 24] Too many open files" (resource_sharer,
+    # os.pipe, socket.dup), Lib/multiprocessing/reduction.py recvfds "received 0 items of ancdata" (the fd was
+    # stripped from the worker's message), torch/utils/data/dataloader.py _try_get_data (torch >= 1.5) "Too many
+    # open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n`
+    # ...", aten/src/ATen/MapAllocator.cpp "unable to open shared memory object <...> in read-write mode: Too many
+    # open files (24)".
+    (re.compile(r"\[Errno 24\] Too many open files|received 0 items of ancdata"
+                r"|Too many open files\. Communication with the workers is no longer possible"
+                r"|unable to open shared memory object <[^>]*> in read-write mode: Too many open files"), "too_many_open_files"),
     # torch/nn/modules/module.py Module.load_state_dict (strict): 'Error(s) in loading state_dict for {}:\n\t{}'
     # with "Missing key(s) in state_dict: ...", "Unexpected key(s) in state_dict: ...", "size mismatch for {}:
     # copying a param with shape {} from checkpoint, the shape in current model is {}." (1.0: "... copying a
@@ -368,6 +389,10 @@ def _exception(m, rec, state):
         fields["thread"] = thread
     if held is not None and _RAY_ACTOR_DIED.search(held.exc_type or "") and _RAY_ACTOR_DIED.search(exc_type):
         state.pop("pending")  # `RayTaskError(RayActorError): ray::main_task()` then the RayActorError itself: one death
+    folded = None
+    if held is not None and kind == "too_many_open_files" and (held.fields or {}).get("shm_open") \
+            and rec.loc.line - held.loc.line <= _SHM_OPEN_SPAN:
+        folded = state.pop("pending")  # the shared-memory failure was this limit too: one failure, not two
     out = _release(state)
     if held is not None and held.error == "nan_op" and (held.fields or {}).get("from_warning"):
         # The anomaly warning named the op; the exception says what went wrong with it.
@@ -378,6 +403,12 @@ def _exception(m, rec, state):
         loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
         exc_type=exc_type, fields=fields,
     )
+    if folded is not None:
+        ev.fields = {**(ev.fields or {}), "also": f"{folded.exc_type}: {folded.message} (line {folded.loc.line})"}
+    if kind == "exception" and _SHM_OPEN.search(msg):
+        ev.fields = {**(ev.fields or {}), "shm_open": True}
+        state["pending"] = ev  # the fd limit's own error may follow (see _SHM_OPEN)
+        return out
     if kind == "cuda_oom" and "No executable batch size found" in msg:
         ev.fields = {**(ev.fields or {}), "detail": "accelerate's find_executable_batch_size halved the batch size after "
                                                     "every out-of-memory error down to zero: not even batch size 1 fits"}
@@ -402,6 +433,14 @@ def _exception(m, rec, state):
         state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
         return out
     return out + [ev]
+
+
+# aten/src/ATen/MapAllocator.cpp (TH's THAllocator.c before 1.0): shm_open failed for a tensor a DataLoader worker
+# shares, "unable to open shared memory object </torch_30997_2076642173> in read-write mode" (newer releases add
+# ": <strerror> (<errno>)"). Without the errno it can be the fd limit or /dev/shm; when an `[Errno 24] Too many
+# open files` follows in the same stream, it was the fd limit, and the two are one failure.
+_SHM_OPEN = re.compile(r"unable to open shared memory object <[^>]*> in read-write mode")
+_SHM_OPEN_SPAN = 60
 
 
 # The lines load_state_dict's message lists under its first line ('\t' + one problem each, see _CLASSIFY):
@@ -454,9 +493,28 @@ def _weights_unpickler(m, rec, state):
 
 
 def _weights_only_detail(ev: ErrorEvent, kind: str, detail: str) -> None:
+    """The unpickler's reason in place of torch's long advice text (the evidence line keeps that)."""
     ev.fields = {**(ev.fields or {}), "detail": detail}
     if kind == "checkpoint_corrupt":  # what matters is the file, not the refusal the message goes on about
         ev.message = f"torch.load (weights_only=True): {detail}"
+    else:
+        ev.message = f"Weights only load failed: {detail}"
+
+
+# torch.load's weights-only refusal as an application prints it, without the exception type (ComfyUI nodes print
+# str(e): "Weights only load failed. This file can still be loaded, ..."; "An error occurred while loading models:
+# Weights only load failed. In PyTorch 2.6, ..."). Its `WeightsUnpickler error:` line may follow.
+@rule("weights-only-bare", ("Weights only load failed. ",), r"(?<![A-Za-z0-9])Weights only load failed\. (?P<rest>.*)$")
+def _weights_only_bare(m, rec, state):
+    kind, detail = _weights_only_kind(rec.text)
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error=kind, message=rec.text.strip(),
+                    fields={"printed": True})
+    out = _release(state)
+    if detail is not None:
+        _weights_only_detail(ev, kind, detail)
+        return out + [ev]
+    state["pending"] = ev
+    return out
 
 
 # Ray (python/ray/exceptions.py ActorDiedError / RayActorError; the text comes from the GCS death cause):
@@ -530,5 +588,5 @@ PARSER = Parser(
     priority=80,
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _ray_actor_name,
-           _ray_worker_died, _state_dict_problem, _weights_unpickler, _exception],
+           _ray_worker_died, _state_dict_problem, _weights_unpickler, _exception, _weights_only_bare],
 )
