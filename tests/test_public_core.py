@@ -273,3 +273,25 @@ def test_weights_only_refusal_printed_by_an_app(tmp_path):
         "global if you trust this class/function.",
     ]))
     assert f.id == "checkpoint-weights-only" and "ultralytics.nn.tasks.DetectionModel" in f.summary
+
+
+@pytest.mark.parametrize("lines", [
+    # Dao-AILab/flash-attention#762 title (a Quadro RTX 5000, Turing)
+    ["RuntimeError: FlashAttention only supports Ampere GPUs or newer."],
+    # Dao-AILab/flash-attention#1540: ComfyUI's own print of the node's exception (an RTX 5090)
+    ["!!! Exception during processing !!! FlashAttention only supports Ampere GPUs or newer.",
+     "Exception raised from mha_fwd at C:\\a\\xformers\\xformers\\third_party\\flash-attention\\csrc\\flash_attn\\"
+     "flash_api.cpp:370 (most recent call first):"],
+])
+def test_flash_attention_without_a_kernel_for_the_gpu(tmp_path, lines):
+    f = first(tmp_path, "\n".join(lines))
+    assert f.id == "cuda-arch-unsupported" and "flash-attn" in f.summary
+
+
+def test_comfyui_generic_exception_print_is_left_to_its_traceback(tmp_path):
+    # a ComfyUI log quoted in a public setup guide: the marker with a generic message and its exception below
+    report = diagnose(tmp_path, "\n".join([
+        "!!! Exception during processing !!!",
+        "AttributeError: 'ModelSamplingAdvanced' object has no attribute 'audio_scale'",
+    ]))
+    assert [f.id for f in report.findings] == ["uncaught-exception"]

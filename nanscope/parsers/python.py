@@ -165,6 +165,11 @@ _CLASSIFY = [
     # take). torch 2.6 made weights_only=True the default, so files that loaded before are refused: the file is
     # fine, the unpickler refused it. Not a corrupt checkpoint; _weights_only_kind tells the two apart.
     (re.compile(r"Weights only load failed"), "checkpoint_weights_only"),
+    # Dao-AILab/flash-attention csrc/flash_attn/flash_api.cpp mha_fwd / mha_varlen_fwd: TORCH_CHECK(is_sm90 || is_sm8x,
+    # "FlashAttention only supports Ampere GPUs or newer.") (v1: "... Turing GPUs or newer."): the kernel has no
+    # implementation for this GPU's architecture (pre-Ampere, or a GPU newer than the build knows: sm_120 in builds
+    # that predate Blackwell). A library that only warns and falls back prints it as a warning, not an exception.
+    (re.compile(r"FlashAttention only supports (?:Ampere|Turing) GPUs or newer"), "cuda_arch_unsupported"),
 ]
 
 
@@ -417,6 +422,8 @@ def _exception(m, rec, state):
     if kind == "nan_op":
         op = re.search(r"Function '(\w+)'", msg)
         ev.fields = {**(ev.fields or {}), "op": op.group(1) if op else (ev.fields or {}).get("op")}
+    if kind == "cuda_arch_unsupported":
+        ev.fields = {**(ev.fields or {}), "cuda_error": _arch_detail(msg), "warning": False}
     if kind == "checkpoint_weights_only" or (kind == "checkpoint_corrupt" and "Weights only load failed" in msg):
         detail = _weights_only_kind(msg)[1]
         if detail is not None:
@@ -499,6 +506,27 @@ def _weights_only_detail(ev: ErrorEvent, kind: str, detail: str) -> None:
         ev.message = f"torch.load (weights_only=True): {detail}"
     else:
         ev.message = f"Weights only load failed: {detail}"
+
+
+def _arch_detail(msg: str) -> str:
+    m = re.search(r"FlashAttention only supports (?:Ampere|Turing) GPUs or newer", msg)
+    return f"flash-attn has no kernel for this GPU ({m.group(0)})" if m else msg[:160]
+
+
+# ComfyUI's execution.py reports a node's exception as `!!! Exception during processing !!! {ex}` (newer releases;
+# older ones print the marker alone), then the traceback, which may not be pasted. The message alone is evidence
+# when it names a failure of its own kind; a generic one is left to the traceback's exception line.
+@rule("comfyui-exception", ("!!! Exception during processing !!!",), r"!!! Exception during processing !!! (?P<msg>\S.*)$")
+def _comfyui_exception(m, rec, state):
+    msg = m.group("msg").strip()
+    kind = classify("", msg)
+    if kind in ("exception", "interrupted", "launcher_failed"):
+        return []
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
+                    exc_type="Exception (ComfyUI node)", fields={"printed": True})
+    if kind == "cuda_arch_unsupported":
+        ev.fields.update(cuda_error=_arch_detail(msg), warning=False)
+    return _release(state) + [ev]
 
 
 # torch.load's weights-only refusal as an application prints it, without the exception type (ComfyUI nodes print
@@ -588,5 +616,6 @@ PARSER = Parser(
     priority=80,
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _ray_actor_name,
-           _ray_worker_died, _state_dict_problem, _weights_unpickler, _exception, _weights_only_bare],
+           _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _exception,
+           _weights_only_bare],
 )
