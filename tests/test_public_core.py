@@ -295,3 +295,29 @@ def test_comfyui_generic_exception_print_is_left_to_its_traceback(tmp_path):
         "AttributeError: 'ModelSamplingAdvanced' object has no attribute 'audio_scale'",
     ]))
     assert [f.id for f in report.findings] == ["uncaught-exception"]
+
+
+def test_checkpoint_saved_on_gpu_loaded_without_cuda_is_not_a_corrupt_file(tmp_path):
+    # the frames of GlassyWu/KTDN#1 (inside torch/serialization.py; its paste is cut before the exception line),
+    # then the exception as hfslyc/AdvSemiSeg#58 pasted it
+    f = first(tmp_path, "\n".join([
+        "Traceback (most recent call last):",
+        '  File "D:\\anaconda\\envs\\dehaze\\lib\\site-packages\\torch\\serialization.py", line 175, in '
+        "default_restore_location",
+        "    result = fn(storage, location)",
+        "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you "
+        "are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your "
+        "storages to the CPU.",
+    ]))
+    assert f.id == "cuda-no-device" and "map_location" in f.summary
+
+
+@pytest.mark.parametrize("line", [
+    # ZQPei/deep_sort_pytorch#51
+    "RuntimeError: Attempting to deserialize object on CUDA device 2 but torch.cuda.device_count() is 1. Please use "
+    "torch.load with map_location to map your storages to an existing device.",
+    # EleutherAI/lm-evaluation-harness#1131
+    "RuntimeError: Placeholder storage has not been allocated on MPS device!",
+])
+def test_load_to_a_missing_gpu_and_mps_placement_are_device_mismatches(tmp_path, line):
+    assert first(tmp_path, line).id == "device-mismatch"

@@ -165,6 +165,20 @@ _CLASSIFY = [
     # take). torch 2.6 made weights_only=True the default, so files that loaded before are refused: the file is
     # fine, the unpickler refused it. Not a corrupt checkpoint; _weights_only_kind tells the two apart.
     (re.compile(r"Weights only load failed"), "checkpoint_weights_only"),
+    # torch/serialization.py validate_cuda_device (2.x: _validate_device for any backend): the checkpoint's tensors
+    # were saved on a device this process cannot restore them to. No CUDA at all: "Attempting to deserialize object
+    # on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use
+    # torch.load with map_location=torch.device('cpu') ..." (a CPU build of torch, or no GPU); a device index that
+    # does not exist here: "Attempting to deserialize object on CUDA device 3 but torch.cuda.device_count() is 1.
+    # Please use torch.load with map_location to map your storages to an existing device." Raised inside
+    # torch.load, but nothing is wrong with the file (ahead of the checkpoint-frame rule in classify()).
+    (re.compile(r"Attempting to deserialize object on an? \w+ device but torch\.\w+\.is_available\(\) is False"),
+     "cuda_no_device"),
+    (re.compile(r"Attempting to deserialize object on \w+ device \d+ but torch\.\w+\.device_count\(\) is \d+"
+                # aten/src/ATen/native/mps: a tensor of an MPS op left on the CPU ("Placeholder storage has not been
+                # allocated on MPS device!"; torch >= 2.4: "Tensor for argument weight is on cpu but expected on mps")
+                r"|Placeholder storage has not been allocated on MPS device"
+                r"|Tensor for argument \w+ is on \w+ but expected on mps"), "device_mismatch"),
     # Dao-AILab/flash-attention csrc/flash_attn/flash_api.cpp mha_fwd / mha_varlen_fwd: TORCH_CHECK(is_sm90 || is_sm8x,
     # "FlashAttention only supports Ampere GPUs or newer.") (v1: "... Turing GPUs or newer."): the kernel has no
     # implementation for this GPU's architecture (pre-Ampere, or a GPU newer than the build knows: sm_120 in builds
@@ -181,7 +195,8 @@ _CLASSIFY = [
 # its type: torch.load of an empty file ends in a bare `EOFError` from pickle. One raised under
 # torch.save (torch/serialization.py `save` / `_save`, safetensors' `save_file`) is a failed write:
 # the file on disk is incomplete, but nothing was wrong with what was being read.
-_CHECKPOINT_FRAMES = re.compile(r"torch/serialization\.py|torch/_weights_only_unpickler\.py|safetensors/torch\.py")
+# (either separator: Windows tracebacks print `torch\serialization.py`)
+_CHECKPOINT_FRAMES = re.compile(r"torch[/\\]serialization\.py|torch[/\\]_weights_only_unpickler\.py|safetensors[/\\]torch\.py")
 _SAVE_FUNCS = frozenset(("save", "_save", "save_file", "_flatten", "_remove_duplicate_names", "_open_zipfile_writer"))
 _LOAD_FUNCS = frozenset(("load", "_load", "_legacy_load", "load_file", "_open_zipfile_reader", "safe_load_file"))
 
@@ -424,6 +439,10 @@ def _exception(m, rec, state):
         ev.fields = {**(ev.fields or {}), "op": op.group(1) if op else (ev.fields or {}).get("op")}
     if kind == "cuda_arch_unsupported":
         ev.fields = {**(ev.fields or {}), "cuda_error": _arch_detail(msg), "warning": False}
+    if kind == "cuda_no_device":  # only torch.load's wording reaches here (the CUDA runtime's are the cuda parser's)
+        ev.fields = {**(ev.fields or {}), "cuda_error": "torch.load found CUDA tensors but torch.cuda.is_available() is False",
+                     "detail": "a CPU-only torch build or no visible GPU; map_location='cpu' loads it on the CPU",
+                     "code": None}
     if kind == "checkpoint_weights_only" or (kind == "checkpoint_corrupt" and "Weights only load failed" in msg):
         detail = _weights_only_kind(msg)[1]
         if detail is not None:
