@@ -507,14 +507,20 @@ def _state_dict_problem(m, rec, state):
 # issue with the following so that we can make `weights_only=True` compatible with your use case: WeightsUnpickler
 # error: Unsupported operand 118", or "\tWeightsUnpickler error: Unsupported global: GLOBAL x was not an allowed
 # global by default. Please use `torch.serialization.add_safe_globals([x])` ...".
-@rule("weights-unpickler-error", ("WeightsUnpickler error: ",), r"WeightsUnpickler error: (?P<why>.+)$")
+# torch >= 2.10 prints the unpickler's error after a blank line of its own when it has no global to name:
+#   "... compatible with your use case: WeightsUnpickler error: " / "" / "Unsupported operand 118"
+@rule("weights-unpickler-error", ("WeightsUnpickler error:", "Unsupported operand ", "Unsupported global: "),
+      r"WeightsUnpickler error:(?P<why>.*)$|^\s*(?P<alone>Unsupported (?:operand \d+|global: .+?))\s*$")
 def _weights_unpickler(m, rec, state):
     held = state.get("pending")
     if held is None or held.error != "checkpoint_weights_only" or not 0 < rec.loc.line - held.loc.line <= 8:
         return None
-    kind, detail = _weights_only_kind(m.group("why"))
+    why = (m.group("why") if m.group("alone") is None else m.group("alone")).strip()
+    if not why:
+        return []  # the reason follows on a later line
+    kind, detail = _weights_only_kind(why)
     held.error = kind
-    _weights_only_detail(held, kind, detail or m.group("why").strip()[:200])
+    _weights_only_detail(held, kind, detail or why[:200])
     return _release(state)
 
 
