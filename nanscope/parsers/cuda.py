@@ -388,9 +388,10 @@ def _illegal(m, rec, state):
 #                            this GPU because it is too old." (2.8+: "... which is of compute capability (CC) {ma}.{mi}.")
 _ARCH_ERROR = re.compile(r"no kernel image is available for execution on the device|(?:CUDA error: |\(\d+\) : |error=\d+ : )"
                          r"invalid device function")
-_ARCH_WARN = re.compile(r"(?:^|\s)(?P<gpu>[^:]*?\S) with CUDA capability sm_(?P<cc>\d+) is not compatible with the current "
-                        r"PyTorch installation|Found GPU(?P<idx>\d+) (?P<gpu2>.+?) which is of (?:cuda|compute) capability "
-                        r"(?:\(CC\) )?(?P<ma>\d+)\.(?P<mi>\d+)")
+# (the GPU's name is bounded: a name, not a line; it starts after a space, a colon or the line start)
+_ARCH_WARN = re.compile(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA capability sm_(?P<cc>\d+) is not compatible "
+                        r"with the current PyTorch installation|Found GPU(?P<idx>\d+) (?P<gpu2>[^\n]{1,120}?) which is of "
+                        r"(?:cuda|compute) capability (?:\(CC\) )?(?P<ma>\d+)\.(?P<mi>\d+)")
 
 
 @rule("arch-unsupported", ("no kernel image is available", "invalid device function", "with CUDA capability sm_",

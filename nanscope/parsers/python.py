@@ -510,7 +510,7 @@ def _state_dict_problem(m, rec, state):
 # torch >= 2.10 prints the unpickler's error after a blank line of its own when it has no global to name:
 #   "... compatible with your use case: WeightsUnpickler error: " / "" / "Unsupported operand 118"
 @rule("weights-unpickler-error", ("WeightsUnpickler error:", "Unsupported operand ", "Unsupported global: "),
-      r"WeightsUnpickler error:(?P<why>.*)$|^\s*(?P<alone>Unsupported (?:operand \d+|global: .+?))\s*$")
+      r"WeightsUnpickler error:(?P<why>.*)$|^\s*(?P<alone>Unsupported (?:operand \d+|global: \S.*))$")
 def _weights_unpickler(m, rec, state):
     held = state.get("pending")
     if held is None or held.error != "checkpoint_weights_only" or not 0 < rec.loc.line - held.loc.line <= 8:
