@@ -395,12 +395,13 @@ def test_nccl_error_trace_after_a_warning_is_its_echo(tmp_path):
     assert all("group.cc" not in m.events[0].text for g in nccl for m in g.matches)
 
 
-def test_terminate_with_an_unnamed_cuda_error_is_the_uncaught_exception(tmp_path):
-    # a torchrun report (min_fa3_demo, public): the C++ exception that aborted the process (exit -6)
+def test_terminate_with_a_misaligned_address_is_the_kernel_fault(tmp_path):
+    # a torchrun report (min_fa3_demo, public): the C++ exception that aborted the process (exit -6); a misaligned
+    # address is cudaErrorMisalignedAddress, the illegal-address family (sample_logs/public/1809.log, 1810.log)
     f, _ = first(tmp_path, "terminate called after throwing an instance of 'c10::AcceleratorError'\n"
                            "  what():  CUDA error: misaligned address")
-    assert f.id == "uncaught-exception"
-    assert "c10::AcceleratorError" in f.summary
+    assert f.id == "cuda-illegal-memory-access"
+    assert "misaligned address" in f.summary
 
 
 def test_uncorrectable_nvlink_error_is_a_hardware_fault(tmp_path):

@@ -369,11 +369,56 @@ def _terminated(ev: ErrorEvent, rec, state) -> None:
     ev.fields = dict(ev.fields or {}, terminate=True)
 
 
-@rule("illegal-address", ("an illegal memory access was encountered",), r"an illegal memory access was encountered")
+# cudaErrorIllegalAddress (700) and its sibling cudaErrorMisalignedAddress (716: "the device encountered a load or
+# store instruction on a memory address which is not aligned"; 1.x THC: `cuda runtime error (74) : misaligned
+# address`): a kernel's memory access faulted, the context is left unusable, every later CUDA call fails.
+@rule("illegal-address", ("an illegal memory access was encountered", "misaligned address"),
+      r"(?P<err>an illegal memory access was encountered|(?:CUDA (?:error|warning): |\(\d+\) : |error=\d+ : )misaligned address)")
 def _illegal(m, rec, state):
     if not first_time(state, _key(rec, "illegal"), rec.loc.line):
         return []
-    return _error(rec, "cuda_illegal_address", {"cuda_error": "an illegal memory access was encountered"})
+    err = "misaligned address" if m.group("err").endswith("misaligned address") else m.group("err")
+    ev = _error(rec, "cuda_illegal_address", {"cuda_error": err})
+    _terminated(ev, rec, state)
+    return ev
+
+
+# The PyTorch build (or an extension) has no kernel for this GPU's compute capability. The CUDA runtime's
+# cudaErrorNoKernelImageForDevice (209; CUDA <= 9: 48) "no kernel image is available for execution on the device",
+# through every wrapper (`CUDA error: X`, 1.x `THCudaCheck FAIL file=... error=48 : X`, `cuda runtime error (48) :
+# X`), and cudaErrorInvalidDeviceFunction (98; old 8) "invalid device function", what a custom op built for other
+# architectures (mmcv, detectron2, apex) raises. torch/cuda/__init__.py warns first, at CUDA initialisation:
+#   _check_cubins (1.8+):   "{name} with CUDA capability sm_{cc} is not compatible with the current PyTorch
+#                            installation.\nThe current PyTorch install supports CUDA capabilities {arch list}."
+#   _check_capability:      "Found GPU{d} {name} which is of cuda capability {ma}.{mi}.\n    PyTorch no longer supports
+#                            this GPU because it is too old." (2.8+: "... which is of compute capability (CC) {ma}.{mi}.")
+_ARCH_ERROR = re.compile(r"no kernel image is available for execution on the device|(?:CUDA error: |\(\d+\) : |error=\d+ : )"
+                         r"invalid device function")
+# (the GPU's name is bounded: a name, not a line; it starts after a space, a colon or the line start)
+_ARCH_WARN = re.compile(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA capability sm_(?P<cc>\d+) is not compatible "
+                        r"with the current PyTorch installation|Found GPU(?P<idx>\d+) (?P<gpu2>[^\n]{1,120}?) which is of "
+                        r"(?:cuda|compute) capability (?:\(CC\) )?(?P<ma>\d+)\.(?P<mi>\d+)")
+
+
+@rule("arch-unsupported", ("no kernel image is available", "invalid device function", "with CUDA capability sm_",
+                           "which is of cuda capability", "which is of compute capability"),
+      _ARCH_ERROR.pattern + "|" + _ARCH_WARN.pattern)
+def _arch(m, rec, state):
+    if m.group("cc") or m.group("ma"):
+        cc = m.group("cc") or f"{m.group('ma')}{m.group('mi')}"
+        gpu = (m.group("gpu") or m.group("gpu2")).strip()
+        if not first_time(state, ("arch_warn", gpu, cc), rec.loc.line):
+            return []
+        return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="cuda_arch_unsupported",
+                          message=rec.text.strip(), fields={"gpu": gpu, "capability": f"sm_{cc}", "warning": True,
+                                                            "cuda_error": f"{gpu} (sm_{cc}) is not supported by this PyTorch build"})
+    err = "invalid device function" if m.group(0).endswith("invalid device function") else \
+        "no kernel image is available for execution on the device"
+    if not first_time(state, _key(rec, "arch", err), rec.loc.line):
+        return []
+    ev = _error(rec, "cuda_arch_unsupported", {"cuda_error": err, "warning": False})
+    _terminated(ev, rec, state)
+    return ev
 
 
 @rule("device-assert-triggered", ("device-side assert triggered",), r"device-side assert triggered")
@@ -546,8 +591,8 @@ PARSER = Parser(
     name="cuda",
     framework=FW,
     priority=30,
-    description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch",
+    description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
     rules=[_startup_frame, _oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink, _terminate_head, _illegal,
-           _assert_triggered, _assert_line, _xid, _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable,
+           _arch, _assert_triggered, _assert_line, _xid, _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable,
            _runtime_cuda_error, _cuda_error],
 )

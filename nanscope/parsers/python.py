@@ -8,7 +8,9 @@ a lower priority number classify specific exceptions first (CUDA OOM, NCCL, ...)
 
 from __future__ import annotations
 
+import pickletools
 import re
+from typing import Optional
 
 from nanscope.model import ErrorEvent, LifecycleEvent
 from nanscope.parsers.base import Parser, rule
@@ -101,6 +103,87 @@ _CLASSIFY = [
     # "cache_size_limit reached, because fail_on_recompile_limit_hit = True this is a HARD failure",
     # "Hard failure due to fullgraph=True".
     (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"), "compile_failed"),
+    # torch/csrc/autograd/saved_variable.cpp SavedVariable::unpack, every release since 0.4 (1.x+ appends
+    # ": [torch.cuda.FloatTensor [4, 512]], which is output 0 of XBackward0, is at version 2; expected version 1
+    # instead. Hint: ..."): a tensor saved for the backward pass was modified in place after it was saved.
+    (re.compile(r"one of the variables needed for gradient computation has been modified by an inplace operation"),
+     "autograd_inplace"),
+    # The same file's ERR_BACKWARD_TWICE (torch >= 1.9: "Trying to backward through the graph a second time (or
+    # directly access saved tensors after they have already been freed). Saved intermediate values of the graph
+    # are freed when you call .backward() ..."; 1.4-1.8: "..., but the saved intermediate results have already been
+    # freed. Specify retain_graph=True when calling backward the first time."; 0.x: "..., but the buffers have
+    # already been freed."): a second backward over a graph the first one freed.
+    (re.compile(r"Trying to backward through the graph a second time"), "autograd_graph_freed"),
+    # torch/csrc/autograd/autograd.cpp run_backward / _make_grads: "element {i} of tensors does not require grad and
+    # does not have a grad_fn" (backward() of a tensor outside any graph), for autograd.grad "One of the
+    # differentiated Tensors does not require grad"; torch 0.3: "there are no graph nodes that require computing
+    # gradients". The loss is not connected to anything trainable.
+    (re.compile(r"element \d+ of tensors does not require grad and does not have a grad_fn"
+                r"|One of the differentiated Tensors does not require grad"
+                r"|there are no graph nodes that require computing gradients"), "autograd_no_grad"),
+    # torch/cuda/__init__.py _lazy_init, every release: "Cannot re-initialize CUDA in forked subprocess. To use CUDA
+    # with multiprocessing, you must use the 'spawn' start method": a forked child (a DataLoader worker, a
+    # multiprocessing pool, an engine's worker) touched CUDA after the parent had initialised it.
+    (re.compile(r"Cannot re-initialize CUDA in forked subprocess"), "cuda_forked_subprocess"),
+    # The process ran out of file descriptors (EMFILE), nearly always DataLoader workers passing tensors with the
+    # default file_descriptor sharing strategy: Python's "OSError: [Errno 24] Too many open files" (resource_sharer,
+    # os.pipe, socket.dup), Lib/multiprocessing/reduction.py recvfds "received 0 items of ancdata" (the fd was
+    # stripped from the worker's message), torch/utils/data/dataloader.py _try_get_data (torch >= 1.5) "Too many
+    # open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n`
+    # ...", aten/src/ATen/MapAllocator.cpp "unable to open shared memory object <...> in read-write mode: Too many
+    # open files (24)".
+    (re.compile(r"\[Errno 24\] Too many open files|received 0 items of ancdata"
+                r"|Too many open files\. Communication with the workers is no longer possible"
+                r"|unable to open shared memory object <[^>]*> in read-write mode: Too many open files"), "too_many_open_files"),
+    # torch/nn/modules/module.py Module.load_state_dict (strict): 'Error(s) in loading state_dict for {}:\n\t{}'
+    # with "Missing key(s) in state_dict: ...", "Unexpected key(s) in state_dict: ...", "size mismatch for {}:
+    # copying a param with shape {} from checkpoint, the shape in current model is {}." (1.0: "... copying a
+    # param of torch.Size(...) from checkpoint, where the shape is ... in current model."); torch 0.3/0.4 raised
+    # per key: "While copying the parameter named {}, whose dimensions in the model are {} and whose dimensions
+    # in the checkpoint are {}.", 'unexpected key "{}" in state_dict', 'missing keys in state_dict: "{}"'.
+    (re.compile(r"Error\(s\) in loading state_dict for |While copying the parameter named \S+, whose dimensions in the model"
+                r"|unexpected key \"[^\"]*\" in state_dict|missing keys in state_dict: "), "state_dict_mismatch"),
+    # Tensors of one op on two devices. aten/src/ATen/core/op_registration/adaption.cpp common_device_check_failure
+    # and TensorIterator (torch >= 1.7; the first 1.8 releases: "... on the same common device, ... (when checking
+    # arugment for argument X in method Y)"):
+    #   "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    #   (torch >= 2.3: "..., but got mat2 is on cpu, different from other tensors on cuda:0 (when checking
+    #   argument in method wrapper_CUDA_mm)"); the legacy TH checks (1.2-1.6) "Expected object of device type
+    #   cuda but got device type cpu for argument #1 'self' in call to _th_and" (1.0-1.1: "Expected object of
+    #   backend CUDA but got backend CPU for argument #2 'mat2'"); TensorIterator 1.x "expected device cpu but
+    #   got device cuda:0"; aten/src/ATen/TensorUtils.cpp checkSameGPU "Expected tensor for argument #1 'input'
+    #   to have the same device as tensor for argument #2 'weight'; but device 0 does not equal 1". The
+    #   convolution's "Input type (A) and weight type (B) should be the same" is a device mismatch only when
+    #   A and B are on different devices: _device_pair below.
+    (re.compile(r"Expected all tensors to be on the same (?:common )?device"
+                r"|Expected object of (?:device type|backend) (?P<want>\w+) but got (?:device type|backend) (?!(?P=want)\b)\w+"
+                r" for argument|\bexpected device (?P<dev>\S+) but got device (?!(?P=dev)(?:\s|$))\S+"
+                r"|to have the same device as tensor for argument #\d+ '\w+'; but device \d+ does not equal \d+"),
+     "device_mismatch"),
+    # torch/serialization.py load(), torch >= 2.4 (_get_wo_message): "Weights only load failed. ..." then
+    # "WeightsUnpickler error: <why>" (a global not on the allowlist, an opcode the restricted unpickler does not
+    # take). torch 2.6 made weights_only=True the default, so files that loaded before are refused: the file is
+    # fine, the unpickler refused it. Not a corrupt checkpoint; _weights_only_kind tells the two apart.
+    (re.compile(r"Weights only load failed"), "checkpoint_weights_only"),
+    # torch/serialization.py validate_cuda_device (2.x: _validate_device for any backend): the checkpoint's tensors
+    # were saved on a device this process cannot restore them to. No CUDA at all: "Attempting to deserialize object
+    # on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use
+    # torch.load with map_location=torch.device('cpu') ..." (a CPU build of torch, or no GPU); a device index that
+    # does not exist here: "Attempting to deserialize object on CUDA device 3 but torch.cuda.device_count() is 1.
+    # Please use torch.load with map_location to map your storages to an existing device." Raised inside
+    # torch.load, but nothing is wrong with the file (ahead of the checkpoint-frame rule in classify()).
+    (re.compile(r"Attempting to deserialize object on an? \w+ device but torch\.\w+\.is_available\(\) is False"),
+     "cuda_no_device"),
+    (re.compile(r"Attempting to deserialize object on \w+ device \d+ but torch\.\w+\.device_count\(\) is \d+"
+                # aten/src/ATen/native/mps: a tensor of an MPS op left on the CPU ("Placeholder storage has not been
+                # allocated on MPS device!"; torch >= 2.4: "Tensor for argument weight is on cpu but expected on mps")
+                r"|Placeholder storage has not been allocated on MPS device"
+                r"|Tensor for argument \w+ is on \w+ but expected on mps"), "device_mismatch"),
+    # Dao-AILab/flash-attention csrc/flash_attn/flash_api.cpp mha_fwd / mha_varlen_fwd: TORCH_CHECK(is_sm90 || is_sm8x,
+    # "FlashAttention only supports Ampere GPUs or newer.") (v1: "... Turing GPUs or newer."): the kernel has no
+    # implementation for this GPU's architecture (pre-Ampere, or a GPU newer than the build knows: sm_120 in builds
+    # that predate Blackwell). A library that only warns and falls back prints it as a warning, not an exception.
+    (re.compile(r"FlashAttention only supports (?:Ampere|Turing) GPUs or newer"), "cuda_arch_unsupported"),
 ]
 
 
@@ -112,15 +195,69 @@ _CLASSIFY = [
 # its type: torch.load of an empty file ends in a bare `EOFError` from pickle. One raised under
 # torch.save (torch/serialization.py `save` / `_save`, safetensors' `save_file`) is a failed write:
 # the file on disk is incomplete, but nothing was wrong with what was being read.
-_CHECKPOINT_FRAMES = re.compile(r"torch/serialization\.py|torch/_weights_only_unpickler\.py|safetensors/torch\.py")
+# (either separator: Windows tracebacks print `torch\serialization.py`)
+_CHECKPOINT_FRAMES = re.compile(r"torch[/\\]serialization\.py|torch[/\\]_weights_only_unpickler\.py|safetensors[/\\]torch\.py")
 _SAVE_FUNCS = frozenset(("save", "_save", "save_file", "_flatten", "_remove_duplicate_names", "_open_zipfile_writer"))
 _LOAD_FUNCS = frozenset(("load", "_load", "_legacy_load", "load_file", "_open_zipfile_reader", "safe_load_file"))
+
+
+# aten/src/ATen/native/Convolution.cpp check_input_same_type_as_parameters: "Input type (", input.toString(),
+# ") and weight type (", weight.toString(), ") should be the same" (+ " or input should be a MKLDNN tensor and
+# weight is a dense tensor", and the same for "bias type"). The types name the device: torch.cuda.FloatTensor /
+# CUDAFloatType are on the GPU, torch.FloatTensor / CPUFloatType on the CPU; HalfTensor against FloatTensor on
+# one device is a dtype mismatch, not this.
+_TYPE_PAIR = re.compile(r"Input type \((?P<a>[\w.:]+)\) and (?:weight|bias) type \((?P<b>[\w.:]+)\) should be the same")
+
+
+def _device_of(t: str) -> str:
+    if ".cuda." in t or t.startswith("CUDA"):
+        return "cuda"
+    if ".mps." in t or t.startswith("MPS"):
+        return "mps"
+    if t.startswith("torch.") or t.startswith("CPU"):
+        return "cpu"
+    return t  # `float`, `c10::Half`: a dtype, no device
+
+
+def _device_pair(message: str) -> bool:
+    m = _TYPE_PAIR.search(message)
+    if m is None:
+        return False
+    a, b = _device_of(m.group("a")), _device_of(m.group("b"))
+    return a != b and {a, b} <= {"cuda", "cpu", "mps"}
+
+
+# The byte values that are pickle opcodes at all (Lib/pickletools.py). The weights-only unpickler
+# (torch/_weights_only_unpickler.py) raises "Unsupported operand {byte}" on any opcode it does not take; a byte
+# that is no opcode of any protocol means the file is not a pickle stream: a Git LFS pointer ('version ...' ->
+# 118), an HTML error page ('<' -> 60), text: what was downloaded is not the checkpoint.
+_PICKLE_OPCODES = frozenset(ord(op.code) for op in pickletools.opcodes)
+_UNSUPPORTED_OPERAND = re.compile(r"Unsupported operand (\d+)\b")
+
+
+def _weights_only_kind(text: str) -> tuple[str, Optional[str]]:
+    """(kind, detail) of a weights-only refusal from the text of its `WeightsUnpickler error:` part."""
+    m = _UNSUPPORTED_OPERAND.search(text)
+    if m is not None and int(m.group(1)) not in _PICKLE_OPCODES:
+        return "checkpoint_corrupt", (f"the file is not a pickle stream: its byte {m.group(1)} is no pickle opcode "
+                                      "(a Git LFS pointer, an HTML page or a partial download, not the checkpoint)")
+    g = re.search(r"GLOBAL (\S+?) (?:was not an allowed global|whose module)", text) or re.search(
+        r"Unsupported global: GLOBAL (\S+)", text)
+    if g is not None:
+        return "checkpoint_weights_only", f"the restricted unpickler refused the global {g.group(1)}"
+    if m is not None:
+        return "checkpoint_weights_only", f"the restricted unpickler does not take pickle opcode {m.group(1)}"
+    return "checkpoint_weights_only", None
 
 
 def classify(exc_type: str, message: str, frame: str = "", saving: bool = False) -> str:
     for rx, kind in _CLASSIFY:
         if rx.search(message) or rx.search(exc_type):
+            if kind == "checkpoint_weights_only":
+                return _weights_only_kind(message)[0]
             return kind
+    if _device_pair(message):
+        return "device_mismatch"
     if frame and _CHECKPOINT_FRAMES.search(frame) and exc_type.rsplit(".", 1)[-1] in (
             "EOFError", "UnpicklingError", "RuntimeError", "OSError", "ValueError", "SafetensorError"):
         return "checkpoint_save_failed" if saving else "checkpoint_corrupt"
@@ -272,16 +409,26 @@ def _exception(m, rec, state):
         fields["thread"] = thread
     if held is not None and _RAY_ACTOR_DIED.search(held.exc_type or "") and _RAY_ACTOR_DIED.search(exc_type):
         state.pop("pending")  # `RayTaskError(RayActorError): ray::main_task()` then the RayActorError itself: one death
+    folded = None
+    if held is not None and kind == "too_many_open_files" and (held.fields or {}).get("shm_open") \
+            and rec.loc.line - held.loc.line <= _SHM_OPEN_SPAN:
+        folded = state.pop("pending")  # the shared-memory failure was this limit too: one failure, not two
     out = _release(state)
     if held is not None and held.error == "nan_op" and (held.fields or {}).get("from_warning"):
         # The anomaly warning named the op; the exception says what went wrong with it.
         out = [e for e in out if e is not held]
-        if kind == "nan_op" or kind == "exception":
+        if kind in ("nan_op", "exception", "autograd_inplace", "autograd_graph_freed"):
             fields = {**(fields or {}), "op": held.fields["op"], "anomaly_warning_line": held.loc.line}
     ev = ErrorEvent(
         loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
         exc_type=exc_type, fields=fields,
     )
+    if folded is not None:
+        ev.fields = {**(ev.fields or {}), "also": f"{folded.exc_type}: {folded.message} (line {folded.loc.line})"}
+    if kind == "exception" and _SHM_OPEN.search(msg):
+        ev.fields = {**(ev.fields or {}), "shm_open": True}
+        state["pending"] = ev  # the fd limit's own error may follow (see _SHM_OPEN)
+        return out
     if kind == "cuda_oom" and "No executable batch size found" in msg:
         ev.fields = {**(ev.fields or {}), "detail": "accelerate's find_executable_batch_size halved the batch size after "
                                                     "every out-of-memory error down to zero: not even batch size 1 fits"}
@@ -290,10 +437,137 @@ def _exception(m, rec, state):
     if kind == "nan_op":
         op = re.search(r"Function '(\w+)'", msg)
         ev.fields = {**(ev.fields or {}), "op": op.group(1) if op else (ev.fields or {}).get("op")}
+    if kind == "cuda_arch_unsupported":
+        ev.fields = {**(ev.fields or {}), "cuda_error": _arch_detail(msg), "warning": False}
+    if kind == "cuda_no_device":  # only torch.load's wording reaches here (the CUDA runtime's are the cuda parser's)
+        ev.fields = {**(ev.fields or {}), "cuda_error": "torch.load found CUDA tensors but torch.cuda.is_available() is False",
+                     "detail": "a CPU-only torch build or no visible GPU; map_location='cpu' loads it on the CPU",
+                     "code": None}
+    if kind == "checkpoint_weights_only" or (kind == "checkpoint_corrupt" and "Weights only load failed" in msg):
+        detail = _weights_only_kind(msg)[1]
+        if detail is not None:
+            _weights_only_detail(ev, kind, detail)
+        else:
+            state["pending"] = ev  # its `WeightsUnpickler error:` line follows (torch prints the message over lines)
+            return out
+    if kind == "state_dict_mismatch":
+        ev.fields = {**(ev.fields or {}), "size_mismatch": 0, "missing": 0, "unexpected": 0}
+        _count_state_dict(ev, msg)
+        state["pending"] = ev  # the keys it lists follow, one line each
+        return out
     if kind in ("ddp_unused_parameters", "compile_failed") or _RAY_ACTOR_DIED.search(exc_type):
         state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
         return out
     return out + [ev]
+
+
+# aten/src/ATen/MapAllocator.cpp (TH's THAllocator.c before 1.0): shm_open failed for a tensor a DataLoader worker
+# shares, "unable to open shared memory object </torch_30997_2076642173> in read-write mode" (newer releases add
+# ": <strerror> (<errno>)"). Without the errno it can be the fd limit or /dev/shm; when an `[Errno 24] Too many
+# open files` follows in the same stream, it was the fd limit, and the two are one failure.
+_SHM_OPEN = re.compile(r"unable to open shared memory object <[^>]*> in read-write mode")
+_SHM_OPEN_SPAN = 60
+
+
+# The lines load_state_dict's message lists under its first line ('\t' + one problem each, see _CLASSIFY):
+_STATE_DICT_LINE = re.compile(r"(?P<size>size mismatch for \S+: copying a param (?:with shape|of) )"
+                              r"|(?P<missing>Missing key\(s\) in state_dict: )|(?P<unexpected>Unexpected key\(s\) in state_dict: )")
+
+
+def _count_state_dict(ev: ErrorEvent, text: str) -> bool:
+    """Count the problems `text` lists into the held load_state_dict error; the first one is its detail."""
+    found = False
+    for m in _STATE_DICT_LINE.finditer(text):
+        key = "size_mismatch" if m.group("size") else "missing" if m.group("missing") else "unexpected"
+        ev.fields[key] += 1
+        if "detail" not in ev.fields:
+            rest = text[m.start():]
+            ev.fields["detail"] = rest if len(rest) <= 200 else rest[:199] + "…"
+        found = True
+    if found:
+        counts = ", ".join(f"{n} {what}" for what, n in (("size mismatch(es)", ev.fields["size_mismatch"]),
+                                                         ("missing-key line(s)", ev.fields["missing"]),
+                                                         ("unexpected-key line(s)", ev.fields["unexpected"])) if n)
+        head = ev.fields.setdefault("head", ev.message)
+        ev.message = f"{head} {counts}; first: {ev.fields['detail']}"
+    return found
+
+
+@rule("state-dict-problem", ("size mismatch for ", "Missing key(s) in state_dict", "Unexpected key(s) in state_dict"),
+      _STATE_DICT_LINE.pattern)
+def _state_dict_problem(m, rec, state):
+    held = state.get("pending")
+    if held is None or held.error != "state_dict_mismatch" or rec.loc.line - held.loc.line > 2000:
+        return None
+    _count_state_dict(held, rec.text)
+    return []
+
+
+# torch/serialization.py _get_wo_message puts the unpickler's own error on a line of its own: "Please file an
+# issue with the following so that we can make `weights_only=True` compatible with your use case: WeightsUnpickler
+# error: Unsupported operand 118", or "\tWeightsUnpickler error: Unsupported global: GLOBAL x was not an allowed
+# global by default. Please use `torch.serialization.add_safe_globals([x])` ...".
+# torch >= 2.10 prints the unpickler's error after a blank line of its own when it has no global to name:
+#   "... compatible with your use case: WeightsUnpickler error: " / "" / "Unsupported operand 118"
+@rule("weights-unpickler-error", ("WeightsUnpickler error:", "Unsupported operand ", "Unsupported global: "),
+      r"WeightsUnpickler error:(?P<why>.*)$|^\s*(?P<alone>Unsupported (?:operand \d+|global: \S.*))$")
+def _weights_unpickler(m, rec, state):
+    held = state.get("pending")
+    if held is None or held.error != "checkpoint_weights_only" or not 0 < rec.loc.line - held.loc.line <= 8:
+        return None
+    why = (m.group("why") if m.group("alone") is None else m.group("alone")).strip()
+    if not why:
+        return []  # the reason follows on a later line
+    kind, detail = _weights_only_kind(why)
+    held.error = kind
+    _weights_only_detail(held, kind, detail or why[:200])
+    return _release(state)
+
+
+def _weights_only_detail(ev: ErrorEvent, kind: str, detail: str) -> None:
+    """The unpickler's reason in place of torch's long advice text (the evidence line keeps that)."""
+    ev.fields = {**(ev.fields or {}), "detail": detail}
+    if kind == "checkpoint_corrupt":  # what matters is the file, not the refusal the message goes on about
+        ev.message = f"torch.load (weights_only=True): {detail}"
+    else:
+        ev.message = f"Weights only load failed: {detail}"
+
+
+def _arch_detail(msg: str) -> str:
+    m = re.search(r"FlashAttention only supports (?:Ampere|Turing) GPUs or newer", msg)
+    return f"flash-attn has no kernel for this GPU ({m.group(0)})" if m else msg[:160]
+
+
+# ComfyUI's execution.py reports a node's exception as `!!! Exception during processing !!! {ex}` (newer releases;
+# older ones print the marker alone), then the traceback, which may not be pasted. The message alone is evidence
+# when it names a failure of its own kind; a generic one is left to the traceback's exception line.
+@rule("comfyui-exception", ("!!! Exception during processing !!!",), r"!!! Exception during processing !!! (?P<msg>\S.*)$")
+def _comfyui_exception(m, rec, state):
+    msg = m.group("msg").strip()
+    kind = classify("", msg)
+    if kind in ("exception", "interrupted", "launcher_failed"):
+        return []
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg,
+                    exc_type="Exception (ComfyUI node)", fields={"printed": True})
+    if kind == "cuda_arch_unsupported":
+        ev.fields.update(cuda_error=_arch_detail(msg), warning=False)
+    return _release(state) + [ev]
+
+
+# torch.load's weights-only refusal as an application prints it, without the exception type (ComfyUI nodes print
+# str(e): "Weights only load failed. This file can still be loaded, ..."; "An error occurred while loading models:
+# Weights only load failed. In PyTorch 2.6, ..."). Its `WeightsUnpickler error:` line may follow.
+@rule("weights-only-bare", ("Weights only load failed. ",), r"(?<![A-Za-z0-9])Weights only load failed\. (?P<rest>.*)$")
+def _weights_only_bare(m, rec, state):
+    kind, detail = _weights_only_kind(rec.text)
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error=kind, message=rec.text.strip(),
+                    fields={"printed": True})
+    out = _release(state)
+    if detail is not None:
+        _weights_only_detail(ev, kind, detail)
+        return out + [ev]
+    state["pending"] = ev
+    return out
 
 
 # Ray (python/ray/exceptions.py ActorDiedError / RayActorError; the text comes from the GCS death cause):
@@ -367,5 +641,6 @@ PARSER = Parser(
     priority=80,
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _ray_actor_name,
-           _ray_worker_died, _exception],
+           _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _exception,
+           _weights_only_bare],
 )
