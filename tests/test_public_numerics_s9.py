@@ -158,3 +158,10 @@ def test_dpo_reference_stats_lines_are_steps(tmp_path):
     assert steps[1].step == 5025 and steps[1].loss != steps[1].loss and steps[1].grad_norm != steps[1].grad_norm
     report = diagnose(tmp_path, (PUBLIC / "2022.log").read_text(encoding="utf-8"))
     assert ids(report) == ["nan-persistent"]
+
+
+def test_deepspeeds_minimum_scale_message_in_lower_case_is_the_collapse(tmp_path):
+    # 2006.log (TinyLLaVA#107): DeepSpeed's 'Current loss scale already at minimum' as the reporter
+    # pasted it, lower-cased
+    line = (PUBLIC / "2006.log").read_text(encoding="utf-8").splitlines()[0]
+    assert [f.id for f in diagnose(tmp_path, line).findings][:1] == ["loss-scale-collapse"]

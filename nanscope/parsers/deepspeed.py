@@ -128,7 +128,7 @@ def _reducing(m, rec, state):
     )
 
 
-@rule("scale-minimum", ("already at minimum",), r"Current loss scale already at minimum")
+@rule("scale-minimum", ("already at minimum",), r"(?i)current loss scale already at minimum")
 def _minimum(m, rec, state):
     return ScaleEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", action="minimum", rank_is_printer_only=True,
