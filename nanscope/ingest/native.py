@@ -454,7 +454,7 @@ class NativeLane:
             raw = pre[i].as_py()
             ts, wrapped = None, None
             if wrap is not None:
-                wrapped = wrap.rx.match(raw.decode("ascii"))
+                wrapped = wrap.match(raw.decode("ascii"))
                 if wrapped is not None:
                     ts, raw_rest = wrap.seconds(wrapped), raw[wrapped.end():]
             stamps = _STAMP_PY.findall(raw if wrapped is None else raw_rest) if stamped else []

@@ -262,7 +262,7 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
     found = False
     topo = base.topo if base.__class__ is Base else None
     if topo is not None and topo.wrapper is not None:
-        m = topo.wrapper.rx.match(text)  # a collector's stamp, outside everything else (ingest/wrapper.py)
+        m = topo.wrapper.match(text)  # a collector's stamp, outside everything else (ingest/wrapper.py)
         if m is not None:
             pos, found, ts = m.end(), True, topo.wrapper.seconds(m)
     while True:

@@ -14,8 +14,10 @@ A program's own logger stamps its records the same way, so a shape is taken as t
 wrapper only when nearly every line of the input's head starts with it (a logger does not stamp a
 traceback's continuation lines, print() output or tqdm bars; a wrapper stamps them all) *and*
 some stamped line goes on with what only a program's output holds: a launcher prefix, another
-stamp, a traceback line, an HF metrics dict or a progress bar. Without that
-evidence the stamp stays in the message, as before.
+stamp, a traceback line, an HF metrics dict or a progress bar (a syslog line names the host and the
+process, which only a relay does: that is evidence enough). Without that evidence the stamp stays
+in the message, as before. The kernel's own syslog lines (`host kernel: ...`) are never peeled: the
+system parsers read them with their header.
 
 The kubectl / RFC 3339 `...T...Z ` stamp without host is not here: ingest/prefixes.py peels it
 on every line already (`rfc`).
@@ -32,7 +34,7 @@ from nanscope.ingest.timestamps import DAYS_BEFORE, parse_ts
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MON = "(?P<mon>" + "|".join(_MONTHS) + ")"
 _ISO = r"(?P<iso>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
-_HOST_IDENT = r" [A-Za-z0-9][\w.\-]{0,62} [\w.\-/@]{1,64}(?:\[\d{1,10}\])?: "
+_HOST_IDENT = r" [A-Za-z0-9][\w.\-]{0,62} (?P<ident>[\w.\-/@]{1,64})(?:\[\d{1,10}\])?: "
 # (name, pattern): each valid in Python's re and in RE2 (the native lane matches it over a column)
 SHAPES = (
     ("syslog", _MON + r" (?P<d>[ \d]\d) (?P<t>\d\d:\d\d:\d\d(?:\.\d{1,9})?)" + _HOST_IDENT),
@@ -48,6 +50,7 @@ _INSIDE = re.compile(
     r"\[[A-Za-z_]+\d+\]:|\[\d+,(?:mpirank:)?\d+(?:,[\w.\-]+)?\]<std|\d{1,5}: \S|\([A-Za-z][\w\-]*(?: rank=\d+)? pid=\d+"
     r"|[EWIF]\d{4} \d\d:\d\d:\d\d|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:"
     r"|Traceback \(most recent call last\)|\s+File \"|\{'(?:loss|eval_loss|train_runtime)'|\s*\d{1,3}%\|")
+_RELAYS = ("syslog", "syslog-iso")  # a host and a process named on every line: only a relay prints that
 _HEAD_LINES = 2000
 _SHARE = 0.9
 _EVIDENCE = 2
@@ -63,6 +66,14 @@ class Wrapper:
     @property
     def rx(self) -> "re.Pattern[str]":
         return dict(_COMPILED)[self.name]
+
+    def match(self, text: str) -> Optional["re.Match[str]"]:
+        """The stamp at the start of `text`; None without one, and for the kernel's own syslog
+        lines (`host kernel: NVRM: Xid ...`), which the parsers read with their header."""
+        m = self.rx.match(text)
+        if m is not None and m.groupdict().get("ident") == "kernel":
+            return None
+        return m
 
     def seconds(self, m: "re.Match[str]") -> Optional[float]:
         """The stamp's time as parse_ts counts it (seconds within a year); None for a time of
@@ -90,11 +101,13 @@ def learn_wrapper(head: bytes) -> Optional[Wrapper]:
         for raw in lines:
             text = raw.decode("utf-8", "replace")
             m = rx.match(text)
-            if m is None:
+            if m is None or m.groupdict().get("ident") == "kernel":
                 continue
             hits += 1
             if evidence < _EVIDENCE and _INSIDE.match(text, m.end()):
                 evidence += 1
+        if name in _RELAYS:
+            evidence = _EVIDENCE
         if hits >= _SHARE * len(lines) and evidence >= _EVIDENCE:
             return Wrapper(name, dict(SHAPES)[name])
         if hits >= _SHARE * len(lines):

@@ -53,9 +53,17 @@ def test_a_wrapped_rank_line_keeps_the_stamps_time_as_its_own():
     assert int(f.first_ts) // 86400 == 334  # (Jan 1 is day 0; Dec 1 is day 334)
 
 
-def test_no_bundled_real_log_is_taken_as_wrapped():
-    """A program's own logger stamps (DeepSpeed's, SGLang's, Python logging's) are not a wrapper:
-    no log in sample_logs/ (framework output and public excerpts) learns one."""
+def test_only_the_journald_excerpt_among_the_bundled_real_logs_is_taken_as_wrapped():
+    """A program's own logger stamps (DeepSpeed's, SGLang's, Python logging's) and the kernel's own
+    syslog lines are no wrapper: of every log in sample_logs/ (framework output and public
+    excerpts) only 1813 (lllyasviel/stable-diffusion-webui-forge, read through journalctl) is."""
     wrapped = [p.name for p in sorted(Path(SAMPLES).rglob("*.log")) if learn_wrapper(p.read_bytes()[: 1 << 20])]
-    assert wrapped == []
+    assert wrapped == ["1813.log"]
 
+
+def test_the_journald_excerpt_reads_its_exception_behind_the_stamp():
+    # 1813: `Oct 04 15:02:41 llm sd-webui-forge-start[394]: RuntimeError: CUDA error: no kernel image ...`
+    assert api.diagnose([str(SAMPLES / "public" / "1813.log")]).findings[0].id == "cuda-arch-unsupported"
+    errors = [e for e in api.events([str(SAMPLES / "public" / "1813.log")]) if e.kind == "error"]
+    assert [(e.loc.line, e.exc_type) for e in errors] == [(2, None), (5, "RuntimeError")]
+    assert errors[1].origin.ts - errors[0].origin.ts == (15 - 13) * 3600 + (2 - 19) * 60 + (41 - 39)  # the stamps' times
