@@ -800,3 +800,24 @@ def test_hf_lines_of_every_kind_in_any_order_give_the_per_line_report(picks):
              for k, lead in ((k, lead.encode()) for k, lead in picks)]
     src = [Source("hf.log", None, b"\n".join(lines) + b"\n")]
     assert _diagnose(src, native=True, batch=True) == _diagnose(src, native=False, batch=False)
+
+
+def test_a_text_regex_is_answered_over_a_native_batch_of_mixed_frameworks():
+    """nan-persistent's TRL clause (`framework == 'hf'` and a text regex) on a batch of pytorch and
+    DeepSpeed rows (no one framework): the regex runs over the batch's lines, so the machine does
+    not go row by row (it did, on every per-rank file whose rank printed both), and the answer is
+    the rows' own."""
+    from nanscope.signatures.predicates import compile_expr, compile_vector
+
+    lines = [b"[default0]:step=1, loss=2.5, lr=0.1",
+             b"[default0]:[2024-05-01 12:00:00,123] [INFO] [logging.py:128:log_dist] [Rank 0] step=10, skipped=2, "
+             b"lr=[0.0001], mom=[(0.9, 0.999)]",
+             b"[default0]:step=11, loss=nan, lr=0.1"]
+    pa = reader._arrow()[0]
+    lane = NativeLane(all_parsers(), "x.log", Origin(), 1 << 20)
+    _, (b,), _, _ = _claim(lane, pa.array(lines, pa.binary()))
+    assert b.framework is None and len(b) == 3
+    cond = ["event == 'step'", "framework == 'hf'", 'text ~ "logps/chosen\\W?: (?:nan|NaN)\\b"']
+    assert compile_vector(cond)(b).tolist() == [False, False, False]
+    for pat, want in (('text ~ "loss=nan"', [False, False, True]), ('text !~ "log_dist"', [True, False, True])):
+        assert compile_vector([pat])(b).tolist() == want == [compile_expr(pat)(b.event(i)) for i in range(3)]

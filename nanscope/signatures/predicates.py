@@ -313,19 +313,21 @@ def _np():
 
 
 def _vall(preds: list) -> VPred:
-    # Stops at the first part that holds on no row: the rest (a regex on the text, which only the
-    # rows can answer) cannot change the answer, so a batch it rules out never goes row by row.
-    # Conditions list their constant parts (event, framework) first.
+    # Stops at the first part that holds on no row: the rest cannot change the answer. A part the
+    # batch cannot answer (a framework that differs between its rows) does not stop the others: if
+    # they rule every row out, the batch still never goes row by row.
     def f(b: Any) -> Any:
         out = _np().ones(len(b), dtype=bool)
+        unknown = False
         for p in preds:
             m = p(b)
             if m is None:
-                return None
+                unknown = True
+                continue
             out &= m
             if not out.any():
                 return out
-        return out
+        return None if unknown else out
 
     return f
 
@@ -351,9 +353,52 @@ def _parts(expr: str) -> tuple:
     return scalar, m.group("field"), m.group("op"), m.group("value").strip()
 
 
+def _vtext(op: str, raw: str) -> VPred:
+    """text ~ / !~ REGEX over a batch's lines in one RE2 pass (native rows are printable ASCII, where
+    RE2 and the regex module agree); None (row by row) for a pattern RE2 cannot take, a batch
+    without its lines at hand, or lines holding a \r (an HF bar before its dict: the event's text
+    is the dict's piece)."""
+    pat = _literal(raw)
+
+    def f(b: Any) -> Any:
+        arr = _batch_lines(b)
+        if arr is None or not isinstance(pat, str):
+            return None
+        import pyarrow.compute as pc
+
+        try:
+            if pc.any(pc.match_substring(arr, "\r")).as_py():
+                return None
+            got = pc.match_substring_regex(arr, pat).to_numpy(zero_copy_only=False)
+        except Exception:  # noqa: BLE001 - RE2 refuses the pattern (a look-around): row by row
+            return None
+        return got if op == "~" else ~got
+
+    return f
+
+
+def _batch_lines(b: Any) -> Any:
+    """A StepBatch's lines as one Arrow binary array (a native batch's, or its parts'), or None."""
+    parts = getattr(b, "parts", None)
+    if parts is not None:
+        got = [_batch_lines(q) for q in parts]
+        if any(x is None for x in got):
+            return None
+        import pyarrow as pa
+
+        return pa.concat_arrays(got) if len(got) > 1 else got[0]
+    texts = getattr(b, "texts", None)
+    if texts is None or not hasattr(texts, "arr"):
+        return None
+    arr = texts.arr if texts.idx is None else texts.arr.take(texts.idx)
+    return arr
+
+
 def _vexpr(expr: str) -> VPred:
     scalar, path, op, raw = _parts(expr)  # (the scalar: the answer for constant fields)
     head = path.partition(".")[0]
+    if path == "text" and op in ("~", "!~"):
+        return _vtext(op, raw)
     if raw.startswith("@"):
         return _vfields(path, op, raw[1:])
     if head in _CONSTANT_FOR_BATCH or head in _NONE_FOR_BATCH:
