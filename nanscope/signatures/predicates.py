@@ -355,9 +355,9 @@ def _parts(expr: str) -> tuple:
 
 def _vtext(op: str, raw: str) -> VPred:
     """text ~ / !~ REGEX over a batch's lines in one RE2 pass (native rows are printable ASCII, where
-    RE2 and the regex module agree); None (row by row) for a pattern RE2 cannot take, a batch
-    without its lines at hand, or lines holding a \r (an HF bar before its dict: the event's text
-    is the dict's piece)."""
+    RE2 and the regex module agree; a line holding a \r, an HF bar before its dict, is searched in
+    its last piece, the event's text); None (row by row) for a pattern RE2 cannot take or a batch
+    without its lines at hand."""
     pat = _literal(raw)
 
     def f(b: Any) -> Any:
@@ -367,8 +367,8 @@ def _vtext(op: str, raw: str) -> VPred:
         import pyarrow.compute as pc
 
         try:
-            if pc.any(pc.match_substring(arr, "\r")).as_py():
-                return None
+            if pc.any(pc.match_substring(arr, "\r")).as_py():  # an HF bar before its dict: the dict's piece
+                arr = pc.replace_substring_regex(arr, "^.*\r", "", max_replacements=1)
             got = pc.match_substring_regex(arr, pat).to_numpy(zero_copy_only=False)
         except Exception:  # noqa: BLE001 - RE2 refuses the pattern (a look-around): row by row
             return None
@@ -378,7 +378,8 @@ def _vtext(op: str, raw: str) -> VPred:
 
 
 def _batch_lines(b: Any) -> Any:
-    """A StepBatch's lines as one Arrow binary array (a native batch's, or its parts'), or None."""
+    """A StepBatch's lines as one Arrow binary array (a native batch's, its events' texts, or its
+    parts'), or None."""
     parts = getattr(b, "parts", None)
     if parts is not None:
         got = [_batch_lines(q) for q in parts]
@@ -387,6 +388,14 @@ def _batch_lines(b: Any) -> Any:
         import pyarrow as pa
 
         return pa.concat_arrays(got) if len(got) > 1 else got[0]
+    evs = getattr(b, "evs", None)
+    if evs is not None:  # the per-line path's events: their texts, where RE2 reads them as `regex` does
+        texts = [str(e.text).encode("utf-8", "replace") for e in evs]
+        if not all(t.isascii() for t in texts):
+            return None
+        import pyarrow as pa
+
+        return pa.array(texts, pa.binary())
     texts = getattr(b, "texts", None)
     if texts is None or not hasattr(texts, "arr"):
         return None
