@@ -157,3 +157,63 @@ def test_slurm_node_failure_and_a_plain_cancel(tmp_path):
     assert f.id == "slurm-node-failure" and "worker-1" in f.summary
     # bcbio/bcbio-nextgen#741: Slurm 14.x's banner of a plain scancel (the node after the stars) is no failure
     assert first_line(tmp_path, "slurmstepd: *** JOB 1479012 CANCELLED AT 2015-02-04T06:33:25 *** on sh-2-3") is None
+
+
+@pytest.mark.parametrize("name, expected", [
+    # the session-9 blind round (2050-2069)
+    ("2050.log", "cuda-driver-mismatch"),  # nvidia-smi: Failed to initialize NVML: Driver/library version mismatch
+    ("2051.log", "host-oom"),              # slurmstepd: Detected 2 oom_kill events ... OOM Killed (snakemake plugin #371)
+    ("2052.log", "host-oom"),              # slurmstepd: Job N exceeded memory limit (a > b), being killed (coqui STT#2238)
+    ("2053.log", "slurm-node-failure"),    # salloc: error: Node failure on worker-1 (soperator#854)
+    ("2054.log", "gpu-xid"),               # Xid 13 Graphics Exception, bare dmesg (vllm#5901)
+    ("2055.log", "gpu-xid"),               # Xid 13 behind journalctl's `host kernel: [t]` (relion#436)
+    ("2056.log", "gpu-xid"),               # Xid 13 MMU Fault behind dmesg -T's date (TensorRT-LLM#15610)
+    ("2057.log", "gpu-xid"),               # Xid 62 / 45 in Talos' `ip: kern: warning: [t]:` (open-gpu-kernel-modules#446)
+    ("2058.log", "gpu-xid"),               # Xid 119 GSP RPC timeout (open-gpu-kernel-modules#1118)
+    ("2059.log", "gpu-xid"),               # Xid 109 CTX SWITCH TIMEOUT (pytorch#74235)
+    ("2060.log", "gpu-fallen-off-bus"),    # nvidia <BDF>: AER: can't recover (no error_detected callback) (returnn#1500)
+    ("2061.log", "gpu-fallen-off-bus"),    # nvidia-smi: Unable to determine the device handle ...: Unknown Error
+    ("2062.log", "too-many-open-files"),   # os.pipe(): [Errno 24] Too many open files (caduceus#58)
+    ("2063.log", "too-many-open-files"),   # DupFd in a DataLoader worker: [Errno 24] (ssd.pytorch#91)
+    ("2064.log", "pod-evicted"),           # Pod ephemeral local storage usage exceeds the total limit (runbooks#92)
+    ("2065.log", "checkpoint-save-failed"),  # torch.save: write(): fd 29 failed with Input/output error (pytorch#10577)
+    ("2066.log", "worker-segfault"),       # Illegal instruction (core dumped) (private-gpt#326)
+])
+def test_public_system_failures_session9(name, expected):
+    f = first_of([str(PUBLIC / name)])
+    assert f is not None and f.id == expected
+
+
+@pytest.mark.parametrize("name", ["2067.log", "2068.log", "2069.log"])
+def test_session9_healthy_traps_stay_quiet(name):
+    # the open module's chipset notice at load, Slurm's 'at some point' warning, an idle nvidia-smi table
+    assert api.diagnose([str(PUBLIC / name)]).findings == []
+
+
+@pytest.mark.parametrize("line, expected", [
+    # the newer %ps form of slurmstepd's accounting kill, and srun's echo of it (openbabel/openbabel#2658)
+    ("slurmstepd-falkor7: error: Step 1141810.0 exceeded memory limit (52917772 > 20971520), being killed", "host-oom"),
+    ("srun: Exceeded job memory limit", "host-oom"),
+    # nvidia-container-cli in a container's start hook, NVML's mismatch in lower case
+    ("nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown",
+     "cuda-driver-mismatch"),
+    # the kernel's side of the same mismatch (dmesg, first line of the wrapped record)
+    ("[   27.950245] NVRM: API mismatch: the client has the version 415.27, but", "cuda-driver-mismatch"),
+    # torch's shared-memory allocator and multiprocessing's fd transfer hitting the same limit
+    ("RuntimeError: unable to open shared memory object </torch_3461140_3031248365_2027> in read-write mode: "
+     "Too many open files (24)", "too-many-open-files"),
+    ("RuntimeError: received 0 items of ancdata", "too-many-open-files"),
+])
+def test_session9_other_wordings(tmp_path, line, expected):
+    f = first_line(tmp_path, line)
+    assert f is not None and f.id == expected
+
+
+def test_slurm_memory_warnings_and_corrected_pcie_errors_are_no_failure(tmp_path):
+    # galaxyproject/galaxy#2309: the cgroup plugin's warning on a job that finished
+    assert first_line(tmp_path, "slurmstepd: error: Exceeded step memory limit at some point. Step may have been "
+                                "partially swapped out to disk.") is None
+    # rwth-i6/returnn#1486: corrected AER errors on the GPU's root port, retried by the link
+    assert first_line(tmp_path, "[  +0.000316] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
+                      "[  +0.000005] pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, "
+                      "(Transmitter ID)") is None

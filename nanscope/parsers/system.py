@@ -658,6 +658,101 @@ def _k8s_evicted_status(m, rec, state):
     return _err(rec, "pod_evicted", {"source": "kubernetes", "resource": None})
 
 
+# slurmstepd's own memory enforcement (jobacct_gather polling, JobAcctGatherParams without cgroup
+# enforcement: src/common/slurm_jobacct_gather.c jobacct_gather_handle_mem_limit), by release:
+#   error("Job %u exceeded memory limit (%"PRIu64" > %"PRIu64"), being killed")      (<= 17.x; `Step %u.%u ...`)
+#   error("%ps exceeded memory limit (%"PRIu64" > %"PRIu64"), being killed")        (20.x+: `StepId=123.0 ...`)
+#   and `exceeded virtual memory limit` for the vsize limit; then slurmstepd's / srun's
+#   `Exceeded job memory limit` / `Exceeded step memory limit` once the step was killed for it.
+# Not a kill: task/cgroup's `Exceeded job memory limit at some point.` / `Exceeded step memory limit at
+# some point.` (memory.failcnt > 0: page cache reclaimed at the limit; the job may well have finished).
+@rule(
+    "slurm-mem-limit",
+    ("exceeded memory limit (", "exceeded virtual memory limit (", "Exceeded job memory limit", "Exceeded step memory limit"),
+    r"(?P<who>(?:Job|Step) [\d.]+|(?:StepId|JobId)=\S+) exceeded (?P<virt>virtual )?memory limit \((?P<used>\d+) > (?P<limit>\d+)\), being killed"
+    r"|Exceeded (?P<what>job|step) memory limit(?! at some point)",
+)
+def _slurm_mem_limit(m, rec, state):
+    if not first_time(state, ("slurm_mem_limit",), rec.loc.line):
+        return []
+    fields = {"source": "slurm", "limit_kind": "virtual" if m.group("virt") else "memory"}
+    if m.group("used"):
+        used, limit = int(m.group("used")), int(m.group("limit"))
+        fields.update(used_kb=used, limit_kb=limit, step=m.group("who"))
+    return _err(rec, "host_oom", fields)
+
+
+# NVML cannot talk to the loaded kernel module: the user-space driver libraries (libnvidia-ml.so and
+# libcuda.so, upgraded by a package update) differ from the nvidia.ko still loaded (a reboot or module
+# reload is pending). NVML's nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18), as each caller prints it:
+#   nvidia-smi (exit code 18)    Failed to initialize NVML: Driver/library version mismatch
+#                                (newer drivers add `NVML library version: 550.144` on the next line)
+#   nvidia-container-cli         nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown
+#   pynvml                       pynvml.nvml.NVMLError_LibRmVersionMismatch: Driver/library version mismatch
+# and the kernel's side of it (open-gpu-kernel-modules kernel-open/nvidia/nv.c, nvidia_ioctl version check):
+#   NVRM: API mismatch: the client has the version 415.27, but
+#   NVRM: this kernel module has the version 390.129.  Please ...   (one dmesg record, wrapped)
+@rule(
+    "nvml-version-mismatch",
+    ("Driver/library version mismatch", "driver/library version mismatch", "API mismatch: the client has the version"),
+    r"(?i:(?P<who>nvml error|NVML|NVMLError_LibRmVersionMismatch)\W{1,3}driver/library version mismatch)"
+    r"|NVRM: API mismatch: the client has the version (?P<client>[\d.\-]+), but(?:\s+NVRM: this kernel module has the version (?P<kmod>[\d.\-]+))?",
+)
+def _nvml_mismatch(m, rec, state):
+    if not first_time(state, ("nvml_mismatch",), rec.loc.line):
+        return []
+    fields = {"cuda_error": "Driver/library version mismatch", "code": None, "source": "kernel" if m.group("client") else "nvml",
+              "detail": "the NVIDIA user-space driver libraries do not match the loaded kernel module"}
+    if m.group("client"):
+        fields.update(client_version=m.group("client"), kernel_module_version=m.group("kmod"))
+    return _err(rec, "cuda_driver_mismatch", fields)
+
+
+# An uncorrectable PCIe error the kernel could not recover the GPU from (drivers/pci/pcie/err.c
+# report_error_detected: the nvidia driver registers no pci_error_handlers, so AER logs
+# `<driver> <BDF>: AER: can't recover (no error_detected callback)` for it and then `AER: device recovery
+# failed` on the port): the GPU is gone from the driver until a reset, as when it falls off the bus.
+# Corrected errors (`AER: Corrected error received`) are retried by the link itself and are no event.
+@rule(
+    "pcie-aer-gpu-lost",
+    ("AER: can't recover", "AER: Can't recover"),
+    r"(?<![\w-])nvidia (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]): AER: [Cc]an't recover \(no error_detected callback\)",
+)
+def _pcie_gpu_lost(m, rec, state):
+    if not first_time(state, ("pcie_gpu_lost", m.group("pci")), rec.loc.line):
+        return []
+    return _err(rec, "gpu_fallen_off_bus", {"pci": m.group("pci"), "source": "pcie-aer",
+                                            "detail": "uncorrectable PCIe error, the kernel could not recover the GPU"})
+
+
+# The process ran out of file descriptors (EMFILE, errno 24: its RLIMIT_NOFILE, `ulimit -n`; ENFILE, 23:
+# the system's file table). In training it is nearly always torch.multiprocessing's default
+# file_descriptor sharing strategy: every tensor a DataLoader worker sends holds a descriptor
+# (torch/multiprocessing/reductions.py reduce_storage -> DupFd) until it is freed. As each layer says it:
+#   Python      OSError: [Errno 24] Too many open files[: 'path']      ([Errno 23] Too many open files in system)
+#   torch libshm / MapAllocator  unable to open shared memory object </torch_...> in read-write mode: Too many open files (24)
+#   torch reductions rebuild_storage_fd (the fds did not arrive)   RuntimeError: received 0 items of ancdata
+#   Rust io::Error   Too many open files (os error 24)
+@rule(
+    "fd-exhausted",
+    ("Too many open files", "received 0 items of ancdata"),
+    r"\[Errno (?P<errno>2[34])\] Too many open files(?P<sys> in system)?|Too many open files(?P<sys2> in system)? (?:\((?P<code>2[34])\)|\(os error (?P<rust>2[34])\))"
+    r"|(?P<ancdata>received 0 items of ancdata)",
+)
+def _fd_exhausted(m, rec, state):
+    text = rec.text
+    if text.count("`", 0, m.start()) % 2 == 1 and "`" in text[m.end():]:
+        # advice that quotes the error (vLLM's system_utils: `Found ulimit of 20000 and failed to automatically
+        # increase ... This can cause fd limit errors like `OSError: [Errno 24] Too many open files`.`)
+        return None
+    if not first_time(state, ("fd_exhausted",), rec.loc.line):
+        return []
+    errno = m.group("errno") or m.group("code") or m.group("rust")
+    fields = {"errno": int(errno) if errno else None, "system_wide": bool(m.group("sys") or m.group("sys2")),
+              "source": "torch-fd-sharing" if m.group("ancdata") or "reduction" in rec.text else None}
+    return _err(rec, "fd_exhausted", fields)
+
+
 PARSER = Parser(
     name="system",
     framework="system",
@@ -666,5 +761,5 @@ PARSER = Parser(
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _bar_killed, _ide_exit,
            _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
-           _fatal_signal],
+           _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted],
 )
