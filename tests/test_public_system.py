@@ -217,3 +217,45 @@ def test_slurm_memory_warnings_and_corrected_pcie_errors_are_no_failure(tmp_path
     assert first_line(tmp_path, "[  +0.000316] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
                       "[  +0.000005] pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, "
                       "(Transmitter ID)") is None
+
+
+@pytest.mark.parametrize("name, expected", [
+    # the session-9 second blind round (2070-2079), after the first round's fixes
+    ("2071.log", "gpu-xid"),            # Xid 43 / Xid 31 MMU faults behind dmesg -T (pytorch#51382)
+    ("2072.log", "ecc-error"),          # nvidia-smi -q: Remapped Rows ... Pending : Yes (gpud#80)
+    ("2073.log", "cuda-no-device"),     # nvidia-smi couldn't communicate + nvidia-container-cli load library failed
+    ("2074.log", "cuda-no-device"),     # NVRM: No NVIDIA graphics adapter probed! (nouveau owns the GPUs)
+    ("2075.log", "cuda-no-device"),     # docker: could not select device driver "" with capabilities: [[gpu]]
+    ("2076.log", "host-oom"),           # kubectl describe: CrashLoopBackOff, Last State OOMKilled (gpu-operator#331)
+    ("2077.log", "pod-unschedulable"),  # FailedScheduling: 0/6 nodes are available: 6 Insufficient nvidia.com/gpu.
+])
+def test_public_system_failures_session9_round2(name, expected):
+    f = first_of([str(PUBLIC / name)])
+    assert f is not None and f.id == expected
+
+
+def test_an_xid_48_double_bit_error_is_named_an_ecc_error():
+    # NVIDIA/gpu-operator#1146: Xid 48 (DBE) and 64 next to another GPU's RmInitAdapter failure
+    ids = [f.id for f in api.diagnose([str(PUBLIC / "2070.log")]).findings]
+    assert "ecc-error" in ids and "gpu-xid" not in ids[:1]
+
+
+@pytest.mark.parametrize("name", ["2078.log", "2079.log"])
+def test_session9_round2_healthy_traps_stay_quiet(name):
+    # an nvidia-smi table with a running job and ECC 0; Slurm's 'at some point' warning with its swap note
+    assert api.diagnose([str(PUBLIC / name)]).findings == []
+
+
+@pytest.mark.parametrize("line, expected", [
+    # the image's CUDA needs a newer driver than the host's (libnvidia-container's requirement check)
+    ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=11.6, please update your driver to a newer "
+     "version, or use an earlier cuda container: unknown.", "cuda-driver-mismatch"),
+    # the newer kernel module's wording when it finds no GPU
+    ("Aug 06 09:17:22 gpu-node-07 kernel: NVRM: No NVIDIA GPU found.", "cuda-no-device"),
+    # a GPU pod left pending behind an unschedulable node (NVIDIA/k8s-device-plugin#119)
+    (" Warning FailedScheduling  40s (x2 over 40s)  default-scheduler  0/2 nodes are available: 1 Insufficient "
+     "nvidia.com/gpu, 1 node(s) were unschedulable.", "pod-unschedulable"),
+])
+def test_session9_round2_other_wordings(tmp_path, line, expected):
+    f = first_line(tmp_path, line)
+    assert f is not None and f.id == expected

@@ -753,6 +753,127 @@ def _fd_exhausted(m, rec, state):
     return _err(rec, "fd_exhausted", fields)
 
 
+
+# No usable GPU, said below the framework (the framework then only sees `no CUDA-capable device`):
+#   nvidia-smi (nvml DRIVER_NOT_LOADED):  NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA
+#                                         driver. Make sure that the latest NVIDIA driver is installed and running.
+#   libnvidia-container (the --gpus / CDI hook; src/cli: "%s error: %s" per stage), e.g.
+#       nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: ...
+#       nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown
+#       nvidia-container-cli: requirement error: unsatisfied condition: cuda>=11.6, please update your driver ...
+#         (the image needs a newer driver: a driver mismatch, not a missing GPU)
+#   Docker (moby daemon/devices.go, no device driver registered for the capability; older releases leave out
+#   the empty name):  docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].
+#   the kernel module (open-gpu-kernel-modules kernel-open/nvidia/nv.c, nv-pci.c):
+#       NVRM: No NVIDIA graphics adapter probed!   (newer: NVRM: No NVIDIA GPU found.)
+#       NVRM: The NVIDIA probe routine was not called for 3 device(s).   (nouveau or another driver owns them)
+#       NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)   (the GPU did not initialise)
+_NO_GPU_KINDS = (
+    ("smi", r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver",
+     "nvidia-smi cannot reach the NVIDIA kernel driver (not loaded, or not passed into the container)"),
+    ("docker", r"could not select device driver (?:\"(?P<drv>[^\"]*)\" )?with capabilities: \[\[gpu",
+     "Docker has no GPU device driver: the NVIDIA container toolkit is not installed or not configured"),
+    ("probe", r"NVRM: (?:No NVIDIA graphics adapter probed!|No NVIDIA GPU found)",
+     "the NVIDIA kernel module found no GPU it can drive"),
+    ("owned", r"NVRM: The NVIDIA probe routine was not called for (?P<ndev>\d+) device",
+     "another kernel driver (nouveau, a framebuffer driver) owns the GPUs"),
+    ("init", r"NVRM: GPU (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]): RmInitAdapter failed!",
+     "the driver could not initialise the GPU"),
+)
+_NO_GPU = re.compile("|".join(f"(?P<k_{name}>{rx})" for name, rx, _ in _NO_GPU_KINDS))
+_NO_GPU_DETAIL = {name: detail for name, _, detail in _NO_GPU_KINDS}
+
+
+@rule(
+    "no-gpu-below",
+    ("couldn't communicate with the NVIDIA driver", "communicate with the NVIDIA driver", "could not select device driver",
+     "No NVIDIA graphics adapter probed", "No NVIDIA GPU found", "probe routine was not called", "RmInitAdapter failed!"),
+    _NO_GPU.pattern,
+)
+def _no_gpu_below(m, rec, state):
+    kind = next(name for name, _, _ in _NO_GPU_KINDS if m.group(f"k_{name}"))
+    if not first_time(state, ("no_gpu", kind), rec.loc.line):
+        return []
+    text = {"smi": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+            "docker": "could not select device driver with capabilities: [[gpu]]",
+            "probe": "NVRM: no NVIDIA GPU probed", "owned": "NVRM: the NVIDIA probe routine was not called",
+            "init": "NVRM: RmInitAdapter failed"}[kind]
+    fields = {"cuda_error": text, "code": None, "detail": _NO_GPU_DETAIL[kind], "source": kind}
+    if kind == "init":
+        fields["pci"] = m.group("pci")
+    return _err(rec, "cuda_no_device", fields)
+
+
+@rule(
+    "nvidia-container-cli",
+    ("nvidia-container-cli: ",),
+    r"nvidia-container-cli: (?P<stage>initialization|detection|device|mount|ldcache|requirement) error: (?P<what>.*?)(?:: unknown)?\.?\s*$",
+)
+def _container_cli(m, rec, state):
+    what = m.group("what")
+    if "version mismatch" in what.lower():
+        return None  # the NVML mismatch rule's
+    if not first_time(state, ("container_cli", m.group("stage")), rec.loc.line):
+        return []
+    if m.group("stage") == "requirement":
+        cond = re.search(r"unsatisfied condition: ([^,]+)", what)
+        return _err(rec, "cuda_driver_mismatch", {
+            "cuda_error": f"nvidia-container-cli: requirement error: {cond.group(1) if cond else what}", "code": None,
+            "source": "nvidia-container-cli",
+            "detail": "the image needs a newer NVIDIA driver than the host has (its CUDA requirement is not met)"})
+    return _err(rec, "cuda_no_device", {
+        "cuda_error": f"nvidia-container-cli: {m.group('stage')} error: {what}", "code": None, "source": "nvidia-container-cli",
+        "detail": "the NVIDIA container hook could not give the container the GPU driver"})
+
+
+# nvidia-smi -q's row remapper block (A100 and later; NVIDIA's GPU memory error management): rows that had an
+# uncorrectable error are remapped at the next GPU reset. `Pending : Yes` means a reset is owed; `Remapping
+# Failure Occurred : Yes` means the bank ran out of spare rows (an RMA criterion):
+#     Remapped Rows
+#         Correctable Error                 : 0
+#         Uncorrectable Error               : 4
+#         Pending                           : Yes
+#         Remapping Failure Occurred        : No
+@rule(
+    "remapped-rows",
+    ("Remapped Rows", ": Yes"),
+    r"[ \t]*(?:(?P<head>Remapped Rows)[ \t]*$|(?P<what>Pending|Remapping Failure Occurred)[ \t]*:[ \t]*Yes[ \t]*$)",
+    match_start=True,
+)
+def _remapped_rows(m, rec, state):
+    if m.group("head"):
+        state["remap_head"] = rec.loc.line
+        return []
+    head = state.get("remap_head")
+    if head is None or not 0 < rec.loc.line - head <= 8:
+        return None
+    what = "failure" if m.group("what").startswith("Remapping") else "pending"
+    if not first_time(state, ("remap", what), rec.loc.line):
+        return []
+    return _err(rec, "ecc_error", {"source": "nvidia-smi", "remap": what, "cuda_error": "row remapping " + what})
+
+
+# The scheduler found no node for the pod (kubernetes pkg/scheduler/framework FitError.Error(), the
+# FailedScheduling event): `0/6 nodes are available: 6 Insufficient nvidia.com/gpu.` (1.17+, with reasons such as
+# `node(s) didn't match Pod's node affinity/selector`, `node(s) had untolerated taint {...}`; 1.24+ may add
+# ` preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.`); <= 1.9:
+# `No nodes are available that match all of the predicates: Insufficient nvidia.com/gpu (1).`
+@rule(
+    "k8s-unschedulable",
+    ("nodes are available:", "No nodes are available that match all of"),
+    r"(?<![\d/])0/(?P<n>\d+) nodes are available: (?P<why>.+?)(?:\.(?: preemption:.*)?)?\s*$"
+    r"|No nodes are available that match all of (?:the )?(?:following )?predicates:*\s*(?P<old>.+?)\.?\s*$",
+)
+def _k8s_unschedulable(m, rec, state):
+    why = m.group("why") or m.group("old") or ""
+    resources = sorted(set(re.findall(r"Insufficient ([\w.\-/]+)", why)))
+    if not first_time(state, ("unschedulable", tuple(resources)), rec.loc.line):
+        return []
+    return _err(rec, "pod_unschedulable", {"source": "kubernetes", "nodes": int(m.group("n")) if m.group("n") else None,
+                                           "resources": resources, "reasons": why,
+                                           "resource": ", ".join(resources) if resources else "a matching node"})
+
+
 PARSER = Parser(
     name="system",
     framework="system",
@@ -761,5 +882,6 @@ PARSER = Parser(
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _bar_killed, _ide_exit,
            _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
-           _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted],
+           _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
+           _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable],
 )
