@@ -259,3 +259,12 @@ def test_session9_round2_healthy_traps_stay_quiet(name):
 def test_session9_round2_other_wordings(tmp_path, line, expected):
     f = first_line(tmp_path, line)
     assert f is not None and f.id == expected
+
+
+def test_nvlink_xids_are_nvlink_errors_and_other_xids_stay_gpu_xid():
+    # NVIDIA/nccl#2241: Xid 145 (NVLink RLW) first, then Xid 137 (not an NVLink code the catalog names)
+    ids = [f.id for f in api.diagnose([str(PUBLIC / "2080.log")]).findings]
+    assert ids[:2] == ["nvlink-error", "gpu-xid"]
+    # akash-network/support#244: application Xids 43 / 31 first, the Xid 94 (contained ECC) of another GPU after
+    ids = [f.id for f in api.diagnose([str(PUBLIC / "426.log")]).findings]
+    assert ids[:2] == ["gpu-xid", "ecc-error"]
