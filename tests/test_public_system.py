@@ -268,3 +268,23 @@ def test_nvlink_xids_are_nvlink_errors_and_other_xids_stay_gpu_xid():
     # akash-network/support#244: application Xids 43 / 31 first, the Xid 94 (contained ECC) of another GPU after
     ids = [f.id for f in api.diagnose([str(PUBLIC / "426.log")]).findings]
     assert ids[:2] == ["gpu-xid", "ecc-error"]
+
+
+@pytest.mark.parametrize("line, expected", [
+    # the kernel's OOM report starts with the allocating task; an excerpt may end before the kill
+    ("Jun 18 07:44:52 jbarnes-g45 kernel: [64377.426677] apt-check invoked oom-killer: gfp_mask=0x201da, order=0, "
+     "oom_adj=0", "host-oom"),
+    # NVML in a container whose device cgroup lost the GPUs (NVIDIA/nvidia-container-toolkit's known daemon-reload case)
+    ("Failed to initialize NVML: Unknown Error", "cuda-no-device"),
+    # the block layer's record of a failing disk under the job's data or checkpoints
+    ("blk_update_request: I/O error, dev nvme0n1, sector 32776 op 0x1:(WRITE) flags 0x3000 phys_seg 6 prio class 0",
+     "storage-io-error"),
+])
+def test_session9_kernel_and_nvml_wordings(tmp_path, line, expected):
+    f = first_line(tmp_path, line)
+    assert f is not None and f.id == expected
+
+
+def test_a_vm_floppy_probe_is_no_storage_error(tmp_path):
+    # the harmless boot-time noise of virtual machines' empty floppy drive
+    assert first_line(tmp_path, "blk_update_request: I/O error, dev fd0, sector 0") is None

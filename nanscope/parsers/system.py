@@ -110,7 +110,11 @@ def _tasks(spec: str) -> list[int]:
 
 def _kernel_kill(rec, state, pid: int, process: Optional[str], cgroup: bool):
     # One kill prints several lines (oom-kill:..., Out of memory: Killed process ..., and on old
-    # kernels `Kill process` then `Killed process`): one event per killed pid.
+    # kernels `Kill process` then `Killed process`): one event per killed pid. The report's head
+    # (`X invoked oom-killer`, held back by _oom_invoked) is superseded by the kill, which names the victim.
+    held = state.get("pending")
+    if held is not None and (held.fields or {}).get("invoked_by") is not None:
+        state.pop("pending")
     if state.get("oom_pid") == pid:
         return []
     state["oom_pid"] = pid
@@ -874,6 +878,77 @@ def _k8s_unschedulable(m, rec, state):
                                            "resource": ", ".join(resources) if resources else "a matching node"})
 
 
+
+# The kernel's OOM report starts with the allocating task (mm/oom_kill.c dump_header: "%s invoked oom-killer:
+# gfp_mask=%#x(%pGg), order=%d, oom_score_adj=%hd"; older kernels `..., oom_adj=0`, newer LTP-style `task:pid
+# invoked ...`): an excerpt cut before the `Killed process` line still shows the OOM killer ran.
+@rule("kernel-oom-invoked", ("invoked oom-killer",), r"(?<!\S)(?P<comm>[^\s:]+)(?::\d+)? invoked oom-killer: gfp_mask=")
+def _oom_invoked(m, rec, state):
+    # Held back: the report's `Killed process` / `oom-kill:` line, when the excerpt has it, is the event
+    # (it names the victim); flush() releases this one at the end of an excerpt cut before the kill.
+    if not first_time(state, ("oom_invoked",), rec.loc.line):
+        return []
+    earlier = state.pop("pending", None)
+    state["pending"] = _err(rec, "host_oom", {"source": "kernel", "invoked_by": m.group("comm"), "cgroup": None})
+    return [earlier] if earlier is not None else []
+
+
+# NVML could not start for another reason than a version mismatch (nvmlErrorString, after nvidia-smi's
+# `Failed to initialize NVML: `): `Unknown Error` (in a container: its device cgroup lost the GPU nodes, e.g.
+# after `systemctl daemon-reload` with the systemd cgroup driver), `Driver Not Loaded`, `Insufficient
+# Permissions`; and nvidia-smi's own `NVIDIA-SMI couldn't find libnvidia-ml.so library in your system.` and
+# `No devices were found` (the driver runs but owns no GPU).
+_NVML_WHY = {
+    "unknown error": "NVML cannot open the GPU devices (in a container: the device cgroup lost them, e.g. after a systemd daemon-reload)",
+    "driver not loaded": "the NVIDIA kernel driver is not loaded",
+    "insufficient permissions": "the process may not open the GPU devices",
+}
+
+
+@rule(
+    "nvml-unusable",
+    ("Failed to initialize NVML: ", "couldn't find libnvidia-ml.so", "No devices were found"),
+    r"Failed to initialize NVML: (?P<why>(?!Driver/library version mismatch)\w[^\n]*?)\s*$"
+    r"|(?P<nolib>NVIDIA-SMI couldn't find libnvidia-ml\.so library)|^\s*(?P<nodev>No devices were found)\s*$",
+)
+def _nvml_unusable(m, rec, state):
+    if not first_time(state, ("nvml_unusable",), rec.loc.line):
+        return []
+    if m.group("nolib"):
+        text, detail = "NVIDIA-SMI couldn't find libnvidia-ml.so", "the NVIDIA user-space driver libraries are missing"
+    elif m.group("nodev"):
+        text, detail = "nvidia-smi: No devices were found", "the NVIDIA driver is loaded but has no GPU"
+    else:
+        why = m.group("why")
+        text = f"Failed to initialize NVML: {why}"
+        detail = _NVML_WHY.get(why.lower().rstrip("."), "NVML could not initialise")
+    return _err(rec, "cuda_no_device", {"cuda_error": text, "code": None, "detail": detail, "source": "nvml"})
+
+
+# The kernel's own record of a failed disk or filesystem (the errno-5 a process then gets is storage_eio's):
+#   block/blk-core.c  blk_update_request: I/O error, dev nvme0n1, sector 32776 op 0x1:(WRITE) flags ...   (<= 5.x)
+#                     (5.x+: blk_print_req_error `I/O error, dev sda, sector ...`; also `critical medium error`)
+#   fs/buffer.c       Buffer I/O error on dev sda, logical block 0, async page read
+#   ext4 __ext4_error EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm python: ...
+#   xfs               XFS (sdb1): metadata I/O error in "xfs_trans_read_buf_map" at daddr 0x0 len 8 error 5
+# The floppy and CD-ROM devices of virtual machines (fd0, sr0) log such lines at every probe: noise.
+@rule(
+    "kernel-storage-error",
+    (" error, dev ", "Buffer I/O error on dev", "EXT4-fs error (device", "metadata I/O error in"),
+    r"(?:blk_update_request: )?(?:I/O|critical medium|critical target|critical nexus) error, dev (?P<dev>\w+), sector \d+"
+    r"|Buffer I/O error on dev (?P<dev2>\w+), logical block"
+    r"|EXT4-fs error \(device (?P<dev3>[\w\-]+)\)"
+    r"|XFS \((?P<dev4>[\w\-]+)\): metadata I/O error in",
+)
+def _kernel_storage(m, rec, state):
+    dev = m.group("dev") or m.group("dev2") or m.group("dev3") or m.group("dev4")
+    if re.fullmatch(r"(?:fd|sr)\d+", dev):
+        return []
+    if not first_time(state, ("kernel_storage", dev), rec.loc.line):
+        return []
+    return _err(rec, "storage_io_error", {"errno": 5, "path": None, "device": dev, "source": "kernel", "saving": False})
+
+
 PARSER = Parser(
     name="system",
     framework="system",
@@ -883,5 +958,6 @@ PARSER = Parser(
            _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
-           _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable],
+           _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
+           _oom_invoked, _nvml_unusable, _kernel_storage],
 )
