@@ -288,3 +288,17 @@ def test_session9_kernel_and_nvml_wordings(tmp_path, line, expected):
 def test_a_vm_floppy_probe_is_no_storage_error(tmp_path):
     # the harmless boot-time noise of virtual machines' empty floppy drive
     assert first_line(tmp_path, "blk_update_request: I/O error, dev fd0, sector 0") is None
+
+
+@pytest.mark.parametrize("name", ["2084.log", "2085.log", "2086.log", "2087.log"])
+def test_the_nvidia_container_hook_failing_is_no_usable_gpu(name):
+    # libnvidia-container's '<stage> error: ...' (device, initialization, container), also inside runc's escaped chain
+    f = first_of([str(PUBLIC / name)])
+    assert f is not None and f.id == "cuda-no-device"
+    assert "\\" not in f.summary and "nvidia-container-cli" in f.summary
+
+
+def test_srun_labelled_task_killed_for_memory_is_the_initiating_rank():
+    # NOAA-EMC/global-workflow#1301: srun -l's task 2 OOM-killed, the others terminated after it
+    f = first_of([str(PUBLIC / "2089.log")])
+    assert (f.id, f.initiating_rank) == ("host-oom", 2)

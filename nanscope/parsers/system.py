@@ -761,9 +761,12 @@ def _fd_exhausted(m, rec, state):
 # No usable GPU, said below the framework (the framework then only sees `no CUDA-capable device`):
 #   nvidia-smi (nvml DRIVER_NOT_LOADED):  NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA
 #                                         driver. Make sure that the latest NVIDIA driver is installed and running.
-#   libnvidia-container (the --gpus / CDI hook; src/cli: "%s error: %s" per stage), e.g.
+#   libnvidia-container (the --gpus / CDI hook; src/cli: "%s error: %s" per stage: initialization, detection,
+#   device, container, mount, ldcache, requirement ...), e.g.
 #       nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: ...
 #       nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown
+#       nvidia-container-cli: device error: 1: unknown device            (a GPU index the host does not have)
+#       nvidia-container-cli: container error: cgroup subsystem devices not found   (cgroup v2, an old release)
 #       nvidia-container-cli: requirement error: unsatisfied condition: cuda>=11.6, please update your driver ...
 #         (the image needs a newer driver: a driver mismatch, not a missing GPU)
 #   Docker (moby daemon/devices.go, no device driver registered for the capability; older releases leave out
@@ -811,10 +814,12 @@ def _no_gpu_below(m, rec, state):
 @rule(
     "nvidia-container-cli",
     ("nvidia-container-cli: ",),
-    r"nvidia-container-cli: (?P<stage>initialization|detection|device|mount|ldcache|requirement) error: (?P<what>.*?)(?:: unknown)?\.?\s*$",
+    r"nvidia-container-cli: (?P<stage>[a-z]+) error: (?P<what>.*?)(?:: unknown)?\.?\s*$",
 )
 def _container_cli(m, rec, state):
-    what = m.group("what")
+    # inside runc's error chain the hook's stderr arrives escaped (`unknown device\\\\n\\\"\"": unknown.`):
+    # the message ends at its first backslash or quote
+    what = re.split(r'\\|"', m.group("what"), maxsplit=1)[0].rstrip(": ")
     if "version mismatch" in what.lower():
         return None  # the NVML mismatch rule's
     if not first_time(state, ("container_cli", m.group("stage")), rec.loc.line):
