@@ -302,3 +302,15 @@ def test_srun_labelled_task_killed_for_memory_is_the_initiating_rank():
     # NOAA-EMC/global-workflow#1301: srun -l's task 2 OOM-killed, the others terminated after it
     f = first_of([str(PUBLIC / "2089.log")])
     assert (f.id, f.initiating_rank) == ("host-oom", 2)
+
+
+def test_kubectl_describe_exit_137_is_a_kill_and_oomkilled_stays_host_oom(tmp_path):
+    # kubernetes/kubernetes#122256: Last State Terminated, Reason Error, Exit Code 137 (128 + SIGKILL)
+    f = first_line(tmp_path, "    Last State: Terminated", "      Reason: Error", "      Exit Code: 137",
+                   "      Started: Mon, 13 Nov 2023 03:48:52 +0100")
+    assert f is not None and f.id == "process-killed"
+    # gimlet-io/gimlet#649: the same block with the reason OOMKilled is the container's memory limit
+    f = first_line(tmp_path, "Last State:     Terminated", "  Reason:       OOMKilled", "  Exit Code:    137",
+                   "  Started:      Fri, 15 Sep 2023 09:56:14 +0200")
+    assert f is not None and f.id == "host-oom"
+    assert [g.id for g in api.diagnose([str(tmp_path / "job.log")]).findings] == ["host-oom"]

@@ -954,6 +954,32 @@ def _kernel_storage(m, rec, state):
     return _err(rec, "storage_io_error", {"errno": 5, "path": None, "device": dev, "source": "kernel", "saving": False})
 
 
+
+# kubectl describe pod: a container that ended on a signal (exit code 128 + N; pkg/kubectl describe
+# `Exit Code:\t%d` under `State:` / `Last State:  Terminated`, after its `Reason:`). 137 is SIGKILL with the
+# reason `Error` (a liveness-probe kill, the node's OOM killer outside the container's own limit, a
+# preemption), 139 / 135 / 132 / 136 a native crash. With `Reason: OOMKilled` the k8s-oomkilled rule has
+# already said why.
+_K8S_SIGNAL_EXIT = {137: "SIGKILL", 139: "SIGSEGV", 135: "SIGBUS", 132: "SIGILL", 136: "SIGFPE"}
+
+
+@rule("k8s-exit-signal", ("Exit Code:",), r"[ \t]*Exit Code:[ \t]+(?P<code>1[3-5]\d)[ \t]*$", match_start=True)
+def _k8s_exit_signal(m, rec, state):
+    code = int(m.group("code"))
+    signal = _K8S_SIGNAL_EXIT.get(code)
+    if signal is None:
+        return []
+    oom = state.get("seen", {}).get(("k8s_oomkilled",))
+    if oom is not None and 0 < rec.loc.line - oom <= 3:
+        return []  # `Reason: OOMKilled` right above: host_oom already
+    if not first_time(state, ("k8s_exit", code), rec.loc.line):
+        return []
+    fields = {"source": "kubernetes", "exitcode": code}
+    if signal == "SIGKILL":
+        return _err(rec, "killed", fields, signal=signal)
+    return _err(rec, "worker_failed", fields, signal=signal, exitcode=code - 256)
+
+
 PARSER = Parser(
     name="system",
     framework="system",
@@ -964,5 +990,5 @@ PARSER = Parser(
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
            _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
-           _oom_invoked, _nvml_unusable, _kernel_storage],
+           _oom_invoked, _nvml_unusable, _kernel_storage, _k8s_exit_signal],
 )
