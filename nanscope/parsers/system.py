@@ -54,6 +54,17 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
 
   fault handlers        UCX: [host:pid:thread:tid] Caught signal 7 (Bus error: nonexistent physical address)
                          CPython faulthandler: Fatal Python error: Segmentation fault
+  slurmstepd accounting  error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed / Exceeded job memory limit
+  NVML / nvidia-smi      Failed to initialize NVML: Driver/library version mismatch (or: Unknown Error, Driver Not Loaded)
+                         NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.  |  No devices were found
+                         nvidia-smi -q: Remapped Rows ... Pending : Yes
+  libnvidia-container    nvidia-container-cli: <stage> error: ...   (docker: could not select device driver "" with capabilities: [[gpu]])
+  NVIDIA kernel module   NVRM: API mismatch: the client has the version ..., but  |  NVRM: No NVIDIA GPU found  |  RmInitAdapter failed!
+  PCIe AER               nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)
+  kernel storage         blk_update_request: I/O error, dev nvme0n1, sector ...  |  Buffer I/O error on dev sda  |  EXT4-fs error
+  errno EMFILE           OSError: [Errno 24] Too many open files  |  RuntimeError: received 0 items of ancdata
+  kubernetes             FailedScheduling: 0/6 nodes are available: 6 Insufficient nvidia.com/gpu.  |  Exit Code: 137
+(The functions below name each template's source and its wording across releases.)
 
 Several of these arrive as Python exception lines, which python.py (priority 80) would take as a
 generic `exception`: this parser runs before it and still fills `exc_type`.
@@ -984,7 +995,7 @@ PARSER = Parser(
     name="system",
     framework="system",
     priority=45,
-    description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions, fatal-signal reports",
+    description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions and scheduling, fatal-signal reports, NVML / container-hook / NVIDIA kernel module GPU availability, PCIe AER, kernel storage errors, file-descriptor limits",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _bar_killed, _ide_exit,
            _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
