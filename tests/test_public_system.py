@@ -314,3 +314,9 @@ def test_kubectl_describe_exit_137_is_a_kill_and_oomkilled_stays_host_oom(tmp_pa
                    "  Started:      Fri, 15 Sep 2023 09:56:14 +0200")
     assert f is not None and f.id == "host-oom"
     assert [g.id for g in api.diagnose([str(tmp_path / "job.log")]).findings] == ["host-oom"]
+
+
+def test_xid_79_after_a_surprise_down_is_the_gpu_falling_off_the_bus():
+    # wilicc/gpu-burn#1: a fatal PCIe Surprise Down, the older kernel's 'device has no AER-aware driver', Xid 79
+    f = first_of([str(PUBLIC / "2090.log")])
+    assert f is not None and f.id == "gpu-fallen-off-bus"

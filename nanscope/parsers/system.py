@@ -727,11 +727,14 @@ def _nvml_mismatch(m, rec, state):
 # report_error_detected: the nvidia driver registers no pci_error_handlers, so AER logs
 # `<driver> <BDF>: AER: can't recover (no error_detected callback)` for it and then `AER: device recovery
 # failed` on the port): the GPU is gone from the driver until a reset, as when it falls off the bus.
-# Corrected errors (`AER: Corrected error received`) are retried by the link itself and are no event.
+# Corrected errors (`AER: Corrected error received`) are retried by the link itself and are no event. Older
+# kernels (<= 4.x, drivers/pci/pcie/aer/aerdrv_core.c report_error_detected) word it `nvidia 0000:02:00.0:
+# device has no AER-aware driver`.
 @rule(
     "pcie-aer-gpu-lost",
-    ("AER: can't recover", "AER: Can't recover"),
-    r"(?<![\w-])nvidia (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]): AER: [Cc]an't recover \(no error_detected callback\)",
+    ("AER: can't recover", "AER: Can't recover", "device has no AER-aware driver"),
+    r"(?<![\w-])nvidia (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]): "
+    r"(?:AER: [Cc]an't recover \(no error_detected callback\)|device has no AER-aware driver)",
 )
 def _pcie_gpu_lost(m, rec, state):
     if not first_time(state, ("pcie_gpu_lost", m.group("pci")), rec.loc.line):
