@@ -828,12 +828,15 @@ def _no_gpu_below(m, rec, state):
 @rule(
     "nvidia-container-cli",
     ("nvidia-container-cli: ",),
-    r"nvidia-container-cli: (?P<stage>[a-z]+) error: (?P<what>.*?)(?:: unknown)?\.?\s*$",
+    r"nvidia-container-cli: (?P<stage>[a-z]+) error: (?P<what>[^\n]*)",
 )
 def _container_cli(m, rec, state):
     # inside runc's error chain the hook's stderr arrives escaped (`unknown device\\\\n\\\"\"": unknown.`):
     # the message ends at its first backslash or quote
-    what = re.split(r'\\|"', m.group("what"), maxsplit=1)[0].rstrip(": ")
+    what = re.split(r'\\|"', m.group("what"), maxsplit=1)[0].strip().rstrip(".")
+    if what.endswith(": unknown"):
+        what = what[: -len(": unknown")]
+    what = what.rstrip(": ")
     if "version mismatch" in what.lower():
         return None  # the NVML mismatch rule's
     if not first_time(state, ("container_cli", m.group("stage")), rec.loc.line):
@@ -884,11 +887,11 @@ def _remapped_rows(m, rec, state):
 @rule(
     "k8s-unschedulable",
     ("nodes are available:", "No nodes are available that match all of"),
-    r"(?<![\d/])0/(?P<n>\d+) nodes are available: (?P<why>.+?)(?:\.(?: preemption:.*)?)?\s*$"
-    r"|No nodes are available that match all of (?:the )?(?:following )?predicates:*\s*(?P<old>.+?)\.?\s*$",
+    r"(?<![\d/])0/(?P<n>\d+) nodes are available: (?P<why>[^\n]*)"
+    r"|No nodes are available that match all of (?:the )?(?:following )?predicates::? ?(?P<old>[^\n]*)",
 )
 def _k8s_unschedulable(m, rec, state):
-    why = m.group("why") or m.group("old") or ""
+    why = (m.group("why") or m.group("old") or "").split(" preemption:")[0].strip().rstrip(".")
     resources = sorted(set(re.findall(r"Insufficient ([\w.\-/]+)", why)))
     if not first_time(state, ("unschedulable", tuple(resources)), rec.loc.line):
         return []
@@ -927,7 +930,7 @@ _NVML_WHY = {
 @rule(
     "nvml-unusable",
     ("Failed to initialize NVML: ", "couldn't find libnvidia-ml.so", "No devices were found"),
-    r"Failed to initialize NVML: (?P<why>(?!Driver/library version mismatch)\w[^\n]*?)\s*$"
+    r"Failed to initialize NVML: (?P<why>(?!Driver/library version mismatch)\w[^\n]*)"
     r"|(?P<nolib>NVIDIA-SMI couldn't find libnvidia-ml\.so library)|^\s*(?P<nodev>No devices were found)\s*$",
 )
 def _nvml_unusable(m, rec, state):
@@ -938,7 +941,7 @@ def _nvml_unusable(m, rec, state):
     elif m.group("nodev"):
         text, detail = "nvidia-smi: No devices were found", "the NVIDIA driver is loaded but has no GPU"
     else:
-        why = m.group("why")
+        why = m.group("why").strip()
         text = f"Failed to initialize NVML: {why}"
         detail = _NVML_WHY.get(why.lower().rstrip("."), "NVML could not initialise")
     return _err(rec, "cuda_no_device", {"cuda_error": text, "code": None, "detail": detail, "source": "nvml"})
