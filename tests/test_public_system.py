@@ -157,3 +157,166 @@ def test_slurm_node_failure_and_a_plain_cancel(tmp_path):
     assert f.id == "slurm-node-failure" and "worker-1" in f.summary
     # bcbio/bcbio-nextgen#741: Slurm 14.x's banner of a plain scancel (the node after the stars) is no failure
     assert first_line(tmp_path, "slurmstepd: *** JOB 1479012 CANCELLED AT 2015-02-04T06:33:25 *** on sh-2-3") is None
+
+
+@pytest.mark.parametrize("name, expected", [
+    # the session-9 blind round (2050-2069)
+    ("2050.log", "cuda-driver-mismatch"),  # nvidia-smi: Failed to initialize NVML: Driver/library version mismatch
+    ("2051.log", "host-oom"),              # slurmstepd: Detected 2 oom_kill events ... OOM Killed (snakemake plugin #371)
+    ("2052.log", "host-oom"),              # slurmstepd: Job N exceeded memory limit (a > b), being killed (coqui STT#2238)
+    ("2053.log", "slurm-node-failure"),    # salloc: error: Node failure on worker-1 (soperator#854)
+    ("2054.log", "gpu-xid"),               # Xid 13 Graphics Exception, bare dmesg (vllm#5901)
+    ("2055.log", "gpu-xid"),               # Xid 13 behind journalctl's `host kernel: [t]` (relion#436)
+    ("2056.log", "gpu-xid"),               # Xid 13 MMU Fault behind dmesg -T's date (TensorRT-LLM#15610)
+    ("2057.log", "gpu-xid"),               # Xid 62 / 45 in Talos' `ip: kern: warning: [t]:` (open-gpu-kernel-modules#446)
+    ("2058.log", "gpu-xid"),               # Xid 119 GSP RPC timeout (open-gpu-kernel-modules#1118)
+    ("2059.log", "gpu-xid"),               # Xid 109 CTX SWITCH TIMEOUT (pytorch#74235)
+    ("2060.log", "gpu-fallen-off-bus"),    # nvidia <BDF>: AER: can't recover (no error_detected callback) (returnn#1500)
+    ("2061.log", "gpu-fallen-off-bus"),    # nvidia-smi: Unable to determine the device handle ...: Unknown Error
+    ("2062.log", "too-many-open-files"),   # os.pipe(): [Errno 24] Too many open files (caduceus#58)
+    ("2063.log", "too-many-open-files"),   # DupFd in a DataLoader worker: [Errno 24] (ssd.pytorch#91)
+    ("2064.log", "pod-evicted"),           # Pod ephemeral local storage usage exceeds the total limit (runbooks#92)
+    ("2065.log", "checkpoint-save-failed"),  # torch.save: write(): fd 29 failed with Input/output error (pytorch#10577)
+    ("2066.log", "worker-segfault"),       # Illegal instruction (core dumped) (private-gpt#326)
+])
+def test_public_system_failures_session9(name, expected):
+    f = first_of([str(PUBLIC / name)])
+    assert f is not None and f.id == expected
+
+
+@pytest.mark.parametrize("name", ["2067.log", "2068.log", "2069.log"])
+def test_session9_healthy_traps_stay_quiet(name):
+    # the open module's chipset notice at load, Slurm's 'at some point' warning, an idle nvidia-smi table
+    assert api.diagnose([str(PUBLIC / name)]).findings == []
+
+
+@pytest.mark.parametrize("line, expected", [
+    # the newer %ps form of slurmstepd's accounting kill, and srun's echo of it (openbabel/openbabel#2658)
+    ("slurmstepd-falkor7: error: Step 1141810.0 exceeded memory limit (52917772 > 20971520), being killed", "host-oom"),
+    ("srun: Exceeded job memory limit", "host-oom"),
+    # nvidia-container-cli in a container's start hook, NVML's mismatch in lower case
+    ("nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown",
+     "cuda-driver-mismatch"),
+    # the kernel's side of the same mismatch (dmesg, first line of the wrapped record)
+    ("[   27.950245] NVRM: API mismatch: the client has the version 415.27, but", "cuda-driver-mismatch"),
+    # torch's shared-memory allocator and multiprocessing's fd transfer hitting the same limit
+    ("RuntimeError: unable to open shared memory object </torch_3461140_3031248365_2027> in read-write mode: "
+     "Too many open files (24)", "too-many-open-files"),
+    ("RuntimeError: received 0 items of ancdata", "too-many-open-files"),
+])
+def test_session9_other_wordings(tmp_path, line, expected):
+    f = first_line(tmp_path, line)
+    assert f is not None and f.id == expected
+
+
+def test_slurm_memory_warnings_and_corrected_pcie_errors_are_no_failure(tmp_path):
+    # galaxyproject/galaxy#2309: the cgroup plugin's warning on a job that finished
+    assert first_line(tmp_path, "slurmstepd: error: Exceeded step memory limit at some point. Step may have been "
+                                "partially swapped out to disk.") is None
+    # rwth-i6/returnn#1486: corrected AER errors on the GPU's root port, retried by the link
+    assert first_line(tmp_path, "[  +0.000316] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
+                      "[  +0.000005] pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, "
+                      "(Transmitter ID)") is None
+
+
+@pytest.mark.parametrize("name, expected", [
+    # the session-9 second blind round (2070-2079), after the first round's fixes
+    ("2071.log", "gpu-xid"),            # Xid 43 / Xid 31 MMU faults behind dmesg -T (pytorch#51382)
+    ("2072.log", "ecc-error"),          # nvidia-smi -q: Remapped Rows ... Pending : Yes (gpud#80)
+    ("2073.log", "cuda-no-device"),     # nvidia-smi couldn't communicate + nvidia-container-cli load library failed
+    ("2074.log", "cuda-no-device"),     # NVRM: No NVIDIA graphics adapter probed! (nouveau owns the GPUs)
+    ("2075.log", "cuda-no-device"),     # docker: could not select device driver "" with capabilities: [[gpu]]
+    ("2076.log", "host-oom"),           # kubectl describe: CrashLoopBackOff, Last State OOMKilled (gpu-operator#331)
+    ("2077.log", "pod-unschedulable"),  # FailedScheduling: 0/6 nodes are available: 6 Insufficient nvidia.com/gpu.
+])
+def test_public_system_failures_session9_round2(name, expected):
+    f = first_of([str(PUBLIC / name)])
+    assert f is not None and f.id == expected
+
+
+def test_an_xid_48_double_bit_error_is_named_an_ecc_error():
+    # NVIDIA/gpu-operator#1146: Xid 48 (DBE) and 64 next to another GPU's RmInitAdapter failure
+    ids = [f.id for f in api.diagnose([str(PUBLIC / "2070.log")]).findings]
+    assert "ecc-error" in ids and "gpu-xid" not in ids[:1]
+
+
+@pytest.mark.parametrize("name", ["2078.log", "2079.log"])
+def test_session9_round2_healthy_traps_stay_quiet(name):
+    # an nvidia-smi table with a running job and ECC 0; Slurm's 'at some point' warning with its swap note
+    assert api.diagnose([str(PUBLIC / name)]).findings == []
+
+
+@pytest.mark.parametrize("line, expected", [
+    # the image's CUDA needs a newer driver than the host's (libnvidia-container's requirement check)
+    ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=11.6, please update your driver to a newer "
+     "version, or use an earlier cuda container: unknown.", "cuda-driver-mismatch"),
+    # the newer kernel module's wording when it finds no GPU
+    ("Aug 06 09:17:22 gpu-node-07 kernel: NVRM: No NVIDIA GPU found.", "cuda-no-device"),
+    # a GPU pod left pending behind an unschedulable node (NVIDIA/k8s-device-plugin#119)
+    (" Warning FailedScheduling  40s (x2 over 40s)  default-scheduler  0/2 nodes are available: 1 Insufficient "
+     "nvidia.com/gpu, 1 node(s) were unschedulable.", "pod-unschedulable"),
+])
+def test_session9_round2_other_wordings(tmp_path, line, expected):
+    f = first_line(tmp_path, line)
+    assert f is not None and f.id == expected
+
+
+def test_nvlink_xids_are_nvlink_errors_and_other_xids_stay_gpu_xid():
+    # NVIDIA/nccl#2241: Xid 145 (NVLink RLW) first, then Xid 137 (not an NVLink code the catalog names)
+    ids = [f.id for f in api.diagnose([str(PUBLIC / "2080.log")]).findings]
+    assert ids[:2] == ["nvlink-error", "gpu-xid"]
+    # akash-network/support#244: application Xids 43 / 31 first, the Xid 94 (contained ECC) of another GPU after
+    ids = [f.id for f in api.diagnose([str(PUBLIC / "426.log")]).findings]
+    assert ids[:2] == ["gpu-xid", "ecc-error"]
+
+
+@pytest.mark.parametrize("line, expected", [
+    # the kernel's OOM report starts with the allocating task; an excerpt may end before the kill
+    ("Jun 18 07:44:52 jbarnes-g45 kernel: [64377.426677] apt-check invoked oom-killer: gfp_mask=0x201da, order=0, "
+     "oom_adj=0", "host-oom"),
+    # NVML in a container whose device cgroup lost the GPUs (NVIDIA/nvidia-container-toolkit's known daemon-reload case)
+    ("Failed to initialize NVML: Unknown Error", "cuda-no-device"),
+    # the block layer's record of a failing disk under the job's data or checkpoints
+    ("blk_update_request: I/O error, dev nvme0n1, sector 32776 op 0x1:(WRITE) flags 0x3000 phys_seg 6 prio class 0",
+     "storage-io-error"),
+])
+def test_session9_kernel_and_nvml_wordings(tmp_path, line, expected):
+    f = first_line(tmp_path, line)
+    assert f is not None and f.id == expected
+
+
+def test_a_vm_floppy_probe_is_no_storage_error(tmp_path):
+    # the harmless boot-time noise of virtual machines' empty floppy drive
+    assert first_line(tmp_path, "blk_update_request: I/O error, dev fd0, sector 0") is None
+
+
+@pytest.mark.parametrize("name", ["2084.log", "2085.log", "2086.log", "2087.log"])
+def test_the_nvidia_container_hook_failing_is_no_usable_gpu(name):
+    # libnvidia-container's '<stage> error: ...' (device, initialization, container), also inside runc's escaped chain
+    f = first_of([str(PUBLIC / name)])
+    assert f is not None and f.id == "cuda-no-device"
+    assert "\\" not in f.summary and "nvidia-container-cli" in f.summary
+
+
+def test_srun_labelled_task_killed_for_memory_is_the_initiating_rank():
+    # NOAA-EMC/global-workflow#1301: srun -l's task 2 OOM-killed, the others terminated after it
+    f = first_of([str(PUBLIC / "2089.log")])
+    assert (f.id, f.initiating_rank) == ("host-oom", 2)
+
+
+def test_kubectl_describe_exit_137_is_a_kill_and_oomkilled_stays_host_oom(tmp_path):
+    # kubernetes/kubernetes#122256: Last State Terminated, Reason Error, Exit Code 137 (128 + SIGKILL)
+    f = first_line(tmp_path, "    Last State: Terminated", "      Reason: Error", "      Exit Code: 137",
+                   "      Started: Mon, 13 Nov 2023 03:48:52 +0100")
+    assert f is not None and f.id == "process-killed"
+    # gimlet-io/gimlet#649: the same block with the reason OOMKilled is the container's memory limit
+    f = first_line(tmp_path, "Last State:     Terminated", "  Reason:       OOMKilled", "  Exit Code:    137",
+                   "  Started:      Fri, 15 Sep 2023 09:56:14 +0200")
+    assert f is not None and f.id == "host-oom"
+    assert [g.id for g in api.diagnose([str(tmp_path / "job.log")]).findings] == ["host-oom"]
+
+
+def test_xid_79_after_a_surprise_down_is_the_gpu_falling_off_the_bus():
+    # wilicc/gpu-burn#1: a fatal PCIe Surprise Down, the older kernel's 'device has no AER-aware driver', Xid 79
+    f = first_of([str(PUBLIC / "2090.log")])
+    assert f is not None and f.id == "gpu-fallen-off-bus"

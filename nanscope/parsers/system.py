@@ -54,6 +54,17 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
 
   fault handlers        UCX: [host:pid:thread:tid] Caught signal 7 (Bus error: nonexistent physical address)
                          CPython faulthandler: Fatal Python error: Segmentation fault
+  slurmstepd accounting  error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed / Exceeded job memory limit
+  NVML / nvidia-smi      Failed to initialize NVML: Driver/library version mismatch (or: Unknown Error, Driver Not Loaded)
+                         NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.  |  No devices were found
+                         nvidia-smi -q: Remapped Rows ... Pending : Yes
+  libnvidia-container    nvidia-container-cli: <stage> error: ...   (docker: could not select device driver "" with capabilities: [[gpu]])
+  NVIDIA kernel module   NVRM: API mismatch: the client has the version ..., but  |  NVRM: No NVIDIA GPU found  |  RmInitAdapter failed!
+  PCIe AER               nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)
+  kernel storage         blk_update_request: I/O error, dev nvme0n1, sector ...  |  Buffer I/O error on dev sda  |  EXT4-fs error
+  errno EMFILE           OSError: [Errno 24] Too many open files  |  RuntimeError: received 0 items of ancdata
+  kubernetes             FailedScheduling: 0/6 nodes are available: 6 Insufficient nvidia.com/gpu.  |  Exit Code: 137
+(The functions below name each template's source and its wording across releases.)
 
 Several of these arrive as Python exception lines, which python.py (priority 80) would take as a
 generic `exception`: this parser runs before it and still fills `exc_type`.
@@ -110,7 +121,11 @@ def _tasks(spec: str) -> list[int]:
 
 def _kernel_kill(rec, state, pid: int, process: Optional[str], cgroup: bool):
     # One kill prints several lines (oom-kill:..., Out of memory: Killed process ..., and on old
-    # kernels `Kill process` then `Killed process`): one event per killed pid.
+    # kernels `Kill process` then `Killed process`): one event per killed pid. The report's head
+    # (`X invoked oom-killer`, held back by _oom_invoked) is superseded by the kill, which names the victim.
+    held = state.get("pending")
+    if held is not None and (held.fields or {}).get("invoked_by") is not None:
+        state.pop("pending")
     if state.get("oom_pid") == pid:
         return []
     state["oom_pid"] = pid
@@ -658,13 +673,339 @@ def _k8s_evicted_status(m, rec, state):
     return _err(rec, "pod_evicted", {"source": "kubernetes", "resource": None})
 
 
+# slurmstepd's own memory enforcement (jobacct_gather polling, JobAcctGatherParams without cgroup
+# enforcement: src/common/slurm_jobacct_gather.c jobacct_gather_handle_mem_limit), by release:
+#   error("Job %u exceeded memory limit (%"PRIu64" > %"PRIu64"), being killed")      (<= 17.x; `Step %u.%u ...`)
+#   error("%ps exceeded memory limit (%"PRIu64" > %"PRIu64"), being killed")        (20.x+: `StepId=123.0 ...`)
+#   and `exceeded virtual memory limit` for the vsize limit; then slurmstepd's / srun's
+#   `Exceeded job memory limit` / `Exceeded step memory limit` once the step was killed for it.
+# Not a kill: task/cgroup's `Exceeded job memory limit at some point.` / `Exceeded step memory limit at
+# some point.` (memory.failcnt > 0: page cache reclaimed at the limit; the job may well have finished).
+@rule(
+    "slurm-mem-limit",
+    ("exceeded memory limit (", "exceeded virtual memory limit (", "Exceeded job memory limit", "Exceeded step memory limit"),
+    r"(?P<who>(?:Job|Step) [\d.]+|(?:StepId|JobId)=\S+) exceeded (?P<virt>virtual )?memory limit \((?P<used>\d+) > (?P<limit>\d+)\), being killed"
+    r"|Exceeded (?P<what>job|step) memory limit(?! at some point)",
+)
+def _slurm_mem_limit(m, rec, state):
+    if not first_time(state, ("slurm_mem_limit",), rec.loc.line):
+        return []
+    fields = {"source": "slurm", "limit_kind": "virtual" if m.group("virt") else "memory"}
+    if m.group("used"):
+        used, limit = int(m.group("used")), int(m.group("limit"))
+        fields.update(used_kb=used, limit_kb=limit, step=m.group("who"))
+    return _err(rec, "host_oom", fields)
+
+
+# NVML cannot talk to the loaded kernel module: the user-space driver libraries (libnvidia-ml.so and
+# libcuda.so, upgraded by a package update) differ from the nvidia.ko still loaded (a reboot or module
+# reload is pending). NVML's nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18), as each caller prints it:
+#   nvidia-smi (exit code 18)    Failed to initialize NVML: Driver/library version mismatch
+#                                (newer drivers add `NVML library version: 550.144` on the next line)
+#   nvidia-container-cli         nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown
+#   pynvml                       pynvml.nvml.NVMLError_LibRmVersionMismatch: Driver/library version mismatch
+# and the kernel's side of it (open-gpu-kernel-modules kernel-open/nvidia/nv.c, nvidia_ioctl version check):
+#   NVRM: API mismatch: the client has the version 415.27, but
+#   NVRM: this kernel module has the version 390.129.  Please ...   (one dmesg record, wrapped)
+@rule(
+    "nvml-version-mismatch",
+    ("Driver/library version mismatch", "driver/library version mismatch", "API mismatch: the client has the version"),
+    r"(?i:(?P<who>nvml error|NVML|NVMLError_LibRmVersionMismatch)\W{1,3}driver/library version mismatch)"
+    r"|NVRM: API mismatch: the client has the version (?P<client>[\d.\-]+), but(?:\s+NVRM: this kernel module has the version (?P<kmod>[\d.\-]+))?",
+)
+def _nvml_mismatch(m, rec, state):
+    if not first_time(state, ("nvml_mismatch",), rec.loc.line):
+        return []
+    fields = {"cuda_error": "Driver/library version mismatch", "code": None, "source": "kernel" if m.group("client") else "nvml",
+              "detail": "the NVIDIA user-space driver libraries do not match the loaded kernel module"}
+    if m.group("client"):
+        fields.update(client_version=m.group("client"), kernel_module_version=m.group("kmod"))
+    return _err(rec, "cuda_driver_mismatch", fields)
+
+
+# An uncorrectable PCIe error the kernel could not recover the GPU from (drivers/pci/pcie/err.c
+# report_error_detected: the nvidia driver registers no pci_error_handlers, so AER logs
+# `<driver> <BDF>: AER: can't recover (no error_detected callback)` for it and then `AER: device recovery
+# failed` on the port): the GPU is gone from the driver until a reset, as when it falls off the bus.
+# Corrected errors (`AER: Corrected error received`) are retried by the link itself and are no event. Older
+# kernels (<= 4.x, drivers/pci/pcie/aer/aerdrv_core.c report_error_detected) word it `nvidia 0000:02:00.0:
+# device has no AER-aware driver`.
+@rule(
+    "pcie-aer-gpu-lost",
+    ("AER: can't recover", "AER: Can't recover", "device has no AER-aware driver"),
+    r"(?<![\w-])nvidia (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]): "
+    r"(?:AER: [Cc]an't recover \(no error_detected callback\)|device has no AER-aware driver)",
+)
+def _pcie_gpu_lost(m, rec, state):
+    if not first_time(state, ("pcie_gpu_lost", m.group("pci")), rec.loc.line):
+        return []
+    return _err(rec, "gpu_fallen_off_bus", {"pci": m.group("pci"), "source": "pcie-aer",
+                                            "detail": "uncorrectable PCIe error, the kernel could not recover the GPU"})
+
+
+# The process ran out of file descriptors (EMFILE, errno 24: its RLIMIT_NOFILE, `ulimit -n`; ENFILE, 23:
+# the system's file table). In training it is nearly always torch.multiprocessing's default
+# file_descriptor sharing strategy: every tensor a DataLoader worker sends holds a descriptor
+# (torch/multiprocessing/reductions.py reduce_storage -> DupFd) until it is freed. As each layer says it:
+#   Python      OSError: [Errno 24] Too many open files[: 'path']      ([Errno 23] Too many open files in system)
+#   torch libshm / MapAllocator  unable to open shared memory object </torch_...> in read-write mode: Too many open files (24)
+#   torch reductions rebuild_storage_fd (the fds did not arrive)   RuntimeError: received 0 items of ancdata
+#   Rust io::Error   Too many open files (os error 24)
+@rule(
+    "fd-exhausted",
+    ("Too many open files", "received 0 items of ancdata"),
+    r"\[Errno (?P<errno>2[34])\] Too many open files(?P<sys> in system)?|Too many open files(?P<sys2> in system)? (?:\((?P<code>2[34])\)|\(os error (?P<rust>2[34])\))"
+    r"|(?P<ancdata>received 0 items of ancdata)",
+)
+def _fd_exhausted(m, rec, state):
+    text = rec.text
+    if text.count("`", 0, m.start()) % 2 == 1 and "`" in text[m.end():]:
+        # advice that quotes the error (vLLM's system_utils: `Found ulimit of 20000 and failed to automatically
+        # increase ... This can cause fd limit errors like `OSError: [Errno 24] Too many open files`.`)
+        return None
+    if not first_time(state, ("fd_exhausted",), rec.loc.line):
+        return []
+    errno = m.group("errno") or m.group("code") or m.group("rust")
+    fields = {"errno": int(errno) if errno else None, "system_wide": bool(m.group("sys") or m.group("sys2")),
+              "source": "torch-fd-sharing" if m.group("ancdata") or "reduction" in rec.text else None}
+    return _err(rec, "too_many_open_files", fields)
+
+
+
+# No usable GPU, said below the framework (the framework then only sees `no CUDA-capable device`):
+#   nvidia-smi (nvml DRIVER_NOT_LOADED):  NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA
+#                                         driver. Make sure that the latest NVIDIA driver is installed and running.
+#   libnvidia-container (the --gpus / CDI hook; src/cli: "%s error: %s" per stage: initialization, detection,
+#   device, container, mount, ldcache, requirement ...), e.g.
+#       nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: ...
+#       nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown
+#       nvidia-container-cli: device error: 1: unknown device            (a GPU index the host does not have)
+#       nvidia-container-cli: container error: cgroup subsystem devices not found   (cgroup v2, an old release)
+#       nvidia-container-cli: requirement error: unsatisfied condition: cuda>=11.6, please update your driver ...
+#         (the image needs a newer driver: a driver mismatch, not a missing GPU)
+#   Docker (moby daemon/devices.go, no device driver registered for the capability; older releases leave out
+#   the empty name):  docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].
+#   the kernel module (open-gpu-kernel-modules kernel-open/nvidia/nv.c, nv-pci.c):
+#       NVRM: No NVIDIA graphics adapter probed!   (newer: NVRM: No NVIDIA GPU found.)
+#       NVRM: The NVIDIA probe routine was not called for 3 device(s).   (nouveau or another driver owns them)
+#       NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)   (the GPU did not initialise)
+_NO_GPU_KINDS = (
+    ("smi", r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver",
+     "nvidia-smi cannot reach the NVIDIA kernel driver (not loaded, or not passed into the container)"),
+    ("docker", r"could not select device driver (?:\"(?P<drv>[^\"]*)\" )?with capabilities: \[\[gpu",
+     "Docker has no GPU device driver: the NVIDIA container toolkit is not installed or not configured"),
+    ("probe", r"NVRM: (?:No NVIDIA graphics adapter probed!|No NVIDIA GPU found)",
+     "the NVIDIA kernel module found no GPU it can drive"),
+    ("owned", r"NVRM: The NVIDIA probe routine was not called for (?P<ndev>\d+) device",
+     "another kernel driver (nouveau, a framebuffer driver) owns the GPUs"),
+    ("init", r"NVRM: GPU (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]): RmInitAdapter failed!",
+     "the driver could not initialise the GPU"),
+)
+_NO_GPU = re.compile("|".join(f"(?P<k_{name}>{rx})" for name, rx, _ in _NO_GPU_KINDS))
+_NO_GPU_DETAIL = {name: detail for name, _, detail in _NO_GPU_KINDS}
+
+
+@rule(
+    "no-gpu-below",
+    ("couldn't communicate with the NVIDIA driver", "communicate with the NVIDIA driver", "could not select device driver",
+     "No NVIDIA graphics adapter probed", "No NVIDIA GPU found", "probe routine was not called", "RmInitAdapter failed!"),
+    _NO_GPU.pattern,
+)
+def _no_gpu_below(m, rec, state):
+    kind = next(name for name, _, _ in _NO_GPU_KINDS if m.group(f"k_{name}"))
+    if not first_time(state, ("no_gpu", kind), rec.loc.line):
+        return []
+    text = {"smi": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+            "docker": "could not select device driver with capabilities: [[gpu]]",
+            "probe": "NVRM: no NVIDIA GPU probed", "owned": "NVRM: the NVIDIA probe routine was not called",
+            "init": "NVRM: RmInitAdapter failed"}[kind]
+    fields = {"cuda_error": text, "code": None, "detail": _NO_GPU_DETAIL[kind], "source": kind}
+    if kind == "init":
+        fields["pci"] = m.group("pci")
+    return _err(rec, "cuda_no_device", fields)
+
+
+@rule(
+    "nvidia-container-cli",
+    ("nvidia-container-cli: ",),
+    r"nvidia-container-cli: (?P<stage>[a-z]+) error: (?P<what>[^\n]*)",
+)
+def _container_cli(m, rec, state):
+    # inside runc's error chain the hook's stderr arrives escaped (`unknown device\\\\n\\\"\"": unknown.`):
+    # the message ends at its first backslash or quote
+    what = re.split(r'\\|"', m.group("what"), maxsplit=1)[0].strip().rstrip(".")
+    if what.endswith(": unknown"):
+        what = what[: -len(": unknown")]
+    what = what.rstrip(": ")
+    if "version mismatch" in what.lower():
+        return None  # the NVML mismatch rule's
+    if not first_time(state, ("container_cli", m.group("stage")), rec.loc.line):
+        return []
+    if m.group("stage") == "requirement":
+        cond = re.search(r"unsatisfied condition: ([^,]+)", what)
+        return _err(rec, "cuda_driver_mismatch", {
+            "cuda_error": f"nvidia-container-cli: requirement error: {cond.group(1) if cond else what}", "code": None,
+            "source": "nvidia-container-cli",
+            "detail": "the image needs a newer NVIDIA driver than the host has (its CUDA requirement is not met)"})
+    return _err(rec, "cuda_no_device", {
+        "cuda_error": f"nvidia-container-cli: {m.group('stage')} error: {what}", "code": None, "source": "nvidia-container-cli",
+        "detail": "the NVIDIA container hook could not give the container the GPU driver"})
+
+
+# nvidia-smi -q's row remapper block (A100 and later; NVIDIA's GPU memory error management): rows that had an
+# uncorrectable error are remapped at the next GPU reset. `Pending : Yes` means a reset is owed; `Remapping
+# Failure Occurred : Yes` means the bank ran out of spare rows (an RMA criterion):
+#     Remapped Rows
+#         Correctable Error                 : 0
+#         Uncorrectable Error               : 4
+#         Pending                           : Yes
+#         Remapping Failure Occurred        : No
+@rule(
+    "remapped-rows",
+    ("Remapped Rows", ": Yes"),
+    r"[ \t]*(?:(?P<head>Remapped Rows)[ \t]*$|(?P<what>Pending|Remapping Failure Occurred)[ \t]*:[ \t]*Yes[ \t]*$)",
+    match_start=True,
+)
+def _remapped_rows(m, rec, state):
+    if m.group("head"):
+        state["remap_head"] = rec.loc.line
+        return []
+    head = state.get("remap_head")
+    if head is None or not 0 < rec.loc.line - head <= 8:
+        return None
+    what = "failure" if m.group("what").startswith("Remapping") else "pending"
+    if not first_time(state, ("remap", what), rec.loc.line):
+        return []
+    return _err(rec, "ecc_error", {"source": "nvidia-smi", "remap": what, "cuda_error": "row remapping " + what})
+
+
+# The scheduler found no node for the pod (kubernetes pkg/scheduler/framework FitError.Error(), the
+# FailedScheduling event): `0/6 nodes are available: 6 Insufficient nvidia.com/gpu.` (1.17+, with reasons such as
+# `node(s) didn't match Pod's node affinity/selector`, `node(s) had untolerated taint {...}`; 1.24+ may add
+# ` preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.`); <= 1.9:
+# `No nodes are available that match all of the predicates: Insufficient nvidia.com/gpu (1).`
+@rule(
+    "k8s-unschedulable",
+    ("nodes are available:", "No nodes are available that match all of"),
+    r"(?<![\d/])0/(?P<n>\d+) nodes are available: (?P<why>[^\n]*)"
+    r"|No nodes are available that match all of (?:the )?(?:following )?predicates::? ?(?P<old>[^\n]*)",
+)
+def _k8s_unschedulable(m, rec, state):
+    why = (m.group("why") or m.group("old") or "").split(" preemption:")[0].strip().rstrip(".")
+    resources = sorted(set(re.findall(r"Insufficient ([\w.\-/]+)", why)))
+    if not first_time(state, ("unschedulable", tuple(resources)), rec.loc.line):
+        return []
+    return _err(rec, "pod_unschedulable", {"source": "kubernetes", "nodes": int(m.group("n")) if m.group("n") else None,
+                                           "resources": resources, "reasons": why,
+                                           "resource": ", ".join(resources) if resources else "a matching node"})
+
+
+
+# The kernel's OOM report starts with the allocating task (mm/oom_kill.c dump_header: "%s invoked oom-killer:
+# gfp_mask=%#x(%pGg), order=%d, oom_score_adj=%hd"; older kernels `..., oom_adj=0`, newer LTP-style `task:pid
+# invoked ...`): an excerpt cut before the `Killed process` line still shows the OOM killer ran.
+@rule("kernel-oom-invoked", ("invoked oom-killer",), r"(?<!\S)(?P<comm>[^\s:]+)(?::\d+)? invoked oom-killer: gfp_mask=")
+def _oom_invoked(m, rec, state):
+    # Held back: the report's `Killed process` / `oom-kill:` line, when the excerpt has it, is the event
+    # (it names the victim); flush() releases this one at the end of an excerpt cut before the kill.
+    if not first_time(state, ("oom_invoked",), rec.loc.line):
+        return []
+    earlier = state.pop("pending", None)
+    state["pending"] = _err(rec, "host_oom", {"source": "kernel", "invoked_by": m.group("comm"), "cgroup": None})
+    return [earlier] if earlier is not None else []
+
+
+# NVML could not start for another reason than a version mismatch (nvmlErrorString, after nvidia-smi's
+# `Failed to initialize NVML: `): `Unknown Error` (in a container: its device cgroup lost the GPU nodes, e.g.
+# after `systemctl daemon-reload` with the systemd cgroup driver), `Driver Not Loaded`, `Insufficient
+# Permissions`; and nvidia-smi's own `NVIDIA-SMI couldn't find libnvidia-ml.so library in your system.` and
+# `No devices were found` (the driver runs but owns no GPU).
+_NVML_WHY = {
+    "unknown error": "NVML cannot open the GPU devices (in a container: the device cgroup lost them, e.g. after a systemd daemon-reload)",
+    "driver not loaded": "the NVIDIA kernel driver is not loaded",
+    "insufficient permissions": "the process may not open the GPU devices",
+}
+
+
+@rule(
+    "nvml-unusable",
+    ("Failed to initialize NVML: ", "couldn't find libnvidia-ml.so", "No devices were found"),
+    r"Failed to initialize NVML: (?P<why>(?!Driver/library version mismatch)\w[^\n]*)"
+    r"|(?P<nolib>NVIDIA-SMI couldn't find libnvidia-ml\.so library)|^\s*(?P<nodev>No devices were found)\s*$",
+)
+def _nvml_unusable(m, rec, state):
+    if not first_time(state, ("nvml_unusable",), rec.loc.line):
+        return []
+    if m.group("nolib"):
+        text, detail = "NVIDIA-SMI couldn't find libnvidia-ml.so", "the NVIDIA user-space driver libraries are missing"
+    elif m.group("nodev"):
+        text, detail = "nvidia-smi: No devices were found", "the NVIDIA driver is loaded but has no GPU"
+    else:
+        why = m.group("why").strip()
+        text = f"Failed to initialize NVML: {why}"
+        detail = _NVML_WHY.get(why.lower().rstrip("."), "NVML could not initialise")
+    return _err(rec, "cuda_no_device", {"cuda_error": text, "code": None, "detail": detail, "source": "nvml"})
+
+
+# The kernel's own record of a failed disk or filesystem (the errno-5 a process then gets is storage_eio's):
+#   block/blk-core.c  blk_update_request: I/O error, dev nvme0n1, sector 32776 op 0x1:(WRITE) flags ...   (<= 5.x)
+#                     (5.x+: blk_print_req_error `I/O error, dev sda, sector ...`; also `critical medium error`)
+#   fs/buffer.c       Buffer I/O error on dev sda, logical block 0, async page read
+#   ext4 __ext4_error EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm python: ...
+#   xfs               XFS (sdb1): metadata I/O error in "xfs_trans_read_buf_map" at daddr 0x0 len 8 error 5
+# The floppy and CD-ROM devices of virtual machines (fd0, sr0) log such lines at every probe: noise.
+@rule(
+    "kernel-storage-error",
+    (" error, dev ", "Buffer I/O error on dev", "EXT4-fs error (device", "metadata I/O error in"),
+    r"(?:blk_update_request: )?(?:I/O|critical medium|critical target|critical nexus) error, dev (?P<dev>\w+), sector \d+"
+    r"|Buffer I/O error on dev (?P<dev2>\w+), logical block"
+    r"|EXT4-fs error \(device (?P<dev3>[\w\-]+)\)"
+    r"|XFS \((?P<dev4>[\w\-]+)\): metadata I/O error in",
+)
+def _kernel_storage(m, rec, state):
+    dev = m.group("dev") or m.group("dev2") or m.group("dev3") or m.group("dev4")
+    if re.fullmatch(r"(?:fd|sr)\d+", dev):
+        return []
+    if not first_time(state, ("kernel_storage", dev), rec.loc.line):
+        return []
+    return _err(rec, "storage_io_error", {"errno": 5, "path": None, "device": dev, "source": "kernel", "saving": False})
+
+
+
+# kubectl describe pod: a container that ended on a signal (exit code 128 + N; pkg/kubectl describe
+# `Exit Code:\t%d` under `State:` / `Last State:  Terminated`, after its `Reason:`). 137 is SIGKILL with the
+# reason `Error` (a liveness-probe kill, the node's OOM killer outside the container's own limit, a
+# preemption), 139 / 135 / 132 / 136 a native crash. With `Reason: OOMKilled` the k8s-oomkilled rule has
+# already said why.
+_K8S_SIGNAL_EXIT = {137: "SIGKILL", 139: "SIGSEGV", 135: "SIGBUS", 132: "SIGILL", 136: "SIGFPE"}
+
+
+@rule("k8s-exit-signal", ("Exit Code:",), r"[ \t]*Exit Code:[ \t]+(?P<code>1[3-5]\d)[ \t]*$", match_start=True)
+def _k8s_exit_signal(m, rec, state):
+    code = int(m.group("code"))
+    signal = _K8S_SIGNAL_EXIT.get(code)
+    if signal is None:
+        return []
+    oom = state.get("seen", {}).get(("k8s_oomkilled",))
+    if oom is not None and 0 < rec.loc.line - oom <= 3:
+        return []  # `Reason: OOMKilled` right above: host_oom already
+    if not first_time(state, ("k8s_exit", code), rec.loc.line):
+        return []
+    fields = {"source": "kubernetes", "exitcode": code}
+    if signal == "SIGKILL":
+        return _err(rec, "killed", fields, signal=signal)
+    return _err(rec, "worker_failed", fields, signal=signal, exitcode=code - 256)
+
+
 PARSER = Parser(
     name="system",
     framework="system",
     priority=45,
-    description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions, fatal-signal reports",
+    description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions and scheduling, fatal-signal reports, NVML / container-hook / NVIDIA kernel module GPU availability, PCIe AER, kernel storage errors, file-descriptor limits",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _bar_killed, _ide_exit,
            _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
-           _fatal_signal],
+           _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
+           _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
+           _oom_invoked, _nvml_unusable, _kernel_storage, _k8s_exit_signal],
 )

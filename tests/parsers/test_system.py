@@ -131,7 +131,6 @@ LOOKALIKES = [
     # OOM dump table header and the reaper (part of a kill already reported, not a kill)
     "[  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name",
     "[441281.626336] oom_reaper: reaped process 698405 (python), now anon-rss:0kB, file-rss:68664kB, shmem-rss:53172kB",
-    "python invoked oom-killer: gfp_mask=0x14200ca(GFP_HIGHUSER_MOVABLE), nodemask=(null), order=0, oom_score_adj=0",
     # Slurm submission errors and job-script echoes
     "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)",
     "#SBATCH --time=744:00:00 #duration time",
@@ -149,3 +148,13 @@ LOOKALIKES = [
 @pytest.mark.parametrize("line", LOOKALIKES)
 def test_lookalikes(tmp_path, line):
     assert [e for e in events_of(tmp_path, line) if e.framework == "system"] == []
+
+
+def test_the_oom_report_head_counts_once(tmp_path):
+    """The report's first line is the only trace of the OOM killer in an excerpt cut before the kill; with
+    the kill line after it, the kill (it names the victim) is the one event."""
+    head = "python invoked oom-killer: gfp_mask=0x14200ca(GFP_HIGHUSER_MOVABLE), nodemask=(null), order=0, oom_score_adj=0"
+    kill = ("[441280.839852] Out of memory: Killed process 698405 (python) total-vm:49978204kB, anon-rss:12918388kB, "
+            "file-rss:68668kB, shmem-rss:53352kB, UID:1000 pgtables:49772kB oom_score_adj:0")
+    assert [(e.error, e.fields.get("invoked_by")) for e in errors(tmp_path, head)] == [("host_oom", "python")]
+    assert [(e.error, e.fields.get("pid")) for e in errors(tmp_path, head + "\n" + kill)] == [("host_oom", 698405)]
