@@ -433,6 +433,65 @@ def _dtype(m, rec, state):
     })
 
 
+# vllm/config/vllm.py (earlier vllm/config.py, vllm/model_executor/model_loader) VllmConfig._get_quantization_config:
+#   raise ValueError(f"The quantization method {model_config.quantization} is not supported for the current GPU. "
+#                    f"Minimum capability: {quant_config.get_min_capability()}. Current capability: {capability}.")
+# (behind pydantic's `Value error, ` in 0.10+); compressed-tensors' _check_scheme_supported raises a RuntimeError
+# built from three strings, printed as a tuple: ('Quantization scheme is not supported for ', 'the current GPU.
+# Min capability: 80. ', 'Current capability: 75.'). The capability is major*10+minor.
+@rule(
+    "quantization-compute-capability",
+    ("is not supported for the current GPU", "Quantization scheme is not supported for"),
+    r"The quantization method (?P<q>\S+) is not supported for the current GPU\. Minimum capability: (?P<need>\d+)\. "
+    r"Current capability: (?P<have>\d+)"
+    r"|Quantization scheme is not supported for (?:', ')?the current GPU\. Min capability: (?P<sneed>\d+)\. "
+    r"(?:', ')?Current capability: (?P<shave>\d+)",
+)
+def _quant_capability(m, rec, state):
+    need, have = m.group("need") or m.group("sneed"), m.group("have") or m.group("shave")
+    if not first_time(state, ("quant_capability", need, have), rec.loc.line):
+        return []  # each TP worker raises it, and the engine re-raises it
+    return _error(rec, state, "dtype_unsupported", {
+        "dtype": m.group("q") or "compressed-tensors scheme", "quantization": True,
+        "required_capability": f"{int(need) // 10}.{int(need) % 10}",
+        "compute_capability": f"{int(have) // 10}.{int(have) % 10}",
+    })
+
+
+# vllm/config.py (later vllm/config/model.py) _get_and_verify_max_len, when --max-model-len is above what the
+# model's config.json gives (max_position_embeddings, seq_length, sliding_window, ... or the tokenizer's
+# model_max_length):
+#   <= 0.5: raise ValueError(f"User-specified max_model_len ({max_model_len}) is greater than the derived
+#           max_model_len ({max_len_key}={derived_max_model_len} or model_max_length={model_max_length} in model's
+#           config.json). This may lead to incorrect model outputs or CUDA errors. Make sure the value is correct
+#           and within the model context size.")   (the oldest print `(None=4096 in model's config.json)`)
+#   0.6+:   ... CUDA errors. To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 ...
+#   0.10+:  the same behind pydantic's `Value error, ` (ModelConfig is a pydantic dataclass)
+# With VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 the same words are a logger.warning that goes on with
+# ` VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. ...` right after `config.json).`: the user
+# chose it and the engine starts, so that form is no failure.
+_MAX_LEN_OVERRIDE = re.compile(r"\)\.?\s*VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution")
+
+
+@rule(
+    "max-model-len-exceeds-model",
+    ("is greater than the derived max_model_len",),
+    r"User-specified max_model_len \((?P<user>\d+)\) is greater than the derived max_model_len \((?P<derived>[^)]*)",
+)
+def _max_model_len(m, rec, state):
+    if _MAX_LEN_OVERRIDE.match(rec.text, m.end()):
+        return []  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: the override's warning, the engine goes on
+    if not first_time(state, ("max_model_len",), rec.loc.line):
+        return []  # the exception, a wrapper's log of it, pydantic's re-print
+    derived = m.group("derived").replace(" in model's config.json", "").strip()
+    nums = [to_float(x) for x in re.findall(r"=\s*(\d+(?:\.\d+)?)", derived)]
+    limit = next((int(x) for x in nums if x is not None), None)
+    return _error(rec, state, "vllm_max_model_len", {
+        "max_model_len": int(m.group("user")), "derived": derived, "derived_max_len": limit,
+        "detail": f"--max-model-len {m.group('user')} is above the model's own limit ({derived})",
+    })
+
+
 @rule(
     "shutdown-requested",
     ("shutdown triggered", "trigger received signal"),
@@ -475,6 +534,6 @@ PARSER = Parser(
     priority=40,
     description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _kv_allocation_cpu, _shutdown, _worker_died, _worker_exception, _v0_engine_dead, _sampler_oom, _dtype,
+           _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _worker_died, _worker_exception, _v0_engine_dead, _sampler_oom, _dtype,
            _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout, _shm_wait, _nan_probs, _preemption],
 )
