@@ -53,6 +53,11 @@ Templates (vllm-project/vllm; quoted from source via the search index and from i
       8.0. Your %s GPU has compute capability %d.%d.[ You can use float16 instead by explicitly setting the
       `dtype` flag in CLI, for example: --dtype=half.]   (<= 0.2 ended after the capability; PR #2374 added
       ` You can explicitly specify the data type by using the --dtype option, ...`)
+  vllm/config/vllm.py (earlier vllm/config.py): The quantization method fp8 is not supported for the current GPU.
+      Minimum capability: 90. Current capability: 86.   (compressed-tensors: ('Quantization scheme is not
+      supported for ', 'the current GPU. Min capability: 80. ', 'Current capability: 75.')) -> dtype_unsupported
+  vllm/config.py, later vllm/config/model.py _get_and_verify_max_len: User-specified max_model_len (4096) is greater
+      than the derived max_model_len (seq_length=2048 or model_max_length=None in model's config.json). ...
   vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. ...
   Engine background task failed / AsyncEngineDeadError: Background loop has errored already. (V0)
   vllm/core/scheduler.py (V0): Sequence group 221 is preempted by PreemptionMode.RECOMPUTE mode
@@ -467,10 +472,12 @@ def _quant_capability(m, rec, state):
 #           and within the model context size.")   (the oldest print `(None=4096 in model's config.json)`)
 #   0.6+:   ... CUDA errors. To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 ...
 #   0.10+:  the same behind pydantic's `Value error, ` (ModelConfig is a pydantic dataclass)
-# With VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 the same words are a logger.warning that goes on with
-# ` VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. ...` right after `config.json).`: the user
-# chose it and the engine starts, so that form is no failure.
+# With VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 the same words are a logger.warning (PR #7080: `WARNING ... config.py:...]
+# User-specified max_model_len ... CUDA errors.`; since PR #20904 it goes on with ` VLLM_ALLOW_LONG_MAX_MODEL_LEN
+# must be used with extreme caution. ...` right after `config.json).`): the user chose it and the engine starts,
+# so that form is no failure. (The error since #20904 has the caution too, but after `To allow overriding ...`.)
 _MAX_LEN_OVERRIDE = re.compile(r"\)\.?\s*VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution")
+_WARNING_LEVEL = re.compile(r"(?:^|[\s\]])WARNING \d\d-\d\d \d\d:\d\d:\d\d")
 
 
 @rule(
@@ -479,7 +486,7 @@ _MAX_LEN_OVERRIDE = re.compile(r"\)\.?\s*VLLM_ALLOW_LONG_MAX_MODEL_LEN must be u
     r"User-specified max_model_len \((?P<user>\d+)\) is greater than the derived max_model_len \((?P<derived>[^)]*)",
 )
 def _max_model_len(m, rec, state):
-    if _MAX_LEN_OVERRIDE.match(rec.text, m.end()):
+    if _MAX_LEN_OVERRIDE.match(rec.text, m.end()) or _WARNING_LEVEL.search(rec.text, 0, m.start()):
         return []  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: the override's warning, the engine goes on
     if not first_time(state, ("max_model_len",), rec.loc.line):
         return []  # the exception, a wrapper's log of it, pydantic's re-print
@@ -532,8 +539,10 @@ PARSER = Parser(
     name="vllm",
     framework="vllm",
     priority=40,
-    description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption",
+    description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption,"
+                " config checks (quantization vs GPU capability, max_model_len vs the model)",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _worker_died, _worker_exception, _v0_engine_dead, _sampler_oom, _dtype,
-           _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout, _shm_wait, _nan_probs, _preemption],
+           _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _worker_died, _worker_exception,
+           _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
+           _shm_wait, _nan_probs, _preemption],
 )
