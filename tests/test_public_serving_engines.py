@@ -223,3 +223,67 @@ def test_vllm_s_notice_before_capturing_is_not_a_failure(tmp_path):
         "as needed to decrease memory usage.",
     ])
     assert r.verdict == "clean", ids(r)
+
+
+# --- families of the second round (1921-1933), after the first fixes ---
+
+def test_sglang_s_request_slot_pool_running_out_is_the_scheduler_crash(tmp_path):
+    # sgl-project/sglang#10408: only the RuntimeError in view
+    r = diagnose(tmp_path, [
+        "RuntimeError: alloc_req_slots runs out of memory. Please set a smaller number for `--max-running-requests`. "
+        "self.req_to_token_pool.available_size()=1, num_reqs=2,",
+    ])
+    assert ids(r) == ["sglang-scheduler-crash"]
+    assert "--max-running-requests" in r.findings[0].summary
+
+
+def test_sglang_s_kv_pool_running_out_then_the_scheduler_exception_is_one_crash(tmp_path):
+    # sgl-project/sglang-jax#622
+    r = diagnose(tmp_path, [
+        "[2026-01-05 06:12:41] Decode out of memory. Try to lower your batch size.",
+        "Try to allocate 168 tokens.",
+        "Available tokens: 3200 (available_size=3200 + evictable_size=0)",
+        "",
+        "[2026-01-05 06:12:41] Scheduler hit an exception: Traceback (most recent call last):",
+    ])
+    assert ids(r) == ["sglang-scheduler-crash"]
+
+
+def test_pytorch_refusing_a_call_during_capture_is_a_failed_capture(tmp_path):
+    # sgl-project/sglang#6342 (fa3 reading the RNG seed while SGLang captures)
+    r = diagnose(tmp_path, [
+        "torch._dynamo.exc.InternalTorchDynamoError: RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during "
+        "CUDA graph capture. If you need this call to be captured, please file an issue. Current cudaStreamCaptureStatus: "
+        "cudaStreamCaptureStatusActive",
+    ])
+    assert ids(r)[0] == "cuda-graph-capture-failed"
+    assert "CUDAGeneratorImpl::current_seed" in r.findings[0].summary
+
+
+def test_a_ray_serve_replica_s_start_up_call_that_raised(tmp_path):
+    # ray-project/kuberay#4366
+    r = diagnose(tmp_path, [
+        "    raise value.as_instanceof_cause()",
+        "ray.exceptions.RayTaskError(RuntimeError): ray::ServeReplica:llms:LLMServer:qwen2_5-0_5b-instruct."
+        "initialize_and_get_metadata() (pid=316, ip=10.233.69.249, actor_id=aa3366c129ab60063f7f77cd01000000, "
+        "repr=<ray.serve._private.replica.ServeReplica:llms:LLMServer:qwen2_5-0_5b-instruct object at 0x71bfb2382010>)",
+    ])
+    assert ids(r)[0] == "ray-serve-replica-failed"
+
+
+# ray-project/ray#53742: ReplicaActor.initialize re-raises the user's error as a RuntimeError of its traceback
+REPLICA_INIT = [
+    "(ServeController pid=89848)   File \"/home/ubuntu/rayturbo/python/ray/serve/_private/replica.py\", line 730, in initialize",
+    "(ServeController pid=89848)     raise RuntimeError(traceback.format_exc()) from None",
+    "(ServeController pid=89848) RuntimeError: Traceback (most recent call last):",
+]
+
+
+def test_a_replica_s_initialize_re_raise_is_its_start_up_failure(tmp_path):
+    r = diagnose(tmp_path, REPLICA_INIT)
+    assert ids(r)[0] == "ray-serve-replica-failed"
+
+
+def test_the_same_re_raise_without_serve_s_frame_is_not_called_a_replica_failure(tmp_path):
+    r = diagnose(tmp_path, REPLICA_INIT[-1:])
+    assert "ray-serve-replica-failed" not in ids(r)

@@ -22,6 +22,11 @@ inside the capture fails), and behind SGLang's `Exception: Capture cuda graph fa
 (python/sglang/srt/model_executor/cuda_graph_runner.py). torch's hint `Search for
 `cudaErrorStreamCaptureUnsupported' in https://docs.nvidia.com/cuda/...` names the enum.
 
+PyTorch also refuses, itself, calls it knows cannot be captured (aten/src/ATen/cuda/CUDAGraphsUtils.cuh
+assertNotCapturing: TORCH_CHECK(status == cudaStreamCaptureStatusNone, attempt, " during CUDA graph capture. If
+you need this call to be captured, please file an issue. Current cudaStreamCaptureStatus: ", status)), e.g.
+`Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture. ...` (a kernel reading the RNG seed).
+
 This parser runs before the cuda and nccl parsers so that these lines read as what they are, a failed
 capture, rather than a generic CUDA or NCCL error.
 """
@@ -74,10 +79,30 @@ def _capture_error(m, rec, state):
                       fields={"cuda_error": enum, "detail": detail})
 
 
+@rule(
+    "torch-not-capturing",
+    ("during CUDA graph capture. If you need this call to be captured",),
+    r"(?P<attempt>[A-Z][^\n]*?) during CUDA graph capture\. If you need this call to be captured, please file an issue\."
+    r"(?: Current cudaStreamCaptureStatus: (?P<status>\w+))?",
+)
+def _torch_not_capturing(m, rec, state):
+    if not first_time(state, ("cuda_graph_capture",), rec.loc.line):
+        return []
+    attempt = m.group("attempt")
+    exc = _EXC.search(rec.text)
+    if exc is not None and attempt.startswith(exc.group(0)):
+        attempt = attempt[len(exc.group(0)):]
+    attempt = re.sub(r"^(?:(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )+", "", attempt)
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="cuda_graph_capture",
+                      message=rec.text.strip(), exc_type=exc.group("type") if exc else None,
+                      fields={"cuda_error": "torch assertNotCapturing",
+                              "detail": f"{attempt} during CUDA graph capture (PyTorch refuses it while a stream captures)"})
+
+
 PARSER = Parser(
     name="cudagraph",
     framework=FW,
     priority=29,  # before cuda (30) and nccl (35), whose generic CUDA-error rules would claim these lines
     description="CUDA graph capture failures: the CUDA runtime's stream-capture errors, from torch, NCCL or SGLang",
-    rules=[_capture_error],
+    rules=[_capture_error, _torch_not_capturing],
 )

@@ -20,6 +20,16 @@ deployment='D', app='a')`):
       f"Replica {tag} of deployment {name}[ in application '{app}'] failed health check, stopping it."
       f"Replica {self._replica_id} failed health check, stopping it."                      (ReplicaID repr)
 
+The replica's own start-up failure reaches the controller's log two more ways, whatever the release's
+controller wording (an excerpt may keep only these lines):
+  ray's RayTaskError of the replica actor's start-up call (python/ray/exceptions.py: `ray::{class}.{method}()
+  (pid=..., ip=..., actor_id=..., repr=...)`; the actor class is `ServeReplica:{app}:{deployment}`, in 1.x
+  `RayServeWrappedReplica`): ray.exceptions.RayTaskError(RuntimeError): ray::ServeReplica:llms:LLMServer:qwen.
+  initialize_and_get_metadata() (pid=316, ...)  /  ray::SERVE_CONTROLLER_ACTOR:Fail#ZEqBbB:RayServeWrappedReplica.__init__
+  python/ray/serve/_private/replica.py ReplicaActor.initialize re-raising the user's error as text:
+      raise RuntimeError(traceback.format_exc()) from None    -> `RuntimeError: Traceback (most recent call last):`
+  right under that frame (`.../ray/serve/_private/replica.py", line 730, in initialize`).
+
 A replica's crash, its failed health checks and its stop are one failure of that replica; the controller
 then starts a new one (`Adding 1 replica to deployment 'D'.`), which is recovery, not a failure.
 """
@@ -76,10 +86,37 @@ def _replica_unhealthy(m, rec, state):
     return _event(rec, state, _replica(m, "c"), "runtime", "crashed (its actor died)")
 
 
+# ray::ServeReplica:<app>:<deployment>.initialize_and_get_metadata() / RayServeWrappedReplica.__init__ (1.x)
+_START_CALL = (r"ray::(?P<actor>(?:[\w#-]+:)*?(?:ServeReplica:(?P<dep>[^\s()]+?)|RayServeWrappedReplica))"
+               r"\.(?P<call>initialize_and_get_metadata|initialize|__init__)\(\)")
+_INIT_SPAN = 3  # lines from replica.py's `in initialize` frame to its `raise RuntimeError(...)` and the exception
+
+
+@rule("replica-start-call", ("ServeReplica:", "RayServeWrappedReplica."), _START_CALL)
+def _replica_start_call(m, rec, state):
+    replica = m.group("dep") or m.group("actor")
+    return _event(rec, state, replica, "startup", "raised in its constructor (the replica did not start)")
+
+
+@rule("replica-init-frame", ('serve/_private/replica.py"',), r'serve/_private/replica\.py", line \d+, in initialize\b')
+def _replica_init_frame(m, rec, state):
+    state["serve_init_frame"] = rec.loc.line
+    return None  # the frame stays the python parser's too
+
+
+@rule("replica-init-reraise", ("RuntimeError: Traceback (most recent call last)",),
+      r"(?:^|\s)RuntimeError: Traceback \(most recent call last\):\s*$")
+def _replica_init_reraise(m, rec, state):
+    at = state.get("serve_init_frame")
+    if at is None or not 0 < rec.loc.line - at <= _INIT_SPAN:
+        return None  # some other RuntimeError built from a traceback
+    return _event(rec, state, "a Serve replica", "startup", "raised while it initialized (the replica did not start)")
+
+
 PARSER = Parser(
     name="rayserve",
     framework=FW,
     priority=40,
     description="Ray Serve: a replica that raised at start-up, crashed or failed its health checks",
-    rules=[_replica_exception, _replica_unhealthy],
+    rules=[_replica_exception, _replica_unhealthy, _replica_start_call, _replica_init_frame, _replica_init_reraise],
 )
