@@ -287,3 +287,47 @@ def test_a_replica_s_initialize_re_raise_is_its_start_up_failure(tmp_path):
 def test_the_same_re_raise_without_serve_s_frame_is_not_called_a_replica_failure(tmp_path):
     r = diagnose(tmp_path, REPLICA_INIT[-1:])
     assert "ray-serve-replica-failed" not in ids(r)
+
+
+# --- families of the third round (1934-1939) ---
+
+def test_an_architecture_llama_cpp_does_not_know_under_ollama(tmp_path):
+    # ollama/ollama#3904
+    r = diagnose(tmp_path, [
+        "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'phi3'",
+        "llama_load_model_from_file: exception loading model",
+        'time=2024-04-25T18:30:30.049+02:00 level=ERROR source=routes.go:120 msg="error loading llama server" '
+        'error="llama runner process no longer running: 3221226505 "',
+    ])
+    assert ids(r) == ["model-architecture-unsupported"]
+    assert "'phi3'" in r.findings[0].summary
+
+
+def test_tgi_s_unsupported_model_type_is_the_architecture_not_a_generic_exception(tmp_path):
+    # huggingface/text-generation-inference#3020
+    r = diagnose(tmp_path, [
+        '  File "/usr/src/server/text_generation_server/models/__init__.py", line 1523, in get_model',
+        '    raise ValueError(f"Unsupported model type {model_type}")',
+        "ValueError: Unsupported model type xlm-roberta",
+        "2025-02-13T15:38:53.307253Z ERROR shard-manager: text_generation_launcher: Shard complete standard error output:",
+    ])
+    assert ids(r)[0] == "model-architecture-unsupported"
+    assert "uncaught-exception" not in ids(r)
+
+
+def test_vllm_naming_the_architecture_it_resolved_is_not_a_refusal(tmp_path):
+    # vllm-project/vllm#28572
+    r = diagnose(tmp_path, ["(APIServer pid=4172) INFO 11-12 17:39:27 [model.py:547] Resolved architecture: GptOssForCausalLM"])
+    assert r.verdict == "clean", ids(r)
+
+
+def test_a_tensorrt_llm_executor_that_could_not_set_up_nccl(tmp_path):
+    # NVIDIA/TensorRT-LLM#9263
+    r = diagnose(tmp_path, [
+        "[11/18/2025-09:33:30] [TRT-LLM] [RANK 0] [E] Failed to initialize executor on rank 0: [TensorRT-LLM][ERROR] "
+        "Assertion failed: Failed, NCCL error ../tensorrt_llm/runtime/ncclCommunicator.cpp:90 'invalid usage (run with "
+        "NCCL_DEBUG=WARN for details)'",
+        " (../tensorrt_llm/runtime/ncclCommunicator.cpp:90)",
+        "1       0x7a14a782a0f4 tensorrt_llm::common::throwRuntimeError(char const*, int, char const*) + 76",
+    ])
+    assert ids(r) == ["nccl-error"]
