@@ -331,3 +331,37 @@ def test_a_tensorrt_llm_executor_that_could_not_set_up_nccl(tmp_path):
         "1       0x7a14a782a0f4 tensorrt_llm::common::throwRuntimeError(char const*, int, char const*) + 76",
     ])
     assert ids(r) == ["nccl-error"]
+
+
+# --- families of the fourth round (1940-1943) ---
+
+def test_ollama_s_memory_check_is_host_memory(tmp_path):
+    # ollama/ollama#10920
+    r = diagnose(tmp_path, ["Error: model requires more system memory (164.8 GiB) than is available (13.4 GiB)"])
+    assert ids(r) == ["host-oom"]
+    assert "164.8 GiB" in r.findings[0].summary
+
+
+def test_ollama_s_memory_check_behind_a_client_s_exception(tmp_path):
+    # yuntianhe2014/Easy-RAG#9
+    r = diagnose(tmp_path, [
+        'ValueError: Ollama call failed with status code 500. Details: {"error":"model requires more system memory '
+        '(3.7 GiB) than is available (3.6 GiB)"}',
+    ])
+    assert ids(r) == ["host-oom"]
+
+
+def test_ggml_s_vulkan_backend_out_of_device_memory(tmp_path):
+    # ggml-org/llama.cpp#15256
+    r = diagnose(tmp_path, [
+        "ggml_vulkan: Device memory allocation of size 118497280 failed.",
+        "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory",
+        "double free or corruption (out)",
+    ])
+    assert ids(r)[0] == "cuda-oom"
+
+
+def test_early_ggml_cuda_s_check_wording(tmp_path):
+    # ggml-org/llama.cpp#3199
+    r = diagnose(tmp_path, ["CUDA error 2 at /data/llama.cpp/ggml-cuda.cu:5509: out of memory", "current device: 0"])
+    assert ids(r) == ["cuda-oom"]

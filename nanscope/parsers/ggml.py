@@ -22,7 +22,17 @@ host memory) are host memory, so host-oom; a device buffer (`CUDA0`, `ROCm1`, `M
 is GPU memory, so cuda-oom. One failure prints two or three of these lines (the backend's, the allocator's,
 the loader's): the first makes the event, the rest are the same failure.
 
-`ggml_cuda_host_malloc: failed to allocate ... MiB of pinned memory` is a warning: ggml falls back to
+  ggml/src/ggml-vulkan/ggml-vulkan.cpp ggml_vk_create_buffer (the Vulkan backend; then vk's exception text):
+      std::cerr << "ggml_vulkan: Device memory allocation of size " << size << " failed." << std::endl;
+      -> ggml_vulkan: Device memory allocation of size 118497280 failed.
+         ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory
+  ggml-cuda.cu's CUDA_CHECK before the ggml_cuda_error rewrite (2023):
+      fprintf(stderr, "CUDA error %d at %s:%d: %s\n", err_, __FILE__, __LINE__, cudaGetErrorString(err_))
+      -> CUDA error 2 at /data/llama.cpp/ggml-cuda.cu:5509: out of memory    (later: `CUDA error: out of memory`,
+         the cuda parser's)
+
+`ggml_cuda_host_malloc: failed to allocate ... MiB of pinned memory` (and Vulkan's `Failed to allocate pinned
+memory.` before its ErrorOutOfDeviceMemory line) is a warning: ggml falls back to
 pageable memory and goes on, so it is no failure.
 """
 
@@ -87,10 +97,35 @@ def _buffer_alloc(m, rec, state):
     })
 
 
+@rule(
+    "vulkan-device-alloc",
+    ("ggml_vulkan: Device memory allocation of size",),
+    r"ggml_vulkan: Device memory allocation of size (?P<size>\d+) failed",
+)
+def _vulkan_alloc(m, rec, state):
+    size = int(m.group("size"))
+    return _oom(rec, state, False, {
+        "buffer": "Vulkan", "bytes": size,
+        "detail": f"ggml's Vulkan backend could not allocate {size / _MIB:.2f} MiB of device memory (ErrorOutOfDeviceMemory)",
+    })
+
+
+@rule(
+    "old-cuda-check",
+    ("ggml-cuda.cu:",),
+    r"CUDA error (?P<code>\d+) at (?P<at>\S*ggml-cuda\.cu:\d+): (?P<err>out of memory)",
+)
+def _old_cuda_check(m, rec, state):
+    return _oom(rec, state, False, {
+        "cuda_error_code": int(m.group("code")), "at": m.group("at"),
+        "detail": f"a CUDA call in ggml failed with out of memory ({m.group('at')})",
+    })
+
+
 PARSER = Parser(
     name="ggml",
     framework=FW,
     priority=40,
-    description="ggml / llama.cpp / Ollama: a device or host buffer the backend could not allocate",
-    rules=[_device_malloc, _buffer_alloc],
+    description="ggml / llama.cpp / Ollama: a device or host buffer the backend (CUDA, Vulkan, CPU) could not allocate",
+    rules=[_device_malloc, _buffer_alloc, _vulkan_alloc, _old_cuda_check],
 )
