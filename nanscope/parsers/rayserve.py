@@ -88,7 +88,7 @@ def _replica_unhealthy(m, rec, state):
 
 # ray::ServeReplica:<app>:<deployment>.initialize_and_get_metadata() / RayServeWrappedReplica.__init__ (1.x)
 _START_CALL = (r"ray::(?P<actor>(?:[\w#-]+:)*?(?:ServeReplica:(?P<dep>[^\s()]+?)|RayServeWrappedReplica))"
-               r"\.(?P<call>initialize_and_get_metadata|initialize|__init__)\(\)")
+               r"\.(?P<call>initialize_and_get_metadata|initialize|__init__)(?:\(\)|\s\(pid=)")
 _INIT_SPAN = 3  # lines from replica.py's `in initialize` frame to its `raise RuntimeError(...)` and the exception
 
 
