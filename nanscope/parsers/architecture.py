@@ -30,7 +30,7 @@ from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
 
 FW = "serving"
-_EXC = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): ")
+_EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): ")
 
 
 def _event(rec, state, arch: str, engine: str) -> list[ErrorEvent]:

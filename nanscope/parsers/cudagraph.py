@@ -53,7 +53,7 @@ _TEXTS = {
     "attempt to terminate a thread-local capture sequence from another thread": "cudaErrorStreamCaptureWrongThread",
 }
 _ENUM = r"cudaErrorStreamCapture(?:Unsupported|Invalidated|Merge|Unmatched|Unjoined|Isolation|Implicit|WrongThread)|cudaErrorCapturedEvent"
-_EXC = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): ")
+_EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): ")
 
 
 @rule(
@@ -82,17 +82,18 @@ def _capture_error(m, rec, state):
 @rule(
     "torch-not-capturing",
     ("during CUDA graph capture. If you need this call to be captured",),
-    r"(?P<attempt>[A-Z][^\n]*?) during CUDA graph capture\. If you need this call to be captured, please file an issue\."
+    r" during CUDA graph capture\. If you need this call to be captured, please file an issue\."
     r"(?: Current cudaStreamCaptureStatus: (?P<status>\w+))?",
 )
 def _torch_not_capturing(m, rec, state):
     if not first_time(state, ("cuda_graph_capture",), rec.loc.line):
         return []
-    attempt = m.group("attempt")
     exc = _EXC.search(rec.text)
-    if exc is not None and attempt.startswith(exc.group(0)):
-        attempt = attempt[len(exc.group(0)):]
-    attempt = re.sub(r"^(?:(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )+", "", attempt)
+    attempt = rec.text[:m.start()].strip()
+    for sep in ("Error: ", "Exception: "):  # the exception types the message is wrapped in
+        at = attempt.rfind(sep)
+        if at >= 0:
+            attempt = attempt[at + len(sep):]
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="cuda_graph_capture",
                       message=rec.text.strip(), exc_type=exc.group("type") if exc else None,
                       fields={"cuda_error": "torch assertNotCapturing",

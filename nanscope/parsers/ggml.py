@@ -75,9 +75,9 @@ def _device_malloc(m, rec, state):
 @rule(
     "buffer-alloc",
     ("failed to allocate", "unable to allocate"),
-    r"(?P<func>\w+): failed to allocate (?P<buf>[A-Za-z][\w-]*) buffer of size (?P<size>\d+)"
+    r"(?<!\w)(?:(?P<func>\w+): failed to allocate (?P<buf>[A-Za-z][\w-]*) buffer of size (?P<size>\d+)"
     r"|(?P<cpu>ggml_backend_cpu_buffer_type_alloc_buffer): failed to allocate buffer of size (?P<csize>\d+)"
-    r"|llama_model_load: error loading model: unable to allocate (?P<lbuf>[A-Za-z][\w-]*) buffer",
+    r"|llama_model_load: error loading model: unable to allocate (?P<lbuf>[A-Za-z][\w-]*) buffer)",
 )
 def _buffer_alloc(m, rec, state):
     if m.group("cpu"):

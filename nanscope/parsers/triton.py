@@ -48,23 +48,23 @@ def _failed(rec, state, model: Optional[str], reason: Optional[str], how: str) -
 @rule(
     "load-failed",
     ("failed to load '", "failed to poll model '"),
-    r"failed to (?:load '(?P<model>[^']+)' version (?P<ver>-?\d+)|poll model '(?P<pmodel>[^']+)'): (?P<reason>.+?)\s*$",
+    r"failed to (?:load '(?P<model>[^']+)' version (?P<ver>-?\d+)|poll model '(?P<pmodel>[^']+)'): (?P<reason>.+)",
 )
 def _load_failed(m, rec, state):
     model = m.group("model") or m.group("pmodel")
-    return _failed(rec, state, model, m.group("reason"), "load" if m.group("model") else "poll")
+    return _failed(rec, state, model, m.group("reason").strip(), "load" if m.group("model") else "poll")
 
 
 @rule(
     "status-row",
     ("UNAVAILABLE: ",),
-    r"\|\s*(?P<model>[^|]*?)\s*\|\s*(?P<ver>-?\d+)\s*\|\s*UNAVAILABLE: (?P<reason>[^|]*?)\s*\|",
+    r"\|(?P<model>[^|]*)\|\s*(?P<ver>-?\d+)\s*\|\s*UNAVAILABLE: (?P<reason>[^|]*)\|",
 )
 def _status_row(m, rec, state):
-    reason = m.group("reason")
+    reason = m.group("reason").strip()
     if reason.startswith("unloaded"):
         return []  # unloaded on purpose (explicit model control), not a failure
-    return _failed(rec, state, m.group("model"), reason, "status table")
+    return _failed(rec, state, m.group("model").strip(), reason, "status table")
 
 
 @rule(
