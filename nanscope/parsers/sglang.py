@@ -12,6 +12,17 @@ Templates (sglang/srt/managers/scheduler.py, sglang/srt/entrypoints/engine.py, w
                                 -> `Watchdog timeout (self.watchdog_timeout=300)`
   0.5.x watchdog refactor: `Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)`
                            (soft=True only dumps stacks and keeps serving: not a failure)
+
+The KV / request pools running out end the scheduler the same way (the RuntimeError is what its traceback
+ends with, and an excerpt often keeps only that line):
+  managers/schedule_batch.py alloc_token_slots (<= 0.4; `exit(1)` in early releases, then raise):
+      f"{phase_str} out of memory. Try to lower your batch size.\n"   phase_str: Prefill | Decode
+  mem_cache/common.py alloc_token_slots (0.5+, also sglang-jax): f"Out of memory. Try to lower your batch size.\n"
+      then `Try to allocate N tokens.` and the available/evictable counts on the next lines
+  alloc_req_slots: "alloc_req_slots runs out of memory. Please set a smaller number for `--max-running-requests`. "
+      (older: "Out of memory. Please set a smaller number for `--max-running-requests`.")
+  model_executor/model_runner.py init_memory_pool at start-up:
+      RuntimeError("Not enough memory. Please try to increase --mem-fraction-static.")
 """
 
 from __future__ import annotations
@@ -52,10 +63,32 @@ def _watchdog(m, rec, state):
                   {"timeout_s": float(m.group("t")), "soft": m.group("soft") == "True"})
 
 
+@rule(
+    "pool-exhausted",
+    ("out of memory. Try to lower your batch size", "Out of memory. Try to lower your batch size",
+     "Please set a smaller number for `--max-running-requests`", "Please try to increase --mem-fraction-static"),
+    r"(?P<phase>Prefill|Decode|^|[\s:\]]) ?[Oo]ut of memory\. Try to lower your batch size"
+    r"|(?P<req>alloc_req_slots runs out of memory\.|Out of memory\.) Please set a smaller number for `--max-running-requests`"
+    r"|(?P<init>Not enough memory)\. Please try to increase --mem-fraction-static",
+)
+def _pool_exhausted(m, rec, state):
+    if m.group("init"):
+        reason, what = "memory_pool_init", "not enough memory for the KV cache pool at start-up"
+    elif m.group("req"):
+        reason, what = "request_slots", "the request-slot pool ran out (--max-running-requests)"
+    else:
+        phase = (m.group("phase") or "").strip(" :]")
+        reason = "kv_tokens"
+        what = f"the KV cache pool ran out of tokens{' in ' + phase.lower() if phase in ('Prefill', 'Decode') else ''}"
+    if not first_time(state, ("sglang_pool", reason), rec.loc.line):
+        return []  # logger.error, then the RuntimeError with the same text
+    return _error(rec, "sglang_scheduler_crash", {"reporter": "scheduler", "reason": reason, "detail": what})
+
+
 PARSER = Parser(
     name="sglang",
     framework=FW,
     priority=40,
-    description="SGLang scheduler exceptions and scheduler watchdog timeouts",
-    rules=[_scheduler, _watchdog],
+    description="SGLang scheduler exceptions, KV / request pool exhaustion and scheduler watchdog timeouts",
+    rules=[_scheduler, _watchdog, _pool_exhausted],
 )

@@ -53,6 +53,11 @@ Templates (vllm-project/vllm; quoted from source via the search index and from i
       8.0. Your %s GPU has compute capability %d.%d.[ You can use float16 instead by explicitly setting the
       `dtype` flag in CLI, for example: --dtype=half.]   (<= 0.2 ended after the capability; PR #2374 added
       ` You can explicitly specify the data type by using the --dtype option, ...`)
+  vllm/config/vllm.py (earlier vllm/config.py): The quantization method fp8 is not supported for the current GPU.
+      Minimum capability: 90. Current capability: 86.   (compressed-tensors: ('Quantization scheme is not
+      supported for ', 'the current GPU. Min capability: 80. ', 'Current capability: 75.')) -> dtype_unsupported
+  vllm/config.py, later vllm/config/model.py _get_and_verify_max_len: User-specified max_model_len (4096) is greater
+      than the derived max_model_len (seq_length=2048 or model_max_length=None in model's config.json). ...
   vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. ...
   Engine background task failed / AsyncEngineDeadError: Background loop has errored already. (V0)
   vllm/core/scheduler.py (V0): Sequence group 221 is preempted by PreemptionMode.RECOMPUTE mode
@@ -433,6 +438,67 @@ def _dtype(m, rec, state):
     })
 
 
+# vllm/config/vllm.py (earlier vllm/config.py, vllm/model_executor/model_loader) VllmConfig._get_quantization_config:
+#   raise ValueError(f"The quantization method {model_config.quantization} is not supported for the current GPU. "
+#                    f"Minimum capability: {quant_config.get_min_capability()}. Current capability: {capability}.")
+# (behind pydantic's `Value error, ` in 0.10+); compressed-tensors' _check_scheme_supported raises a RuntimeError
+# built from three strings, printed as a tuple: ('Quantization scheme is not supported for ', 'the current GPU.
+# Min capability: 80. ', 'Current capability: 75.'). The capability is major*10+minor.
+@rule(
+    "quantization-compute-capability",
+    ("is not supported for the current GPU", "Quantization scheme is not supported for"),
+    r"The quantization method (?P<q>\S+) is not supported for the current GPU\. Minimum capability: (?P<need>\d+)\. "
+    r"Current capability: (?P<have>\d+)"
+    r"|Quantization scheme is not supported for (?:', ')?the current GPU\. Min capability: (?P<sneed>\d+)\. "
+    r"(?:', ')?Current capability: (?P<shave>\d+)",
+)
+def _quant_capability(m, rec, state):
+    need, have = m.group("need") or m.group("sneed"), m.group("have") or m.group("shave")
+    if not first_time(state, ("quant_capability", need, have), rec.loc.line):
+        return []  # each TP worker raises it, and the engine re-raises it
+    return _error(rec, state, "dtype_unsupported", {
+        "dtype": m.group("q") or "compressed-tensors scheme", "quantization": True,
+        "required_capability": f"{int(need) // 10}.{int(need) % 10}",
+        "compute_capability": f"{int(have) // 10}.{int(have) % 10}",
+    })
+
+
+# vllm/config.py (later vllm/config/model.py) _get_and_verify_max_len, when --max-model-len is above what the
+# model's config.json gives (max_position_embeddings, seq_length, sliding_window, ... or the tokenizer's
+# model_max_length):
+#   <= 0.5: raise ValueError(f"User-specified max_model_len ({max_model_len}) is greater than the derived
+#           max_model_len ({max_len_key}={derived_max_model_len} or model_max_length={model_max_length} in model's
+#           config.json). This may lead to incorrect model outputs or CUDA errors. Make sure the value is correct
+#           and within the model context size.")   (the oldest print `(None=4096 in model's config.json)`)
+#   0.6+:   ... CUDA errors. To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 ...
+#   0.10+:  the same behind pydantic's `Value error, ` (ModelConfig is a pydantic dataclass)
+# With VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 the same words are a logger.warning (PR #7080: `WARNING ... config.py:...]
+# User-specified max_model_len ... CUDA errors.`; since PR #20904 it goes on with ` VLLM_ALLOW_LONG_MAX_MODEL_LEN
+# must be used with extreme caution. ...` right after `config.json).`): the user chose it and the engine starts,
+# so that form is no failure. (The error since #20904 has the caution too, but after `To allow overriding ...`.)
+_MAX_LEN_OVERRIDE = re.compile(r"\)\.?\s*VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution")
+_WARNING_LEVEL = re.compile(r"(?:^|[\s\]])WARNING \d\d-\d\d \d\d:\d\d:\d\d")
+
+
+@rule(
+    "max-model-len-exceeds-model",
+    ("is greater than the derived max_model_len",),
+    r"User-specified max_model_len \((?P<user>\d+)\) is greater than the derived max_model_len \((?P<derived>[^)]*)",
+)
+def _max_model_len(m, rec, state):
+    if _MAX_LEN_OVERRIDE.match(rec.text, m.end()) or _WARNING_LEVEL.search(rec.text, 0, m.start()):
+        return []  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: the override's warning, the engine goes on
+    if not first_time(state, ("max_model_len",), rec.loc.line):
+        return []  # the exception, a wrapper's log of it, pydantic's re-print
+    derived = m.group("derived").replace(" in model's config.json", "").strip()
+    nums = [to_float(x) for x in re.findall(r"=\s*(\d+(?:\.\d+)?)", derived)]
+    limit = next((int(x) for x in nums if x is not None), None)
+    return _error(rec, state, "vllm_max_model_len", {
+        "max_model_len": int(m.group("user")), "derived": derived, "derived_max_len": limit,
+        "detail": f"--max-model-len {m.group('user')} is above the model's own limit ({derived})",
+    })
+
+
 @rule(
     "shutdown-requested",
     ("shutdown triggered", "trigger received signal"),
@@ -473,8 +539,10 @@ PARSER = Parser(
     name="vllm",
     framework="vllm",
     priority=40,
-    description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption",
+    description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption,"
+                " config checks (quantization vs GPU capability, max_model_len vs the model)",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _kv_allocation_cpu, _shutdown, _worker_died, _worker_exception, _v0_engine_dead, _sampler_oom, _dtype,
-           _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout, _shm_wait, _nan_probs, _preemption],
+           _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _worker_died, _worker_exception,
+           _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
+           _shm_wait, _nan_probs, _preemption],
 )

@@ -1,0 +1,131 @@
+"""ggml (llama.cpp, llama-server, Ollama's runner): a buffer the backend could not allocate.
+
+ggml prints its allocation failures through GGML_LOG_ERROR (older releases: fprintf(stderr, ...)), the
+same text in llama.cpp, llama-server and Ollama's llama runner (which vendors ggml), behind whatever a
+wrapper puts in front (`ollama  | `, journald's `Mar 15 11:39:07 host ollama[87551]: `):
+
+  ggml/src/ggml-cuda/ggml-cuda.cu ggml_backend_cuda_buffer_type_alloc_buffer (the ROCm and MUSA builds
+  compile the same file, so they print `cudaMalloc` too):
+      "%s: allocating %.2f MiB on device %d: cudaMalloc failed: %s\n"   (__func__, MiB, device, cudaGetErrorString)
+      -> ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4507.00 MiB on device 0: cudaMalloc failed: out of memory
+  ggml/src/ggml-alloc.c (alloc_tensor_range, ggml_gallocr_reserve_n):
+      "%s: failed to allocate %s buffer of size %zu\n"   (__func__, ggml_backend_buft_name(buft), bytes)
+      -> alloc_tensor_range: failed to allocate CUDA0 buffer of size 151851674624
+  ggml/src/ggml-backend.cpp ggml_backend_cpu_buffer_type_alloc_buffer:
+      "%s: failed to allocate buffer of size %zu\n"   -> host memory
+  src/llama-model.cpp (llama_model_load reports the exception):
+      throw std::runtime_error(format("unable to allocate %s buffer", ggml_backend_buft_name(buft)))
+      -> llama_model_load: error loading model: unable to allocate CUDA0 buffer
+
+The buffer type names the memory: `CPU` (and `CPU_Mapped`, `CPU_REPACK`, ...) and `CUDA_Host` (pinned
+host memory) are host memory, so host-oom; a device buffer (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`)
+is GPU memory, so cuda-oom. One failure prints two or three of these lines (the backend's, the allocator's,
+the loader's): the first makes the event, the rest are the same failure.
+
+  ggml/src/ggml-vulkan/ggml-vulkan.cpp ggml_vk_create_buffer (the Vulkan backend; then vk's exception text):
+      std::cerr << "ggml_vulkan: Device memory allocation of size " << size << " failed." << std::endl;
+      -> ggml_vulkan: Device memory allocation of size 118497280 failed.
+         ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory
+  ggml-cuda.cu's CUDA_CHECK before the ggml_cuda_error rewrite (2023):
+      fprintf(stderr, "CUDA error %d at %s:%d: %s\n", err_, __FILE__, __LINE__, cudaGetErrorString(err_))
+      -> CUDA error 2 at /data/llama.cpp/ggml-cuda.cu:5509: out of memory    (later: `CUDA error: out of memory`,
+         the cuda parser's)
+
+`ggml_cuda_host_malloc: failed to allocate ... MiB of pinned memory` (and Vulkan's `Failed to allocate pinned
+memory.` before its ErrorOutOfDeviceMemory line) is a warning: ggml falls back to
+pageable memory and goes on, so it is no failure.
+"""
+
+from __future__ import annotations
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.base import Parser, rule
+
+FW = "ggml"
+_MIB = 1024 * 1024
+
+
+def _host_buffer(name: str) -> bool:
+    return name.startswith("CPU") or name.endswith("_Host")
+
+
+def _oom(rec, state, host: bool, fields: dict) -> list[ErrorEvent]:
+    if not first_time(state, ("ggml_oom", host), rec.loc.line):
+        return []  # the allocator's and the loader's lines after the backend's: one failure
+    kind = "host_oom" if host else "cuda_oom"
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error=kind, message=rec.text.strip(),
+                       fields={"source": "ggml", **fields})]
+
+
+@rule(
+    "device-malloc",
+    ("cudaMalloc failed",),
+    r"(?P<func>ggml_backend_\w+?_buffer_type_alloc_buffer): allocating (?P<mib>\d+(?:\.\d+)?) MiB on device "
+    r"(?P<dev>\d+): cudaMalloc failed: (?P<err>out of memory)",
+)
+def _device_malloc(m, rec, state):
+    mib, dev = float(m.group("mib")), int(m.group("dev"))
+    return _oom(rec, state, False, {
+        "device": dev, "requested_mib": mib,
+        "detail": f"ggml could not allocate {mib:.2f} MiB on device {dev} (cudaMalloc: out of memory)",
+    })
+
+
+@rule(
+    "buffer-alloc",
+    ("failed to allocate", "unable to allocate"),
+    r"(?<!\w)(?:(?P<func>\w+): failed to allocate (?P<buf>[A-Za-z][\w-]*) buffer of size (?P<size>\d+)"
+    r"|(?P<cpu>ggml_backend_cpu_buffer_type_alloc_buffer): failed to allocate buffer of size (?P<csize>\d+)"
+    r"|llama_model_load: error loading model: unable to allocate (?P<lbuf>[A-Za-z][\w-]*) buffer)",
+)
+def _buffer_alloc(m, rec, state):
+    if m.group("cpu"):
+        buf, size = "CPU", int(m.group("csize"))
+    elif m.group("lbuf"):
+        buf, size = m.group("lbuf"), None
+    else:
+        buf, size = m.group("buf"), int(m.group("size"))
+    host = _host_buffer(buf)
+    what = "the model's weights" if m.group("lbuf") or m.group("func") == "alloc_tensor_range" else (
+        "the compute buffers" if m.group("func") and m.group("func").startswith("ggml_gallocr") else "a buffer")
+    amount = f" of {size / _MIB:.2f} MiB" if size is not None else ""
+    return _oom(rec, state, host, {
+        "buffer": buf, "bytes": size,
+        "detail": f"ggml could not allocate a {buf} buffer{amount} for {what}"
+                  + (" (host memory)" if host else " (device memory)"),
+    })
+
+
+@rule(
+    "vulkan-device-alloc",
+    ("ggml_vulkan: Device memory allocation of size",),
+    r"ggml_vulkan: Device memory allocation of size (?P<size>\d+) failed",
+)
+def _vulkan_alloc(m, rec, state):
+    size = int(m.group("size"))
+    return _oom(rec, state, False, {
+        "buffer": "Vulkan", "bytes": size,
+        "detail": f"ggml's Vulkan backend could not allocate {size / _MIB:.2f} MiB of device memory (ErrorOutOfDeviceMemory)",
+    })
+
+
+@rule(
+    "old-cuda-check",
+    ("ggml-cuda.cu:",),
+    r"CUDA error (?P<code>\d+) at (?P<at>\S*ggml-cuda\.cu:\d+): (?P<err>out of memory)",
+)
+def _old_cuda_check(m, rec, state):
+    return _oom(rec, state, False, {
+        "cuda_error_code": int(m.group("code")), "at": m.group("at"),
+        "detail": f"a CUDA call in ggml failed with out of memory ({m.group('at')})",
+    })
+
+
+PARSER = Parser(
+    name="ggml",
+    framework=FW,
+    priority=40,
+    description="ggml / llama.cpp / Ollama: a device or host buffer the backend (CUDA, Vulkan, CPU) could not allocate",
+    rules=[_device_malloc, _buffer_alloc, _vulkan_alloc, _old_cuda_check],
+)

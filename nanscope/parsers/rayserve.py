@@ -1,0 +1,122 @@
+"""Ray Serve: the controller's report of a replica that failed to start or died.
+
+The Serve controller logs `ERROR 2025-06-11 13:15:51,444 controller 45327 -- MESSAGE` (older releases:
+`... deployment_state.py:625 - MESSAGE`), in the driver's console behind Ray's `(ServeController pid=N) `
+tag, which ingest/prefixes.py peels; every rule searches.
+
+Templates (ray-project/ray python/ray/serve/_private/deployment_state.py, across releases; the replica is
+named `replica 'D#abcd'` / `replica D#abcd` up to ~2.9, then by ReplicaID's repr `Replica(id='abcd',
+deployment='D', app='a')`):
+  ActorReplicaWrapper.check_ready, the replica's constructor raised (a RayTaskError):
+      f"Exception in replica '{self._replica_tag}', the replica will be stopped."
+      f"Exception in {self._replica_id}, the replica will be stopped."
+  ... its runtime environment could not be set up (RuntimeEnvSetupError):
+      f"Exception when allocating replica '{self._replica_tag}': {str(e)}"  /  f"Exception when allocating {self._replica_id}: ..."
+  ActorReplicaWrapper.check_health:
+      f"Actor for replica {self._replica_tag} crashed, marking it unhealthy immediately."   (newer: f"Actor for {self._replica_id} ...")
+      f"Replica {self._replica_tag} failed the health check {n} times in a row, marking it unhealthy."
+  DeploymentState.check_and_update_replicas:
+      f"Replica {tag} of backend {name} failed health check, stopping it."                 (1.x)
+      f"Replica {tag} of deployment {name}[ in application '{app}'] failed health check, stopping it."
+      f"Replica {self._replica_id} failed health check, stopping it."                      (ReplicaID repr)
+
+The replica's own start-up failure reaches the controller's log two more ways, whatever the release's
+controller wording (an excerpt may keep only these lines):
+  ray's RayTaskError of the replica actor's start-up call (python/ray/exceptions.py: `ray::{class}.{method}()
+  (pid=..., ip=..., actor_id=..., repr=...)`; the actor class is `ServeReplica:{app}:{deployment}`, in 1.x
+  `RayServeWrappedReplica`): ray.exceptions.RayTaskError(RuntimeError): ray::ServeReplica:llms:LLMServer:qwen.
+  initialize_and_get_metadata() (pid=316, ...)  /  ray::SERVE_CONTROLLER_ACTOR:Fail#ZEqBbB:RayServeWrappedReplica.__init__
+  python/ray/serve/_private/replica.py ReplicaActor.initialize re-raising the user's error as text:
+      raise RuntimeError(traceback.format_exc()) from None    -> `RuntimeError: Traceback (most recent call last):`
+  right under that frame (`.../ray/serve/_private/replica.py", line 730, in initialize`).
+
+A replica's crash, its failed health checks and its stop are one failure of that replica; the controller
+then starts a new one (`Adding 1 replica to deployment 'D'.`), which is recovery, not a failure.
+"""
+
+from __future__ import annotations
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.base import Parser, rule
+
+FW = "ray-serve"
+_REPLICA = r"(?:replica '(?P<{0}q>[^']+)'|replica (?P<{0}t>[^\s,']+)|(?P<{0}r>Replica\(id='[^']*'[^)]*\)))"
+
+
+def _replica(m, tag: str) -> str:
+    return m.group(f"{tag}q") or m.group(f"{tag}t") or m.group(f"{tag}r")
+
+
+def _event(rec, state, replica: str, phase: str, what: str) -> list[ErrorEvent]:
+    if not first_time(state, ("serve_replica", replica), rec.loc.line):
+        return []  # the crash, the failed health check and the stop of one replica
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="ray_serve_replica_failed",
+                       message=rec.text.strip(),
+                       fields={"replica": replica, "phase": phase, "what": what,
+                               "detail": f"{replica} {what}"})]
+
+
+@rule(
+    "replica-exception",
+    ("the replica will be stopped", "Exception when allocating"),
+    r"Exception (?:in " + _REPLICA.format("a") + r", the replica will be stopped\."
+    r"|when allocating " + _REPLICA.format("b") + r": (?P<why>.*))",
+)
+def _replica_exception(m, rec, state):
+    if m.group("why") is not None:
+        return _event(rec, state, _replica(m, "b"), "startup", "could not be allocated (its runtime environment failed)")
+    return _event(rec, state, _replica(m, "a"), "startup", "raised while it started and was stopped")
+
+
+@rule(
+    "replica-unhealthy",
+    ("crashed, marking it unhealthy", "failed health check, stopping it", "times in a row, marking it unhealthy"),
+    r"Actor for " + _REPLICA.format("c") + r" crashed, marking it unhealthy immediately"
+    r"|(?:Replica (?P<dt>\S+) of (?:deployment|backend) \S+?(?: in application '[^']*')?|(?P<dr>Replica\(id='[^']*'[^)]*\)))"
+    r" failed health check, stopping it"
+    r"|(?:Replica (?P<et>\S+)|(?P<er>Replica\(id='[^']*'[^)]*\))) failed the health check (?P<n>\d+) times in a row",
+)
+def _replica_unhealthy(m, rec, state):
+    if m.group("n") is not None:
+        replica = m.group("et") or m.group("er")
+        return _event(rec, state, replica, "runtime", f"failed {m.group('n')} health checks in a row")
+    if m.group("dt") or m.group("dr"):
+        return _event(rec, state, m.group("dt") or m.group("dr"), "runtime", "failed its health check and was stopped")
+    return _event(rec, state, _replica(m, "c"), "runtime", "crashed (its actor died)")
+
+
+# ray::ServeReplica:<app>:<deployment>.initialize_and_get_metadata() / RayServeWrappedReplica.__init__ (1.x)
+_START_CALL = (r"ray::(?P<actor>(?:[\w#-]+:)*?(?:ServeReplica:(?P<dep>[^\s()]+?)|RayServeWrappedReplica))"
+               r"\.(?P<call>initialize_and_get_metadata|initialize|__init__)(?:\(\)|\s\(pid=)")
+_INIT_SPAN = 3  # lines from replica.py's `in initialize` frame to its `raise RuntimeError(...)` and the exception
+
+
+@rule("replica-start-call", ("ServeReplica:", "RayServeWrappedReplica."), _START_CALL)
+def _replica_start_call(m, rec, state):
+    replica = m.group("dep") or m.group("actor")
+    return _event(rec, state, replica, "startup", "raised in its constructor (the replica did not start)")
+
+
+@rule("replica-init-frame", ('serve/_private/replica.py"',), r'serve/_private/replica\.py", line \d+, in initialize\b')
+def _replica_init_frame(m, rec, state):
+    state["serve_init_frame"] = rec.loc.line
+    return None  # the frame stays the python parser's too
+
+
+@rule("replica-init-reraise", ("RuntimeError: Traceback (most recent call last)",),
+      r"(?:^|\s)RuntimeError: Traceback \(most recent call last\):\s*$")
+def _replica_init_reraise(m, rec, state):
+    at = state.get("serve_init_frame")
+    if at is None or not 0 < rec.loc.line - at <= _INIT_SPAN:
+        return None  # some other RuntimeError built from a traceback
+    return _event(rec, state, "a Serve replica", "startup", "raised while it initialized (the replica did not start)")
+
+
+PARSER = Parser(
+    name="rayserve",
+    framework=FW,
+    priority=40,
+    description="Ray Serve: a replica that raised at start-up, crashed or failed its health checks",
+    rules=[_replica_exception, _replica_unhealthy, _replica_start_call, _replica_init_frame, _replica_init_reraise],
+)

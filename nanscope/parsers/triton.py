@@ -1,0 +1,87 @@
+"""Triton Inference Server (tritonserver): a model of the repository that did not load.
+
+Triton logs through glog (`E0110 21:30:54.920681 60 model_lifecycle.cc:626] ...`); the level letter and
+the file:line prefix stay in front of the message, so every rule searches.
+
+Templates (triton-inference-server/core, triton-inference-server/server):
+  core src/model_lifecycle.cc (older src/backends/.../model_repository_manager.cc) on a failed load:
+      LOG_ERROR << "failed to load '" << model_name << "' version " << version << ": " << status.AsString();
+      -> failed to load 'resnet' version 1: Internal: unable to create TensorRT engine
+  core model_repository_manager.cc, a model named on --load-model that no repository has (core#244):
+      failed to poll model 'dne': model not found in any model repository.
+  server src/server.cc, the model status table printed once the repository is loaded:
+      | resnet | 1       | UNAVAILABLE: Internal: unable to create TensorRT engine |
+      (`READY` for a loaded model; `UNAVAILABLE: unloaded` for one unloaded on purpose, which is no failure)
+  server src/main.cc when TRITONSERVER_ServerNew fails (by default --exit-on-error=true, so any model that
+  failed to load stops the server):
+      LOG_ERROR << "error: creating server: " << TRITONSERVER_ErrorCodeString(err) << " - " << message
+      -> error: creating server: Internal - failed to load all models
+
+A load failure whose reason is a CUDA out-of-memory is the cuda parser's (it runs first and claims the
+line); the server's exit after a model's own failure is the same failure, not a second one.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.base import Parser, rule
+
+FW = "triton"
+
+
+def _failed(rec, state, model: Optional[str], reason: Optional[str], how: str) -> list[ErrorEvent]:
+    if not first_time(state, ("triton_load", model), rec.loc.line):
+        return []  # the E line and the status table row of one model
+    state["triton_model_failed"] = rec.loc.line
+    if model is None:
+        detail = "the server exited because a model of the repository failed to load (failed to load all models)"
+    else:
+        detail = f"model '{model}' did not load" + (f": {reason}" if reason else "")
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="triton_model_load_failed",
+                       message=rec.text.strip(),
+                       fields={"model": model, "reason": reason, "how": how, "detail": detail})]
+
+
+@rule(
+    "load-failed",
+    ("failed to load '", "failed to poll model '"),
+    r"failed to (?:load '(?P<model>[^']+)' version (?P<ver>-?\d+)|poll model '(?P<pmodel>[^']+)'): (?P<reason>.+)",
+)
+def _load_failed(m, rec, state):
+    model = m.group("model") or m.group("pmodel")
+    return _failed(rec, state, model, m.group("reason").strip(), "load" if m.group("model") else "poll")
+
+
+@rule(
+    "status-row",
+    ("UNAVAILABLE: ",),
+    r"\|(?P<model>[^|]*)\|\s*(?P<ver>-?\d+)\s*\|\s*UNAVAILABLE: (?P<reason>[^|]*)\|",
+)
+def _status_row(m, rec, state):
+    reason = m.group("reason").strip()
+    if reason.startswith("unloaded"):
+        return []  # unloaded on purpose (explicit model control), not a failure
+    return _failed(rec, state, m.group("model").strip(), reason, "status table")
+
+
+@rule(
+    "server-exit",
+    ("error: creating server:",),
+    r"error: creating server: (?P<code>[A-Za-z][A-Za-z ]*?) - (?P<msg>failed to load all models)",
+)
+def _server_exit(m, rec, state):
+    if state.get("triton_model_failed") is not None:
+        return []  # the model that failed was named above
+    return _failed(rec, state, None, None, "server exit")
+
+
+PARSER = Parser(
+    name="triton",
+    framework=FW,
+    priority=40,
+    description="Triton Inference Server: a model that failed to load, the server's exit after it",
+    rules=[_load_failed, _status_row, _server_exit],
+)
