@@ -134,7 +134,10 @@ def test_fairseq_epoch_summaries_are_not_steps(tmp_path):
             "bsz 2157.2 | num_updates 40579 | lr 0.000156982 | gnorm 0.472 | clip 0 | loss_scale 32768 | train_wall 130 | wall 0\n"
             "| epoch 028 | loss 3.976 | nll_loss 2.204 | ppl 4.61 | wps 279460 | ups 3 | wpb 110529.673 | bsz 3780.211 | "
             "num_updates 9165 | lr 0.000330319 | gnorm 0.635 | clip 0.000 | oom 0.000 | loss_scale 0.000 | wall 4043 | train_wall 3606")
-    assert events_of(tmp_path, text) == []
+    evs = events_of(tmp_path, text)
+    assert [e for e in evs if e.kind == "step"] == []
+    # the legacy line's loss_scale 0.000 is the scaler at its floor (fairseq#1529): that, and only that
+    assert [(e.kind, e.action, e.loc.line) for e in evs] == [("scale", "minimum", 2)]
 
 
 def test_lightning_bar_keeps_the_last_drawing_of_each_count(tmp_path):

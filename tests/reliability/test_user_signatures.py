@@ -105,8 +105,9 @@ def test_catastrophic_regex_is_bounded_and_reported(tmp_path):
 
 def test_a_timeout_names_its_line_and_does_not_skip_the_rest_of_the_batch(tmp_path):
     """Issue 20, item 8: step events reach the machines in batches; a regex that times out on one
-    row is reported at that row's line, and the rows after it are still searched."""
-    sig = _sig("team-xy", "\"text ~ '(x+x+)+y'\"").replace('events = ["error"]', 'events = ["step"]')
+    row is reported at that row's line, and the rows after it are still searched. (The look-ahead
+    keeps the pattern out of RE2, which answers a batch in linear time: below.)"""
+    sig = _sig("team-xy", "\"text ~ '(x+x+)+(?=y)'\"").replace('events = ["error"]', 'events = ["step"]')
     (tmp_path / "xy.toml").write_text(sig)
     evil = "x" * 5000  # (x+x+)+y backtracks for hours on a run of x with no y
     lines = ["step 1 | loss 2.0 | grad_norm 0.5 | ok",
@@ -120,3 +121,21 @@ def test_a_timeout_names_its_line_and_does_not_skip_the_rest_of_the_batch(tmp_pa
     assert [d["line"] for d in diags] == [2, 3]
     hit = next(f for f in r["findings"] if f["id"] == "team-xy")
     assert [e["line"] for e in hit["evidence"]] == [4]
+
+
+def test_a_backtracking_regex_that_re2_takes_is_answered_over_the_batch_without_a_time_out(tmp_path):
+    """The same catastrophic pattern without the look-ahead: a native batch's lines are searched in
+    RE2 (linear), so no line times out and the match is found where it is."""
+    sig = _sig("team-xy", "\"text ~ '(x+x+)+y'\"").replace('events = ["error"]', 'events = ["step"]')
+    (tmp_path / "xy.toml").write_text(sig)
+    evil = "x" * 5000
+    lines = ["step 1 | loss 2.0 | grad_norm 0.5 | ok",
+             f"step 2 | loss 2.0 | grad_norm 0.5 | {evil}",
+             f"step 3 | loss 2.0 | grad_norm 0.5 | {evil}",
+             "step 4 | loss 2.0 | grad_norm 0.5 | xxy"]
+    data = ("\n".join(lines) + "\n").encode() * 2000  # (enough lines for the columnar path)
+    p = run_cli("diagnose", "-", "--signatures", str(tmp_path), "--format", "json", stdin=data)
+    r = json.loads(p.stdout)
+    assert [d for d in r["diagnostics"] if d["code"] == "NS-PATTERN-TIMEOUT"] == []
+    hit = next(f for f in r["findings"] if f["id"] == "team-xy")
+    assert hit["evidence"][0]["line"] == 4
