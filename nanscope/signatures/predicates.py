@@ -361,20 +361,48 @@ def _vtext(op: str, raw: str) -> VPred:
     pat = _literal(raw)
 
     def f(b: Any) -> Any:
-        arr = _batch_lines(b)
-        if arr is None or not isinstance(pat, str):
+        if not isinstance(pat, str):
             return None
-        import pyarrow.compute as pc
-
-        try:
-            if pc.any(pc.match_substring(arr, "\r")).as_py():  # an HF bar before its dict: the dict's piece
-                arr = pc.replace_substring_regex(arr, "^.*\r", "", max_replacements=1)
-            got = pc.match_substring_regex(arr, pat).to_numpy(zero_copy_only=False)
-        except Exception:  # noqa: BLE001 - RE2 refuses the pattern (a look-around): row by row
+        cache = _text_cache(b)  # (several machines ask the same batch the same pattern)
+        got = cache.get(pat, False)
+        if got is False:
+            got = cache[pat] = _search_lines(b, cache, pat)
+        if got is None:
             return None
         return got if op == "~" else ~got
 
     return f
+
+
+def _text_cache(b: Any) -> dict:
+    cache = getattr(b, "_text_hits", None)
+    if cache is None:
+        cache = {}
+        try:
+            b._text_hits = cache
+        except AttributeError:  # (a stand-in without attributes: no cache)
+            pass
+    return cache
+
+
+def _search_lines(b: Any, cache: dict, pat: str) -> Any:
+    """Which of the batch's lines `pat` finds something in (a bool array), or None."""
+    arr = cache.get("\0lines", False)
+    if arr is False:
+        arr = cache["\0lines"] = _batch_lines(b)
+        if arr is not None:
+            import pyarrow.compute as pc
+
+            if pc.any(pc.match_substring(arr, "\r")).as_py():  # an HF bar before its dict: the dict's piece
+                arr = cache["\0lines"] = pc.replace_substring_regex(arr, "^.*\r", "", max_replacements=1)
+    if arr is None:
+        return None
+    import pyarrow.compute as pc
+
+    try:
+        return pc.match_substring_regex(arr, pat).to_numpy(zero_copy_only=False)
+    except Exception:  # noqa: BLE001 - RE2 refuses the pattern (a look-around): row by row
+        return None
 
 
 def _batch_lines(b: Any) -> Any:
