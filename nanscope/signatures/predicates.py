@@ -447,7 +447,11 @@ def _vexpr(expr: str) -> VPred:
                 # a counter this batch read (DeepSpeed's skipped=K, Megatron's skipped iterations)
                 return _on_column(b, path, ctest) if ctest is not None else None
             if (head == "framework" and b.framework is None) or (head == "origin" and b.origin is None):
-                return None  # not the same on every row: row by row
+                parts = getattr(b, "parts", None)  # a joined batch: each part may be one framework's
+                if parts is None:
+                    return None  # not the same on every row: row by row
+                got = [constant(q) for q in parts]
+                return None if any(g is None for g in got) else _np().concatenate(got)
             return _np().full(len(b), bool(scalar(_Standin(b))))
 
         return constant
