@@ -45,6 +45,7 @@ SHAPES = (
     ("time", r"\[?(?P<t>\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\]? "),
 )
 _COMPILED = tuple((name, re.compile(pat)) for name, pat in SHAPES)
+_BY_NAME = dict(_COMPILED)
 # what only a program's output holds, after the stamp
 _INSIDE = re.compile(
     r"\[[A-Za-z_]+\d+\]:|\[\d+,(?:mpirank:)?\d+(?:,[\w.\-]+)?\]<std|\d{1,5}: \S|\([A-Za-z][\w\-]*(?: rank=\d+)? pid=\d+"
@@ -65,7 +66,7 @@ class Wrapper:
 
     @property
     def rx(self) -> "re.Pattern[str]":
-        return dict(_COMPILED)[self.name]
+        return _BY_NAME[self.name]
 
     def match(self, text: str) -> Optional["re.Match[str]"]:
         """The stamp at the start of `text`; None without one, and for the kernel's own syslog
