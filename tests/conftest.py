@@ -45,6 +45,20 @@ def manifest_entries() -> list[dict]:
     return out
 
 
+def ids(report) -> list[str]:
+    """The top-level findings' ids, in the report's order (the first is what a user reads first)."""
+    return [f.id for f in report.findings]
+
+
+def diagnose_lines(tmp_path: Path, lines: list[str], name: str = "job.log"):
+    """The report on `lines` written as one log file (each test cites the thread they come from)."""
+    from nanscope import api
+
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return api.diagnose([str(p)])
+
+
 def all_ids(report) -> set[str]:
     """The findings a user sees at the top level (grouped collateral and superseded matches are
     part of their root finding, and are checked by tests/test_attribution.py)."""

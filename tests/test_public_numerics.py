@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from conftest import ids
 from nanscope import api
 from nanscope.model import ScaleEvent, StepEvent
 
@@ -38,10 +39,6 @@ def events(tmp_path, text: str) -> list:
 
 def steps(tmp_path, text: str) -> list[StepEvent]:
     return [e for e in events(tmp_path, text) if isinstance(e, StepEvent)]
-
-
-def ids(report) -> list[str]:
-    return [f.id for f in report.findings]
 
 
 def test_zero2_overflow_printed_by_every_rank_is_one_warmup_overflow(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from conftest import ids
 from nanscope import api
 from nanscope.model import ErrorEvent
 from nanscope.signatures.predicates import compile_vector
@@ -26,10 +27,6 @@ def _write(tmp_path, text: str) -> str:
 
 def diagnose(tmp_path, text: str):
     return api.diagnose([_write(tmp_path, text)])
-
-
-def ids(report) -> list[str]:
-    return [f.id for f in report.findings]
 
 
 # jax-ml/jax#9092: jax_debug_nans in an IPython traceback (the exception is raised twice)

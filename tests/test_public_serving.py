@@ -9,17 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from nanscope import api
+from conftest import diagnose_lines, ids
 
 
 def diagnose(tmp_path, lines: list[str]):
-    p = tmp_path / "serve.log"
-    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return api.diagnose([str(p)])
-
-
-def ids(report) -> list[str]:
-    return [f.id for f in report.findings]
+    return diagnose_lines(tmp_path, lines, "serve.log")
 
 
 # vllm-project/vllm#19186: a V1 worker runs out of memory while it captures CUDA graphs at start-up

@@ -7,17 +7,12 @@ sample_logs/public with their provenance), cut to what the family needs.
 
 from __future__ import annotations
 
+from conftest import diagnose_lines, ids
 from nanscope import api
 
 
 def diagnose(tmp_path, lines: list[str]):
-    p = tmp_path / "serve.log"
-    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return api.diagnose([str(p)])
-
-
-def ids(report) -> list[str]:
-    return [f.id for f in report.findings]
+    return diagnose_lines(tmp_path, lines, "serve.log")
 
 
 # ggml-org/llama.cpp#20431: the backend's line, the allocator's and the loader's are one failure
