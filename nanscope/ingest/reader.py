@@ -439,7 +439,10 @@ class Prefilter:
         self._possible: dict[tuple, Optional[frozenset]] = {}
         # The keywords are found per line shape (the line without its digits, cached): those with a
         # digit (`[Errno 5]`, `exit code 137`) cannot be, and are looked for in every line (few).
+        # A line can hold a digit keyword only if its shape holds that keyword without digits, so
+        # the shape's cache entry also names the digit keywords worth looking for in the line.
         self._digit_words = tuple(w for w in self.bwords if any(c in b"0123456789" for c in w))
+        self._digit_shapes = tuple((w, w.translate(None, b"0123456789")) for w in self._digit_words)
         self._shape_words = tuple(w for w in self.bwords if w not in self._digit_words)
         self._found: dict[bytes, tuple] = {}
         self._sorted: dict[bytes, tuple] = {}
@@ -581,30 +584,33 @@ class Prefilter:
         if got is None:
             if len(self._sorted) > 4096:
                 self._sorted.clear()
-            got = self._sorted[key] = (self._shape_found(key), plain(key))  # (digits are printable)
-        if self._digit_words:
-            extra = tuple(w for w in self._digit_words if w in line)
+            found, maybe = self._shape_found(key)
+            got = self._sorted[key] = (found, plain(key), maybe)  # (digits are printable)
+        if got[2]:
+            extra = tuple(w for w in got[2] if w in line)
             if extra:
                 return got[0] + extra, got[1]
-        return got
+        return got[0], got[1]
 
     def found_in(self, line: bytes) -> tuple:
         """The keywords a line holds (a superset does no harm: every rule checks its own keywords
         again). The keywords without a digit are found in the line without its digits, the same
         for every line of that shape (a log repeats a few): kept per shape."""
-        got = self._shape_found(line.translate(None, b"0123456789"))
-        if self._digit_words:
-            extra = tuple(w for w in self._digit_words if w in line)
+        got, maybe = self._shape_found(line.translate(None, b"0123456789"))
+        if maybe:
+            extra = tuple(w for w in maybe if w in line)
             if extra:
                 return got + extra
         return got
 
-    def _shape_found(self, key: bytes) -> tuple:
+    def _shape_found(self, key: bytes) -> tuple[tuple, tuple]:
+        """(the keywords without a digit in a line shape, the digit keywords it may hold)."""
         got = self._found.get(key)
         if got is None:
             if len(self._found) > 4096:
                 self._found.clear()
-            got = self._found[key] = tuple(w for w in self._shape_words if w in key)
+            got = self._found[key] = (tuple(w for w in self._shape_words if w in key),
+                                      tuple(w for w, bare in self._digit_shapes if bare in key))
         return got
 
     def candidates_small(self, data: bytes) -> tuple[list[int], list[bytes], list[tuple]]:
