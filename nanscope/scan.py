@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
+from nanscope import columns
+from nanscope.columns import threads_for
 from nanscope.errors import InputError
 from nanscope.ingest.reader import Source
 from nanscope.model import Diagnostic, Event, InputInfo
@@ -31,6 +33,7 @@ def scan_all(sources: Sequence[Source], options: ScanOptions, result: ScanResult
         yield from scan_dask(sources, options, result, parse_engine(options.engine)[1], options.progress)
         return
     jobs, plans = plan_work(sources, options.jobs, options.max_line_bytes)
+    columns.THREADS = threads_for(jobs or 1)  # (each worker process forks with it)
     if jobs:
         if options.note is not None:
             options.note(f"{len(sources)} input(s) read with --jobs {jobs}"

@@ -41,6 +41,7 @@ import numpy as np
 
 from nanscope.ingest.native_hf import HFLane, floats, nocap
 from nanscope.ingest.prefixes import peel
+from nanscope.columns import sliced
 from nanscope.ingest.reader import DIGIT0, _arrow, plain
 from nanscope.ingest.timestamps import DAYS_BEFORE, TS_PATTERN, parse_ts
 from nanscope.model import Loc, MetricsEvent, Origin, Record, StepEvent
@@ -96,7 +97,7 @@ class NativeLane:
         if len(self._hot) > 1 and len(rest):
             if self._union is None:
                 self._union = "|".join(f"(?:{x.nocap})" for x in self._hot[1:])
-            some = _np_bool(pc.match_substring_regex(_take(cand, rest), self._union, memory_pool=pool))
+            some = _np_bool(sliced(pc.match_substring_regex, _take(cand, rest), self._union, memory_pool=pool))
             todo = rest[some]
             for layout in self._hot[1:]:
                 if len(todo) == 0:
@@ -575,16 +576,16 @@ def _read(cand, at: np.ndarray, layout: _Layout, found: list) -> np.ndarray:
     sub = cand if len(at) == len(cand) else _take(cand, at)
     nums = None
     if len(layout.passes) == 2:
-        nums = pc.extract_regex(sub, layout.passes[1], memory_pool=pool)
+        nums = sliced(pc.extract_regex, sub, layout.passes[1], memory_pool=pool)
         ok = _np_bool(pc.is_valid(nums, memory_pool=pool))
     else:
-        ok = _np_bool(pc.match_substring_regex(sub, layout.nocap, memory_pool=pool))
+        ok = _np_bool(sliced(pc.match_substring_regex, sub, layout.nocap, memory_pool=pool))
     hits = int(ok.sum())
     if hits:
         layout.hits += hits
         mask = None if hits == len(at) else pa.array(ok)
         mine = sub if mask is None else pc.filter(sub, mask, memory_pool=pool)
-        got = pc.extract_regex(mine, layout.passes[0], memory_pool=pool)  # (the prefix, with two passes)
+        got = sliced(pc.extract_regex, mine, layout.passes[0], memory_pool=pool)  # (the prefix, with two passes)
         if nums is not None:
             nums = nums if mask is None else pc.filter(nums, mask, memory_pool=pool)
             got = pa.StructArray.from_arrays([part.field(f.name) for part in (got, nums) for f in part.type],

@@ -19,7 +19,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
-from nanscope.columns import _arrow, _np_bool, _take  # noqa: F401 - the ingest floor reads them from here
+from nanscope.columns import _arrow, _np_bool, _take, sliced  # noqa: F401 - the ingest floor reads them from here
 from nanscope.errors import InputError
 from nanscope.ingest.interleave import MID, MID_RE2, rejoin
 from nanscope.ingest.prefixes import layout_ranks
@@ -481,7 +481,7 @@ class Prefilter:
             return lines, np.arange(len(lines), dtype=np.int64)
         if not self.bwords:
             return lines.slice(0, 0), np.zeros(0, dtype=np.int64)
-        idx = pc.indices_nonzero(pc.match_substring_regex(lines, self._re2, memory_pool=pool), memory_pool=pool)
+        idx = pc.indices_nonzero(sliced(pc.match_substring_regex, lines, self._re2, memory_pool=pool), memory_pool=pool)
         return pc.take(lines, idx, memory_pool=pool), idx.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
     def candidates(self, cand, lns: "Any", lane: Optional[Any] = None, claimable: Optional[Any] = None,
@@ -913,7 +913,7 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
     lines = _split_lines(region)
     newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
     cand, at = prefilter.keep(lines)
-    if len(cand) and _arrow()[1].any(_arrow()[1].match_substring_regex(cand, MID_RE2)).as_py():
+    if len(cand) and _arrow()[1].any(sliced(_arrow()[1].match_substring_regex, cand, MID_RE2)).as_py():
         lines = _split_lines(memoryview(rejoin(bytes(region))))  # two ranks' writes split a line
         cand, at = prefilter.keep(lines)
     held.add(cand, at + lineno, len(region))

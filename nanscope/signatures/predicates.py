@@ -386,21 +386,40 @@ def _text_cache(b: Any) -> dict:
 
 
 def _search_lines(b: Any, cache: dict, pat: str) -> Any:
-    """Which of the batch's lines `pat` finds something in (a bool array), or None."""
+    """Which of the batch's lines `pat` finds something in (a bool array), or None. A line holding
+    a \r (an HF bar before its dict) is judged on its last piece: only the lines the whole-line
+    search hits are cut and searched again (cutting every line cost 20x the search); a pattern with
+    an anchor, which a later piece can match alone, searches every line's last piece."""
     arr = cache.get("\0lines", False)
     if arr is False:
         arr = cache["\0lines"] = _batch_lines(b)
         if arr is not None:
             import pyarrow.compute as pc
 
-            if pc.any(pc.match_substring(arr, "\r")).as_py():  # an HF bar before its dict: the dict's piece
-                arr = cache["\0lines"] = pc.replace_substring_regex(arr, "^.*\r", "", max_replacements=1)
+            cache["\0cr"] = pc.any(pc.match_substring(arr, "\r")).as_py()
     if arr is None:
         return None
+    import numpy as np
     import pyarrow.compute as pc
 
     try:
-        return pc.match_substring_regex(arr, pat).to_numpy(zero_copy_only=False)
+        if cache.get("\0cr") and ("^" in pat or "\\A" in pat):  # (a match in the last piece only)
+            last = cache.get("\0last")
+            if last is None:
+                last = cache["\0last"] = pc.replace_substring_regex(arr, "^.*\r", "", max_replacements=1)
+            return pc.match_substring_regex(last, pat).to_numpy(zero_copy_only=False)
+        got = pc.match_substring_regex(arr, pat).to_numpy(zero_copy_only=False)
+        if cache.get("\0cr"):
+            at = np.flatnonzero(got)
+            if len(at):
+                sub = arr.take(at)
+                cr = pc.match_substring(sub, "\r").to_numpy(zero_copy_only=False)
+                if cr.any():
+                    at, sub = at[cr], sub.filter(cr)
+                    last = pc.replace_substring_regex(sub, "^.*\r", "", max_replacements=1)
+                    got = got.copy()
+                    got[at] = pc.match_substring_regex(last, pat).to_numpy(zero_copy_only=False)
+        return got
     except Exception:  # noqa: BLE001 - RE2 refuses the pattern (a look-around): row by row
         return None
 
