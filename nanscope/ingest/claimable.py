@@ -26,13 +26,13 @@ class Claimable:
     """The union per set of keywords found in a line, over the rules Dispatch.plan would try on
     such a line (the only ones that can claim it): a small union is a small, fast DFA.
 
-    The rules' alternatives are worked out on first use: translating and checking every rule's
-    regex takes ~0.15 s, which an input too small for the native lane never needs."""
+    A rule's alternatives are worked out when a line first leads to it: translating and checking
+    a rule's regex costs ~0.5 ms (all of them: ~0.15 s a run), and a log reaches a few of them."""
 
     def __init__(self, parsers: Sequence[Parser], plan: Callable[[tuple], tuple]):
         self.parsers = parsers  # every rule has a keyword (see usable)
         self.plan = plan  # Dispatch.plan: (parser index, parser, its rules or None: all) to try
-        self._alts: Optional[dict] = None  # id(rule) -> its RE2 alternatives (claimable_alternatives)
+        self._alts: dict[int, list[str]] = {}  # id(rule) -> its RE2 alternatives (rule_alternatives)
         self._unions: dict[tuple, Optional[str]] = {}
 
     @staticmethod
@@ -44,25 +44,23 @@ class Claimable:
         """The RE2 union for lines where `found` were found; None: no rule can claim such a line."""
         got = self._unions.get(found, False)
         if got is False:
-            if self._alts is None:
-                self._alts = claimable_alternatives(self.parsers) or {}
             alts = [alt for _, p, rules in self.plan(found) for r in (p.rules if rules is None else rules)
-                    for alt in self._alts[id(r)]]
+                    for alt in self._rule(r)]
             got = self._unions[found] = "|".join(dict.fromkeys(alts)) if alts else None
         return got  # type: ignore[return-value]
 
+    def _rule(self, rule) -> list[str]:
+        got = self._alts.get(id(rule))
+        if got is None:
+            got = self._alts[id(rule)] = rule_alternatives(rule)
+        return got
 
-def claimable_alternatives(parsers: Sequence[Parser]) -> Optional[dict]:
-    """Per rule (by id): its regex in RE2 when the regex implies one of the rule's keywords, else
-    the keywords themselves; None when no line could be excluded (a rule without a keyword)."""
-    alts: dict = {}
-    for p in parsers:
-        for r in p.rules:
-            if any(k == "" for k in r.keywords):
-                return None
-            re2 = _to_re2(r.regex) if _implies_keyword(r.regex, r.keywords) else None
-            alts[id(r)] = [f"(?:{re2})"] if re2 is not None else [_literal(k) for k in r.keywords]
-    return alts or None
+
+def rule_alternatives(rule) -> list[str]:
+    """A rule's RE2 alternatives: its regex in RE2 when the regex implies one of the rule's
+    keywords, else the keywords themselves (every rule has one: Claimable.usable)."""
+    re2 = _to_re2(rule.regex) if _implies_keyword(rule.regex, rule.keywords) else None
+    return [f"(?:{re2})"] if re2 is not None else [_literal(k) for k in rule.keywords]
 
 
 def _implies_keyword(rx: "re.Pattern[str]", keywords: Sequence[str]) -> bool:
