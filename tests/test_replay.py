@@ -67,6 +67,32 @@ def test_replayed_console_log_fast_path_gives_the_per_line_report(console):
     assert fast["ranks"] == slow["ranks"]
 
 
+def test_per_rank_files_learn_readers_on_their_first_rows_with_the_same_report(tmp_path, monkeypatch):
+    """Each new input's first batch has no readers yet: they are learned on its first rows and read
+    the rest in RE2 (Prefilter._warm). The report is the one without that step, and the per-line one."""
+    from nanscope.ingest import reader
+
+    folder = tmp_path / "ranks"
+    replay.write_per_rank(str(folder), SIZE)
+    calls: list = []
+    real = reader.Prefilter._warm
+
+    def counting(self, cand, rest, lane, found):
+        out = real(self, cand, rest, lane, found)
+        calls.append(len(rest) - len(out))
+        return out
+
+    monkeypatch.setattr(reader.Prefilter, "_warm", counting)
+    monkeypatch.setattr(reader, "WARM_ROWS", 256)  # (these files are small: learn on fewer rows)
+    warm = _diagnose(expand_sources([str(folder)]), native=True, batch=True)
+    assert len(calls) >= 5 and sum(calls) > 20 * 256  # rows read in RE2 instead of one by one
+    monkeypatch.setattr(reader, "WARM_ROWS", 1 << 40)
+    cold = _diagnose(expand_sources([str(folder)]), native=True, batch=True)
+    slow = _diagnose(expand_sources([str(folder)]), native=False, batch=False)
+    assert warm == cold
+    assert warm["findings"] == slow["findings"] and warm["ranks"] == slow["ranks"]
+
+
 def _handled_log(path: Path, steps: int, at: int) -> None:
     """Rank 1's step lines of sample_logs/torch/ddp_crash_rank1.log played for `steps` steps,
     with that rank's real IndexError traceback printed after step `at`."""
