@@ -80,30 +80,22 @@ class NativeLane:
         self._readers: dict[tuple, _Layout] = {}  # each distinct reader once
         self.hf = HFLane(parsers, source, base)
         self._hot: list[_Layout] = []  # the readers tried first, most used first
-        self._union: Optional[str] = None  # all of them, without captures
         self._seen: dict[bytes, Optional[_Layout]] = {}  # a line's shape -> its reader, or None
 
     def read(self, cand, at: np.ndarray, found: list) -> np.ndarray:
         """Read cand[at] with the readers learned so far (what they read goes to `found` as
         (rows, captures, layout)); returns the rows none of them reads.
 
-        The most used reader first (most lines are its); then one DFA pass (no captures) over
-        the rest says which lines any other known reader reads, and each captures only on the
-        lines it matches (capturing is what costs). Readers match printable ASCII only."""
-        if not self._hot or len(at) == 0:
-            return at
-        pa, pc, pool = _arrow()
-        rest = _read(cand, at, self._hot[0], found)
-        if len(self._hot) > 1 and len(rest):
-            if self._union is None:
-                self._union = "|".join(f"(?:{x.nocap})" for x in self._hot[1:])
-            some = _np_bool(sliced(pc.match_substring_regex, _take(cand, rest), self._union, memory_pool=pool))
-            todo = rest[some]
-            for layout in self._hot[1:]:
-                if len(todo) == 0:
-                    break
-                todo = _read(cand, todo, layout, found)
-            rest = np.sort(np.concatenate([rest[~some], todo]))
+        The most used reader first (most lines are its), then each other one on the rows left.
+        A reader is anchored, so a line of another shape fails at its first differing byte; one
+        DFA pass over their union first, to spare the others the lines none reads, cost more:
+        RE2 builds the DFA of a union of several readers afresh on every call. Readers match
+        printable ASCII only."""
+        rest = at
+        for layout in self._hot:
+            if len(rest) == 0:
+                break
+            rest = _read(cand, rest, layout, found)
         return rest
 
     def learn(self, cand, rows: np.ndarray, lines: list, found: list) -> np.ndarray:
@@ -140,7 +132,6 @@ class NativeLane:
         if learned:
             self._hot.sort(key=lambda x: -x.hits)
             del self._hot[_HOT_LAYOUTS:]
-            self._union = None
         return np.sort(np.concatenate(read)) if read else np.zeros(0, dtype=np.int64)
 
     def columns(self, cand, cand_lines: np.ndarray, found: list) -> tuple[np.ndarray, list[StepBatch], dict, list]:
