@@ -442,7 +442,7 @@ class NativeLane:
                 key = pc.take(pa.array(cut, pa.binary()), enc0.indices, memory_pool=pool)
             else:
                 key = pc.replace_substring_regex(pre, "^" + wrap.pattern, b"", max_replacements=1, memory_pool=pool)
-        stamped = bool(pc.any(pc.match_substring_regex(key, _STAMP, memory_pool=pool)).as_py())
+        stamped = bool(pc.any(sliced(pc.match_substring_regex, key, _STAMP, memory_pool=pool)).as_py())
         if stamped:
             key = pc.replace_substring_regex(key, _STAMP, b"", memory_pool=pool)  # (a CI runner's over kubectl's: both)
         stamped = stamped or wrap is not None
@@ -638,7 +638,7 @@ def _seconds(rows, rx: str) -> tuple[np.ndarray, np.ndarray]:
     """parse_ts's seconds of the TS_PATTERN groups that `rx` captures in each row, and whether
     the row has them."""
     pa, pc, pool = _arrow()
-    got = pc.extract_regex(rows, rx, memory_pool=pool)
+    got = sliced(pc.extract_regex, rows, rx, memory_pool=pool)
     if got.null_count == len(rows):
         return np.zeros(len(rows)), np.zeros(len(rows), dtype=bool)
 

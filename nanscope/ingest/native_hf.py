@@ -24,6 +24,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from nanscope.columns import sliced
 from nanscope.ingest.reader import DIGIT0, _arrow
 from nanscope.model import Loc, Origin, Record
 from nanscope.parsers.base import Parser
@@ -107,7 +108,7 @@ class HFLane:
         pa, pc, pool = _arrow()
         at = np.array(hfish, dtype=np.int64)
         sub = pc.take(cand, pa.array(rest[at]), memory_pool=pool)
-        ok = pc.match_substring_regex(sub, _LINE_NOCAP, memory_pool=pool).to_numpy(zero_copy_only=False)
+        ok = sliced(pc.match_substring_regex, sub, _LINE_NOCAP, memory_pool=pool).to_numpy(zero_copy_only=False)
         mine_at: list = []
         shapes = []
         for j, i in enumerate(hfish):
@@ -131,7 +132,7 @@ class HFLane:
         second = pc.list_element(pieces, 1, memory_pool=pool) if pc.min(pc.list_value_length(pieces)).as_py() > 1 else \
             pc.list_element(pc.list_slice(pieces, 0, 2, return_fixed_size_list=True, memory_pool=pool), 1, memory_pool=pool)
         count = pc.extract_regex(second, _BAR_COUNT, memory_pool=pool).flatten(memory_pool=pool)[0]
-        got = pc.extract_regex(pc.take(pieces.flatten(), last, memory_pool=pool), _DICT, memory_pool=pool)
+        got = sliced(pc.extract_regex, pc.take(pieces.flatten(), last, memory_pool=pool), _DICT, memory_pool=pool)
         # pieces the per-line path claims (each bar and the dict), and whether the line ends in a dict
         claims, dicts, bars = (np.array(x) for x in zip(*shapes))
         cols = {"n": floats(count), "claims": claims, "dict": dicts, "bar": bars}
