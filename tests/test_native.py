@@ -95,6 +95,45 @@ def test_native_lane_claims_the_bench_mix(tmp_path, monkeypatch):
     assert sum(claimed) > 0.9 * fast["inputs"][0]["formats"]["pytorch"]
 
 
+def test_lines_the_readers_read_before_the_keyword_pass_hold_a_keyword_and_no_split(tmp_path, monkeypatch):
+    """Once the lane has readers they read a region's lines before the keyword pass (reader.
+    _release_lines): every line they read would have been a candidate, with no split line among
+    them, on the benchmark's generated and replayed logs, and the report is the per-line one."""
+    import sys
+
+    import pyarrow.compute as pc
+    from nanscope.ingest.interleave import MID_RE2
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import gen
+    import replay
+
+    logs = [tmp_path / "gen.log", tmp_path / "replay.log"]
+    gen.write_console(str(logs[0]), gen.job_for_size(3 << 20, 8, 7, False))
+    replay.write_console(str(logs[1]), 3 << 20)
+    checked = []
+    real = reader._release_lines
+
+    def checking(regions, prefilter, native):
+        got = real(regions, prefilter, native)
+        if got is not None:
+            lines, _, (found, _) = got
+            for idx, _, _ in found:
+                rows = lines.take(idx)
+                assert pc.all(pc.match_substring_regex(rows, prefilter._re2)).as_py()
+                assert not pc.any(pc.match_substring_regex(rows, MID_RE2)).as_py()
+                checked.append(len(idx))
+        return got
+
+    monkeypatch.setattr(reader, "_release_lines", checking)
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 512 << 10)  # (small logs: several batches after the first)
+    monkeypatch.setattr(reader, "CLAIM_CANDIDATES", 512 << 10)
+    for log in logs:
+        fast = _diagnose(expand_sources([str(log)]), native=True, batch=True, every_region=False)
+        assert fast == _report([str(log)], native=False, batch=False)
+    assert sum(checked) > 15_000
+
+
 def test_held_candidates_come_out_in_line_order_before_a_small_last_region(tmp_path):
     """The lane holds several chunks' candidates; a last region too small for Arrow (read in
     Python) comes after everything held, and the report is still the per-line one."""

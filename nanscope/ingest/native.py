@@ -82,6 +82,9 @@ class NativeLane:
         self._hot: list[_Layout] = []  # the readers tried first, most used first
         self._seen: dict[bytes, Optional[_Layout]] = {}  # a line's shape -> its reader, or None
 
+    def has_readers(self) -> bool:
+        return bool(self._hot)
+
     def read(self, cand, at: np.ndarray, found: list) -> np.ndarray:
         """Read cand[at] with the readers learned so far (what they read goes to `found` as
         (rows, captures, layout)); returns the rows none of them reads.

@@ -448,6 +448,7 @@ class Prefilter:
         self._found: dict[bytes, tuple] = {}
         self._sorted: dict[bytes, tuple] = {}
         self._hidden: dict[str, frozenset] = {}  # per keyword, when first needed (all pairs: 30 ms a start)
+        self.read_rows = 0  # rows the native lane read in the last candidates() call
 
     def _hides(self, w: str) -> frozenset:
         """The keywords that may start inside a match of `w` (or it inside theirs)."""
@@ -486,7 +487,8 @@ class Prefilter:
         return pc.take(lines, idx, memory_pool=pool), idx.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
     def candidates(self, cand, lns: "Any", lane: Optional[Any] = None, claimable: Optional[Any] = None,
-                   max_line: int = 0, info: Optional[InputInfo] = None) -> tuple[list[int], list[bytes], list[tuple], Any]:
+                   max_line: int = 0, info: Optional[InputInfo] = None,
+                   read: Optional[tuple] = None) -> tuple[list[int], list[bytes], list[tuple], Any]:
         """For candidate lines (an Arrow binary array, from keep()) and their line numbers: the
         line numbers, bytes and found keywords of those left to the per-line path, and the
         native lane's payload for the lines it read (None when it read none).
@@ -496,8 +498,10 @@ class Prefilter:
         (cached per shape): `claimable` (nanscope/ingest/claimable.py, a Claimable) drops the
         plain ones no rule could claim, in one small RE2 union per keyword set (still counted in
         info.candidate_lines, as the per-line path would); the lane reads HF progress lines and
-        learns readers for new shapes among the rest."""
+        learns readers for new shapes among the rest. `read`: what the readers read before the
+        keyword pass (_release_lines): (found, the positions in cand they left)."""
         pa, pc, pool = _arrow()
+        self.read_rows = 0
         if len(cand) == 0:
             return [], [], [], None
         if lane is None and claimable is None or self.match_all:
@@ -511,7 +515,9 @@ class Prefilter:
         if max_line and pc.max(pc.binary_length(cand, memory_pool=pool)).as_py() > max_line:
             fits = ~_np_bool(pc.greater(pc.binary_length(cand, memory_pool=pool), max_line, memory_pool=pool))
         found: list = []
-        if lane is not None:
+        if read is not None:
+            found, rest = read
+        elif lane is not None:
             rest = lane.read(cand, np.arange(n) if fits is None else np.nonzero(fits)[0], found)
             if len(rest) > 2 * WARM_ROWS:
                 rest = self._warm(cand, rest, lane, found)
@@ -547,6 +553,7 @@ class Prefilter:
             at_np = np.sort(np.concatenate(learn))
             read = lane.learn(cand, rest[at_np], [rest_lines[i] for i in at_np.tolist()], found)
             keep[at_np[read]] = False
+        self.read_rows = sum(len(x[0]) for x in found)
         payload = None
         back = None
         made: list = []
@@ -902,31 +909,89 @@ class Claimed:
 class _Held:
     """Candidates of consecutive big regions, not yet handed to the native lane: it takes them
     CLAIM_BYTES of input at a time (fewer when the candidates reach CLAIM_CANDIDATES bytes: a log
-    of little else), so each of its RE2 programs compiles once per batch, not once per chunk."""
+    of little else), so each of its RE2 programs compiles once per batch, not once per chunk.
+
+    Once the lane has readers, a region is held as all its lines (`regions`: lines, first line
+    number, the region) and the keyword pass waits for the release: the readers go first, and
+    only the lines they leave are searched for keywords (most of a training log is step lines)."""
 
     def __init__(self) -> None:
         self.cands: list = []
         self.lns: list = []
+        self.regions: list = []
         self.bytes = 0
         self.cand_bytes = 0
+        self.lines = 0
+        # the readers go first while they read most lines (in the last batch, over half of them);
+        # on a log of few step lines the keyword pass first is cheaper
+        self.readers_first = False
 
-    def add(self, cand, lns, size: int) -> None:
+    def add(self, cand, lns, size: int, lines: int) -> None:
         if len(cand):
             self.cands.append(cand)
             self.lns.append(lns)
             self.cand_bytes += cand.nbytes
         self.bytes += size
+        self.lines += lines
+
+    def add_lines(self, lines, lineno: int, region: memoryview, marks: dict) -> None:
+        self.regions.append((lines, lineno, region, marks))
+        self.bytes += len(region)
+        self.lines += len(lines)
+        self.cand_bytes += len(region)  # (a region of CHUNK_BYTES is a batch: no copy to join regions)
 
     def full(self) -> bool:
         return self.bytes >= CLAIM_BYTES or self.cand_bytes >= CLAIM_CANDIDATES
+
+    def take(self) -> tuple[list, list, list, int]:
+        got = self.cands, self.lns, self.regions, self.lines
+        self.cands, self.lns, self.regions, self.bytes, self.cand_bytes, self.lines = [], [], [], 0, 0, 0
+        return got
+
+
+def _keep_region(lines, lineno: int, region: memoryview, prefilter: Prefilter) -> tuple[Any, Any, Any]:
+    """A region's candidates, their line numbers and the lines they are from: the keyword pass,
+    and if two ranks' writes split a line (ingest/interleave.py), the same over the rejoined region."""
+    cand, at = prefilter.keep(lines)
+    if len(cand) and _arrow()[1].any(sliced(_arrow()[1].match_substring_regex, cand, MID_RE2)).as_py():
+        lines = _split_lines(memoryview(rejoin(bytes(region))))
+        cand, at = prefilter.keep(lines)
+    return cand, at + lineno, lines
+
+
+def _note_long(lines, lineno: int, size: int, info: InputInfo, marks: dict, max_line: int) -> None:
+    """Count a region's over-long lines (pieces) and note where the first is."""
+    if size > max_line:
+        pc = _arrow()[1]
+        if pc.max(pc.binary_length(lines)).as_py() > max_line:
+            n, first = _count_long(lines, max_line)
+            info.long_lines += n
+            if n:
+                marks.setdefault("long", lineno + first)
 
 
 def _release(held: _Held, prefilter: Prefilter, info: InputInfo, max_line: int, native: Optional[Any],
              claimable: Optional[Any]):
     """The held candidates: the native lane's payload first, then the per-line candidates."""
-    cands, lns = held.cands, held.lns
-    held.cands, held.lns, held.bytes, held.cand_bytes = [], [], 0, 0
+    cands, lns, regions, n_lines = held.take()
+    read = None
+    if regions:
+        got = _release_lines(regions, prefilter, native) if not cands else None
+        if got is None:  # (a batch that began before the lane had readers, or a split line)
+            for lines, lineno, region, marks in regions:
+                cand, at, used = _keep_region(lines, lineno, region, prefilter)
+                _note_long(used, lineno, len(region), info, marks, max_line)
+                if len(cand):
+                    cands.append(cand)
+                    lns.append(at)
+        else:
+            cand, at, read = got
+            cands, lns = [cand], [at]
+            for lines, lineno, region, marks in regions:
+                _note_long(lines, lineno, len(region), info, marks, max_line)
+        del regions
     if not cands:
+        held.readers_first = False
         return
     import numpy as np
 
@@ -934,10 +999,41 @@ def _release(held: _Held, prefilter: Prefilter, info: InputInfo, max_line: int, 
     cand = cands[0] if len(cands) == 1 else pa.concat_arrays(cands)
     at = lns[0] if len(lns) == 1 else np.concatenate(lns)
     del cands, lns
-    idx, lines, found, payload = prefilter.candidates(cand, at, native, claimable, max_line, info)
+    idx, lines, found, payload = prefilter.candidates(cand, at, native, claimable, max_line, info, read)
+    held.readers_first = prefilter.read_rows * 2 > n_lines
     if payload:
         yield int(at[0]), b"", Claimed(payload)
     yield from _per_line(idx, lines, found, prefilter, info, max_line)
+
+
+def _release_lines(regions: list, prefilter: Prefilter, native: Any) -> Optional[tuple]:
+    """Regions held as lines: the lane's readers over every line first, then the keyword pass
+    over the lines they left. (the lines, their line numbers, (found, the positions of the
+    candidates left)), or None when a line two ranks' writes split is among those left: then the
+    regions go the keyword pass first, as before the lane had readers.
+
+    A reader matches a whole line of the shape it learned (literal text, digits), and learned it on
+    a line that held a keyword and no split, so a line it reads holds the same keyword and no
+    split (tests/test_native.py checks it on the bench corpora)."""
+    import numpy as np
+
+    pa, pc, pool = _arrow()
+    lines = regions[0][0] if len(regions) == 1 else pa.concat_arrays([r[0] for r in regions])
+    lns = np.concatenate([np.arange(len(r[0]), dtype=np.int64) + r[1] for r in regions])
+    n = len(lines)
+    max_line = native.max_line
+    fits = None
+    if max_line and pc.max(pc.binary_length(lines, memory_pool=pool)).as_py() > max_line:
+        fits = ~_np_bool(pc.greater(pc.binary_length(lines, memory_pool=pool), max_line, memory_pool=pool))
+    found: list = []
+    rest = native.read(lines, np.arange(n) if fits is None else np.nonzero(fits)[0], found)
+    if fits is not None:
+        rest = np.sort(np.concatenate([rest, np.nonzero(~fits)[0]]))
+    left, at = prefilter.keep(_take(lines, rest) if len(rest) < n else lines)
+    kept = rest[at]
+    if len(left) and pc.any(sliced(pc.match_substring_regex, left, MID_RE2)).as_py():
+        return None
+    return lines, lns, (found, kept)  # (the lines no reader read and no keyword is in: never looked at)
 
 
 def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: InputInfo, max_line: int,
@@ -970,18 +1066,13 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
         return lineno + newlines
     lines = _split_lines(region)
     newlines = len(lines) - 1  # the element after the last \n is empty or a \r-ended partial line
-    cand, at = prefilter.keep(lines)
-    if len(cand) and _arrow()[1].any(sliced(_arrow()[1].match_substring_regex, cand, MID_RE2)).as_py():
-        lines = _split_lines(memoryview(rejoin(bytes(region))))  # two ranks' writes split a line
-        cand, at = prefilter.keep(lines)
-    held.add(cand, at + lineno, len(region))
-    if len(region) > max_line:
-        pc = _arrow()[1]
-        if pc.max(pc.binary_length(lines)).as_py() > max_line:
-            n, first = _count_long(lines, max_line)
-            info.long_lines += n
-            if n:
-                marks.setdefault("long", lineno + first)
+    if native is not None and native.has_readers() and held.readers_first and not prefilter.match_all:
+        held.add_lines(lines, lineno, region, marks)  # (the readers first: _release_lines)
+    else:
+        cand, at, used = _keep_region(lines, lineno, region, prefilter)
+        held.add(cand, at, len(region), len(lines))
+        _note_long(used, lineno, len(region), info, marks, max_line)
+        del used
     del lines
     if held.full():
         yield from _release(held, prefilter, info, max_line, native, claimable)
