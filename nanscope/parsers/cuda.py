@@ -369,11 +369,19 @@ def _terminated(ev: ErrorEvent, rec, state) -> None:
     ev.fields = dict(ev.fields or {}, terminate=True)
 
 
-# cudaErrorIllegalAddress (700) and its sibling cudaErrorMisalignedAddress (716: "the device encountered a load or
-# store instruction on a memory address which is not aligned"; 1.x THC: `cuda runtime error (74) : misaligned
-# address`): a kernel's memory access faulted, the context is left unusable, every later CUDA call fails.
-@rule("illegal-address", ("an illegal memory access was encountered", "misaligned address"),
-      r"(?P<err>an illegal memory access was encountered|(?:CUDA (?:error|warning): |\(\d+\) : |error=\d+ : )misaligned address)")
+# cudaErrorIllegalAddress (700) and its siblings, the other sticky kernel faults of the CUDA runtime
+# (driver_types.h): cudaErrorMisalignedAddress (716: "the device encountered a load or store instruction on a
+# memory address which is not aligned"; 1.x THC: `cuda runtime error (74) : misaligned address`),
+# cudaErrorLaunchFailure (719, CUDA <= 9: 4; cudaGetErrorString "unspecified launch failure", driver API
+# CUDA_ERROR_LAUNCH_FAILED: "an exception occurred on the device while executing a kernel. Common causes include
+# dereferencing an invalid device pointer and accessing out of bounds shared memory"; 1.x THC: `THCudaCheck FAIL
+# file=... error=4 : unspecified launch failure`, `cuda runtime error (4) : unspecified launch failure`) and
+# cudaErrorIllegalInstruction (715, "an illegal instruction was encountered"): a kernel faulted, the context is
+# left unusable, every later CUDA call fails.
+@rule("illegal-address", ("an illegal memory access was encountered", "misaligned address", "unspecified launch failure",
+                          "an illegal instruction was encountered"),
+      r"(?P<err>an illegal memory access was encountered|unspecified launch failure|an illegal instruction was encountered"
+      r"|(?:CUDA (?:error|warning): |\(\d+\) : |error=\d+ : )misaligned address)")
 def _illegal(m, rec, state):
     if not first_time(state, _key(rec, "illegal"), rec.loc.line):
         return []
@@ -582,9 +590,23 @@ def _cuda_error(m, rec, state):
     err = re.split(r"\s+(?:Search for `|CUDA kernel errors might|Compile with `)", err)[0].strip()
     if not first_time(state, _key(rec, "cuda_error", err), rec.loc.line):
         return []
+    if _BF16_GEMM_UNSUPPORTED.match(err):
+        ev = _error(rec, "dtype_unsupported", {"cuda_error": err, "cublas": True})
+        ev.message = ("cuBLAS has no bf16 GEMM for this GPU (CUBLAS_STATUS_NOT_SUPPORTED on a CUDA_R_16BF call; "
+                      "native bf16 needs compute capability 8.0 or newer)")
+        _terminated(ev, rec, state)
+        return ev
     ev = _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
     _terminated(ev, rec, state)  # `what():  CUDA error: X` of an aborting process is its uncaught exception
     return ev
+
+
+# aten/src/ATen/cuda/CUDABlas.cpp: TORCH_CUDABLAS_CHECK(...) reports a failed cuBLAS call as `CUDA error:
+# CUBLAS_STATUS_<status> when calling `<call>``. NOT_SUPPORTED on a call with bf16 operands (CUDA_R_16BF: the
+# bgemm / gemm_and_bias / bgemm_strided_batched paths) is a GPU without a bf16 GEMM in that cuBLAS (pre-Ampere:
+# Maxwell, Pascal, Volta, Turing depend on the cuBLAS release; pytorch/pytorch#57773); torch 1.7-1.9 refused it
+# itself: "BFloat16 gemm in CUDA requires Ampere or later GPU" (python.py).
+_BF16_GEMM_UNSUPPORTED = re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED when calling `[^`]*\bCUDA_R_16BF\b")
 
 
 PARSER = Parser(
