@@ -191,3 +191,56 @@ def test_cublas_not_supported_on_an_fp16_call_stays_an_uncaught_exception(tmp_pa
         "CUDA_R_16F, ldc, stridec, num_batches, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
     ])
     assert ids(r) == ["uncaught-exception"]
+
+
+# --- the second round, 2121-2132 ---
+
+@pytest.mark.parametrize("lines", [
+    # pytorch/pytorch#10853 (torch 0.4 THC, error 6), after the MNIST example's last step line
+    ["Train Epoch: 1 [59520/60000 (99%)]\tLoss: 0.583770",
+     "THCudaCheck FAIL file=/opt/conda/conda-bld/pytorch_1532582123400/work/aten/src/THC/generic/THCStorage.cpp line=36 "
+     "error=6 : the launch timed out and was terminated"],
+    # hkchengrex/STCN#21 (torch 1.8): the exception, then the allocator aborting the process
+    ["RuntimeError: CUDA error: the launch timed out and was terminated",
+     "terminate called after throwing an instance of 'c10::Error'",
+     "  what():  CUDA error: the launch timed out and was terminated"],
+    # AUTOMATIC1111/stable-diffusion-webui#12499 (torch 2.0 on Windows)
+    ["RuntimeError: CUDA error: the launch timed out and was terminated",
+     "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+     "incorrect."],
+])
+def test_a_kernel_the_display_watchdog_killed_is_named_once(tmp_path, lines):
+    r = diagnose(tmp_path, lines)
+    assert ids(r) == ["cuda-launch-timeout"]
+    assert "watchdog" in r.findings[0].summary
+
+
+@pytest.mark.parametrize("line, detail", [
+    # pytorch/pytorch#130112 (torch 2.3: GB / MB, powers of 1024 in MPSAllocator's format_size)
+    ("RuntimeError: MPS backend out of memory (MPS allocated: 5.50 GB, other allocations: 14.76 GB, max allowed: 20.40 GB). "
+     "Tried to allocate 147.24 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for "
+     "memory allocations (may cause system failure).",
+     "tried to allocate 0.14 GiB with 5.50 GiB allocated by MPS and 14.76 GiB by others, of 20.40 GiB allowed"),
+    # Comfy-Org/ComfyUI#8984 (newer torch: GiB / MiB, printed without the exception type)
+    ("MPS backend out of memory (MPS allocated: 15.72 GiB, other allocations: 2.41 MiB, max allowed: 18.13 GiB). Tried to "
+     "allocate 5.81 GiB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory "
+     "allocations (may cause system failure).",
+     "tried to allocate 5.81 GiB with 15.72 GiB allocated by MPS and 0.00 GiB by others, of 18.13 GiB allowed"),
+])
+def test_an_apple_gpu_out_of_memory_is_a_device_oom_with_its_numbers(tmp_path, line, detail):
+    r = diagnose(tmp_path, [line])
+    assert ids(r) == ["cuda-oom"]
+    assert detail in r.findings[0].summary
+
+
+def test_a_rocm_gpu_out_of_memory_is_a_device_oom(tmp_path):
+    # huggingface/autotrain-advanced#737: HIP's wording of the caching allocator's message
+    r = diagnose(tmp_path, [
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 124.00 MiB. GPU 0 has a total capacity of 19.94 GiB "
+        "of which 554.47 MiB is free. Of the allocated memory 15.87 GiB is allocated by PyTorch, and 165.29 MiB is reserved "
+        "by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+    ])
+    assert ids(r)[0] == "cuda-oom"
+    assert "with 0.54 GiB free of 19.94 GiB on GPU 0" in r.findings[0].summary

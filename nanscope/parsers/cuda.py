@@ -193,6 +193,45 @@ def _oom(m, rec, state):
     return _error(rec, "cuda_oom", fields)
 
 
+# Apple GPUs: aten/src/ATen/mps/MPSAllocator.mm (torch 2.0+) refuses an allocation past the high watermark of the
+# unified memory it may use: "MPS backend out of memory (MPS allocated: %s, other allocations: %s, max allowed: %s).
+# Tried to allocate %s on %s pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory
+# allocations (may cause system failure)." (sizes as GB / MB in 2.0-2.3, GiB / MiB later). The device's memory is
+# used up: the same failure as a CUDA OOM, on the Mac's GPU. (ROCm's "HIP out of memory. Tried to allocate" and
+# Intel's "XPU out of memory. Tried to allocate" are the CUDA allocator's wording, read by _oom.)
+_MPS_DETAIL = re.compile(
+    r"\(MPS allocated: " + _size("alloc") + r", other allocations: " + _size("other") + r", max allowed: "
+    + _size("allowed") + r"\)\. Tried to allocate " + _size("tried") + r" on (?P<pool>\w+) pool")
+
+
+_MPS_GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KB": 1 / 2**20, "KiB": 1 / 2**20, "MB": 1 / 2**10, "MiB": 1 / 2**10,
+            "GB": 1.0, "GiB": 1.0, "TB": 2**10, "TiB": 2**10}
+
+
+def _mps_gib(d: "re.Match[str]", name: str) -> float:
+    """MPSAllocator's format_size divides by powers of 1024 whatever the unit says (GB is GiB there)."""
+    return round(float(d.group(name)) * _MPS_GIB[d.group(name + "_u")], 6)
+
+
+@rule("mps-oom", ("MPS backend out of memory",), r"MPS backend out of memory")
+def _mps_oom(m, rec, state):
+    d = _MPS_DETAIL.search(rec.text, m.end())
+    fields: dict = {"device": "mps"}
+    if d is not None:
+        fields.update(tried_gib=_mps_gib(d, "tried"), allocated_gib=_mps_gib(d, "alloc"), other_gib=_mps_gib(d, "other"),
+                      allowed_gib=_mps_gib(d, "allowed"), pool=d.group("pool"))
+    if not first_time(state, ("oom", fields.get("tried_gib"), "mps"), rec.loc.line):
+        return []
+    if d is not None:
+        fields["detail"] = (f"Apple GPU (MPS): tried to allocate {fields['tried_gib']:.2f} GiB with "
+                            f"{fields['allocated_gib']:.2f} GiB allocated by MPS and {fields['other_gib']:.2f} GiB by "
+                            f"others, of {fields['allowed_gib']:.2f} GiB allowed")
+    else:
+        fields["detail"] = "Apple GPU (MPS): the allocation would pass the memory MPS may use"
+    fields.update(_phase(state, rec.loc.line))
+    return _error(rec, "cuda_oom", fields)
+
+
 # c10/cuda/CUDACachingAllocator.cpp (torch 1.x-2.x), when torch.cuda.set_per_process_memory_fraction caps
 # the process (TGI, ComfyUI and others set it): TORCH_CHECK_WITH(OutOfMemoryError, ..., "Allocation on device ",
 # device, " would exceed allowed memory. (out of memory)", "\nCurrently allocated     : ", ...,
@@ -387,6 +426,20 @@ def _illegal(m, rec, state):
         return []
     err = "misaligned address" if m.group("err").endswith("misaligned address") else m.group("err")
     ev = _error(rec, "cuda_illegal_address", {"cuda_error": err})
+    _terminated(ev, rec, state)
+    return ev
+
+
+# cudaErrorLaunchTimeout (702; CUDA <= 9: 6; driver API CUDA_ERROR_LAUNCH_TIMEOUT), cudaGetErrorString "the launch
+# timed out and was terminated": a kernel ran longer than the watchdog of a GPU that drives a display (Windows' TDR,
+# 2 s by default; an X server on Linux: the device property kernelExecTimeoutEnabled) and the driver killed it. The
+# context is unusable afterwards. Through every wrapper: `CUDA error: X`, `cuda runtime error (6) : X`, THC's
+# `THCudaCheck FAIL ... error=702 : X`, `what():  CUDA error: X`, TensorFlow's `CUDA_ERROR_LAUNCH_TIMEOUT: X`.
+@rule("launch-timeout", ("the launch timed out and was terminated",), r"the launch timed out and was terminated")
+def _launch_timeout(m, rec, state):
+    if not first_time(state, _key(rec, "launch_timeout"), rec.loc.line):
+        return []
+    ev = _error(rec, "cuda_launch_timeout", {"cuda_error": "the launch timed out and was terminated"})
     _terminated(ev, rec, state)
     return ev
 
@@ -613,8 +666,8 @@ PARSER = Parser(
     name="cuda",
     framework=FW,
     priority=30,
-    description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
-    rules=[_startup_frame, _oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink, _terminate_head, _illegal,
-           _arch, _assert_triggered, _assert_line, _xid, _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable,
-           _runtime_cuda_error, _cuda_error],
+    description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
+    rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink,
+           _terminate_head, _illegal, _launch_timeout, _arch, _assert_triggered, _assert_line, _xid, _plugin_xid,
+           _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cuda_error],
 )
