@@ -244,3 +244,40 @@ def test_a_rocm_gpu_out_of_memory_is_a_device_oom(tmp_path):
     ])
     assert ids(r)[0] == "cuda-oom"
     assert "with 0.54 GiB free of 19.94 GiB on GPU 0" in r.findings[0].summary
+
+
+# --- the third round, 2133-2140 ---
+
+@pytest.mark.parametrize("line, limit", [
+    # Yuliang-Liu/MonkeyOCR#86 (Triton 3.x: triton.runtime.errors)
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 126978, Hardware limit: 101376. "
+     "Reducing block sizes or `num_stages` may help.", "101376"),
+    # InternLM/lmdeploy#2451 (Triton 2.x: the autotuner's class)
+    ("triton.runtime.autotuner.OutOfResources: out of resource: shared memory, Required: 108672, Hardware limit: 101376. "
+     "Reducing block sizes or `num_stages` may help.", "101376"),
+    # FlashML-org/FreeToken#246: behind an application's own stamp, on Turing
+    ("[16:10:33] stdout/INFO  triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, "
+     "Hardware limit: 65536. Reducing block sizes or `num_stages` may help.", "65536"),
+])
+def test_a_triton_kernel_too_big_for_the_gpu_is_named_with_both_numbers(tmp_path, line, limit):
+    r = diagnose(tmp_path, [line])
+    assert ids(r) == ["triton-out-of-resources"]
+    assert f"hardware limit {limit}" in r.findings[0].summary
+
+
+@pytest.mark.parametrize("lines", [
+    # cfzd/Ultra-Fast-Lane-Detection#193: two processes on a one-GPU machine
+    ["    torch._C._cuda_setDevice(device)", "RuntimeError: CUDA error: invalid device ordinal",
+     "Killing subprocess 27636", "Killing subprocess 27637"],
+    # hustvl/Vim#61: two processes' prints run into each other
+    ["RuntimeErrorRuntimeError: CUDA error: invalid device ordinal",
+     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+     ": CUDA error: invalid device ordinal"],
+    # wenwenyu/PICK-pytorch#14 (torch 1.x wording, cudaErrorInvalidDevice 101)
+    ["RuntimeError: cuda runtime error (101) : invalid device ordinal at /pytorch/torch/csrc/cuda/Module.cpp:59"],
+])
+def test_a_gpu_index_that_is_not_there_is_no_usable_gpu_not_a_generic_exception(tmp_path, lines):
+    r = diagnose(tmp_path, lines)
+    assert ids(r)[0] == "cuda-no-device"
+    assert "uncaught-exception" not in ids(r)
+    assert "--nproc_per_node" in r.findings[0].summary

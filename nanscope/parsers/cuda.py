@@ -444,6 +444,28 @@ def _launch_timeout(m, rec, state):
     return ev
 
 
+# Triton's OutOfResources (triton/runtime/errors.py; before 3.0 triton/compiler/errors.py, triton/runtime/autotuner.py):
+# f"out of resource: {name}, Required: {required}, Hardware limit: {limit}" + ". Reducing block sizes or `num_stages`
+# may help." (in every release since 2.0), raised when a compiled kernel is loaded on a GPU whose per-block shared
+# memory (or other resource) is smaller than the kernel's configuration needs: kernels tuned for A100 / H100
+# (~164-228 KiB) on consumer Ampere / Ada (~100 KiB), Turing (64 KiB) or Pascal (48 KiB). Its class name ends in no
+# Error, so without this rule the exception line is not even an uncaught exception.
+@rule("triton-out-of-resources", ("out of resource: ",),
+      r"out of resource: (?P<res>[A-Za-z][\w ]*?), Required: (?P<req>\d+), Hardware limit(?:ation)?: (?P<limit>\d+)")
+def _triton_resources(m, rec, state):
+    res, req, limit = m.group("res"), int(m.group("req")), int(m.group("limit"))
+    if not first_time(state, _key(rec, "triton_resources", res, req, limit), rec.loc.line):
+        return []
+    ev = _error(rec, "triton_out_of_resources", {"resource": res, "required": req, "limit": limit})
+    cls = _OUT_OF_RESOURCES.search(rec.text)
+    ev.exc_type = ev.exc_type or (cls.group(0) if cls else None)
+    ev.message = f"a Triton kernel needs {req} of {res}, the GPU allows {limit}"
+    return ev
+
+
+_OUT_OF_RESOURCES = re.compile(r"(?:\b[a-z_][\w.]*\.)?OutOfResources\b")
+
+
 # The PyTorch build (or an extension) has no kernel for this GPU's compute capability. The CUDA runtime's
 # cudaErrorNoKernelImageForDevice (209; CUDA <= 9: 48) "no kernel image is available for execution on the device",
 # through every wrapper (`CUDA error: X`, 1.x `THCudaCheck FAIL file=... error=48 : X`, `cuda runtime error (48) :
@@ -586,6 +608,9 @@ _NO_DEVICE = {
     "Found no NVIDIA driver on your system": (None, "no NVIDIA driver loaded"),
     "CUDA driver initialization failed, you might not have a CUDA gpu": (3, "the CUDA driver failed to initialise"),
     "No CUDA GPUs are available": (None, "no GPU visible to the process"),
+    # cudaErrorInvalidDevice (101; CUDA <= 9: 10): the process asked for a GPU index that is not visible to it
+    "invalid device ordinal": (101, "the GPU index asked for is not visible here: more processes per node than GPUs "
+                                    "(--nproc_per_node), or cuda:N past the last GPU / CUDA_VISIBLE_DEVICES"),
 }
 
 
@@ -666,8 +691,8 @@ PARSER = Parser(
     name="cuda",
     framework=FW,
     priority=30,
-    description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
+    description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, Triton kernels past the GPU's resources, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
     rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink,
-           _terminate_head, _illegal, _launch_timeout, _arch, _assert_triggered, _assert_line, _xid, _plugin_xid,
-           _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cuda_error],
+           _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _xid,
+           _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cuda_error],
 )
