@@ -457,13 +457,20 @@ def _triton_resources(m, rec, state):
     if not first_time(state, _key(rec, "triton_resources", res, req, limit), rec.loc.line):
         return []
     ev = _error(rec, "triton_out_of_resources", {"resource": res, "required": req, "limit": limit})
-    cls = _OUT_OF_RESOURCES.search(rec.text)
-    ev.exc_type = ev.exc_type or (cls.group(0) if cls else None)
+    ev.exc_type = ev.exc_type or _out_of_resources_class(rec.text)
     ev.message = f"a Triton kernel needs {req} of {res}, the GPU allows {limit}"
     return ev
 
 
-_OUT_OF_RESOURCES = re.compile(r"(?:\b[a-z_][\w.]*\.)?OutOfResources\b")
+def _out_of_resources_class(text: str) -> Optional[str]:
+    """The exception's dotted name as printed (`triton.runtime.errors.OutOfResources`, or bare)."""
+    end = text.find("OutOfResources")
+    if end < 0:
+        return None
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "._"):
+        start -= 1
+    return text[start:end + len("OutOfResources")]
 
 
 # The PyTorch build (or an extension) has no kernel for this GPU's compute capability. The CUDA runtime's

@@ -605,7 +605,7 @@ _EXTENSION_BARE = re.compile(
 _ANNOUNCES_NEXT_LINE = re.compile(r"because of the following error \(look up to see its traceback\):$")
 
 
-_SO_SYMBOL = re.compile(r"(?P<lib>[^\s'\"/\\]+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>[^\s'\"]+)")
+_SO_SYMBOL = re.compile(r"(?<![^\s'\"/\\])(?P<lib>[^\s'\"/\\]+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>[^\s'\"]+)")
 _NO_KERNEL = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<key>\w+)' backend")
 _TOOLKIT = re.compile(r"The detected CUDA version \((?P<have>[\d.]+)\) mismatches")
 
