@@ -195,10 +195,6 @@ def test_an_older_launchers_sigkill_line_without_a_rank_is_a_killed_process(tmp_
       "(/workspace/tensorrt_llm/cpp/tensorrt_llm/runtime/bufferManager.cpp:146)",
       "1       0x7fbc549104df void tensorrt_llm::common::check<cudaError>(cudaError, char const*, char const*, int) + 143"],
      "CUDA runtime error"),
-    # triton-inference-server/tensorrtllm_backend#594: a kernel crashed (unspecified launch failure)
-    (["`[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] CUDA runtime error in "
-      "::cudaFreeHost(ptr): unspecified launch failure (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:169)"],
-     "tensorrt_llm::common::TllmException"),
     # InternLM/lmdeploy#130: TurboMind's check throws and nothing catches it
     (["terminate called after throwing an instance of 'std::runtime_error'",
       "  what():  [FT][ERROR] CUDA runtime error: invalid argument /opt/tritonserver/lmdeploy/src/turbomind/utils/allocator.h:252 ",

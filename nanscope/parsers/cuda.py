@@ -193,6 +193,45 @@ def _oom(m, rec, state):
     return _error(rec, "cuda_oom", fields)
 
 
+# Apple GPUs: aten/src/ATen/mps/MPSAllocator.mm (torch 2.0+) refuses an allocation past the high watermark of the
+# unified memory it may use: "MPS backend out of memory (MPS allocated: %s, other allocations: %s, max allowed: %s).
+# Tried to allocate %s on %s pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory
+# allocations (may cause system failure)." (sizes as GB / MB in 2.0-2.3, GiB / MiB later). The device's memory is
+# used up: the same failure as a CUDA OOM, on the Mac's GPU. (ROCm's "HIP out of memory. Tried to allocate" and
+# Intel's "XPU out of memory. Tried to allocate" are the CUDA allocator's wording, read by _oom.)
+_MPS_DETAIL = re.compile(
+    r"\(MPS allocated: " + _size("alloc") + r", other allocations: " + _size("other") + r", max allowed: "
+    + _size("allowed") + r"\)\. Tried to allocate " + _size("tried") + r" on (?P<pool>\w+) pool")
+
+
+_MPS_GIB = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KB": 1 / 2**20, "KiB": 1 / 2**20, "MB": 1 / 2**10, "MiB": 1 / 2**10,
+            "GB": 1.0, "GiB": 1.0, "TB": 2**10, "TiB": 2**10}
+
+
+def _mps_gib(d: "re.Match[str]", name: str) -> float:
+    """MPSAllocator's format_size divides by powers of 1024 whatever the unit says (GB is GiB there)."""
+    return round(float(d.group(name)) * _MPS_GIB[d.group(name + "_u")], 6)
+
+
+@rule("mps-oom", ("MPS backend out of memory",), r"MPS backend out of memory")
+def _mps_oom(m, rec, state):
+    d = _MPS_DETAIL.search(rec.text, m.end())
+    fields: dict = {"device": "mps"}
+    if d is not None:
+        fields.update(tried_gib=_mps_gib(d, "tried"), allocated_gib=_mps_gib(d, "alloc"), other_gib=_mps_gib(d, "other"),
+                      allowed_gib=_mps_gib(d, "allowed"), pool=d.group("pool"))
+    if not first_time(state, ("oom", fields.get("tried_gib"), "mps"), rec.loc.line):
+        return []
+    if d is not None:
+        fields["detail"] = (f"Apple GPU (MPS): tried to allocate {fields['tried_gib']:.2f} GiB with "
+                            f"{fields['allocated_gib']:.2f} GiB allocated by MPS and {fields['other_gib']:.2f} GiB by "
+                            f"others, of {fields['allowed_gib']:.2f} GiB allowed")
+    else:
+        fields["detail"] = "Apple GPU (MPS): the allocation would pass the memory MPS may use"
+    fields.update(_phase(state, rec.loc.line))
+    return _error(rec, "cuda_oom", fields)
+
+
 # c10/cuda/CUDACachingAllocator.cpp (torch 1.x-2.x), when torch.cuda.set_per_process_memory_fraction caps
 # the process (TGI, ComfyUI and others set it): TORCH_CHECK_WITH(OutOfMemoryError, ..., "Allocation on device ",
 # device, " would exceed allowed memory. (out of memory)", "\nCurrently allocated     : ", ...,
@@ -369,11 +408,19 @@ def _terminated(ev: ErrorEvent, rec, state) -> None:
     ev.fields = dict(ev.fields or {}, terminate=True)
 
 
-# cudaErrorIllegalAddress (700) and its sibling cudaErrorMisalignedAddress (716: "the device encountered a load or
-# store instruction on a memory address which is not aligned"; 1.x THC: `cuda runtime error (74) : misaligned
-# address`): a kernel's memory access faulted, the context is left unusable, every later CUDA call fails.
-@rule("illegal-address", ("an illegal memory access was encountered", "misaligned address"),
-      r"(?P<err>an illegal memory access was encountered|(?:CUDA (?:error|warning): |\(\d+\) : |error=\d+ : )misaligned address)")
+# cudaErrorIllegalAddress (700) and its siblings, the other sticky kernel faults of the CUDA runtime
+# (driver_types.h): cudaErrorMisalignedAddress (716: "the device encountered a load or store instruction on a
+# memory address which is not aligned"; 1.x THC: `cuda runtime error (74) : misaligned address`),
+# cudaErrorLaunchFailure (719, CUDA <= 9: 4; cudaGetErrorString "unspecified launch failure", driver API
+# CUDA_ERROR_LAUNCH_FAILED: "an exception occurred on the device while executing a kernel. Common causes include
+# dereferencing an invalid device pointer and accessing out of bounds shared memory"; 1.x THC: `THCudaCheck FAIL
+# file=... error=4 : unspecified launch failure`, `cuda runtime error (4) : unspecified launch failure`) and
+# cudaErrorIllegalInstruction (715, "an illegal instruction was encountered"): a kernel faulted, the context is
+# left unusable, every later CUDA call fails.
+@rule("illegal-address", ("an illegal memory access was encountered", "misaligned address", "unspecified launch failure",
+                          "an illegal instruction was encountered"),
+      r"(?P<err>an illegal memory access was encountered|unspecified launch failure|an illegal instruction was encountered"
+      r"|(?:CUDA (?:error|warning): |\(\d+\) : |error=\d+ : )misaligned address)")
 def _illegal(m, rec, state):
     if not first_time(state, _key(rec, "illegal"), rec.loc.line):
         return []
@@ -381,6 +428,49 @@ def _illegal(m, rec, state):
     ev = _error(rec, "cuda_illegal_address", {"cuda_error": err})
     _terminated(ev, rec, state)
     return ev
+
+
+# cudaErrorLaunchTimeout (702; CUDA <= 9: 6; driver API CUDA_ERROR_LAUNCH_TIMEOUT), cudaGetErrorString "the launch
+# timed out and was terminated": a kernel ran longer than the watchdog of a GPU that drives a display (Windows' TDR,
+# 2 s by default; an X server on Linux: the device property kernelExecTimeoutEnabled) and the driver killed it. The
+# context is unusable afterwards. Through every wrapper: `CUDA error: X`, `cuda runtime error (6) : X`, THC's
+# `THCudaCheck FAIL ... error=702 : X`, `what():  CUDA error: X`, TensorFlow's `CUDA_ERROR_LAUNCH_TIMEOUT: X`.
+@rule("launch-timeout", ("the launch timed out and was terminated",), r"the launch timed out and was terminated")
+def _launch_timeout(m, rec, state):
+    if not first_time(state, _key(rec, "launch_timeout"), rec.loc.line):
+        return []
+    ev = _error(rec, "cuda_launch_timeout", {"cuda_error": "the launch timed out and was terminated"})
+    _terminated(ev, rec, state)
+    return ev
+
+
+# Triton's OutOfResources (triton/runtime/errors.py; before 3.0 triton/compiler/errors.py, triton/runtime/autotuner.py):
+# f"out of resource: {name}, Required: {required}, Hardware limit: {limit}" + ". Reducing block sizes or `num_stages`
+# may help." (in every release since 2.0), raised when a compiled kernel is loaded on a GPU whose per-block shared
+# memory (or other resource) is smaller than the kernel's configuration needs: kernels tuned for A100 / H100
+# (~164-228 KiB) on consumer Ampere / Ada (~100 KiB), Turing (64 KiB) or Pascal (48 KiB). Its class name ends in no
+# Error, so without this rule the exception line is not even an uncaught exception.
+@rule("triton-out-of-resources", ("out of resource: ",),
+      r"out of resource: (?P<res>[A-Za-z][\w ]*?), Required: (?P<req>\d+), Hardware limit(?:ation)?: (?P<limit>\d+)")
+def _triton_resources(m, rec, state):
+    res, req, limit = m.group("res"), int(m.group("req")), int(m.group("limit"))
+    if not first_time(state, _key(rec, "triton_resources", res, req, limit), rec.loc.line):
+        return []
+    ev = _error(rec, "triton_out_of_resources", {"resource": res, "required": req, "limit": limit})
+    ev.exc_type = ev.exc_type or _out_of_resources_class(rec.text)
+    ev.message = f"a Triton kernel needs {req} of {res}, the GPU allows {limit}"
+    return ev
+
+
+def _out_of_resources_class(text: str) -> Optional[str]:
+    """The exception's dotted name as printed (`triton.runtime.errors.OutOfResources`, or bare)."""
+    end = text.find("OutOfResources")
+    if end < 0:
+        return None
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "._"):
+        start -= 1
+    return text[start:end + len("OutOfResources")]
 
 
 # The PyTorch build (or an extension) has no kernel for this GPU's compute capability. The CUDA runtime's
@@ -525,6 +615,9 @@ _NO_DEVICE = {
     "Found no NVIDIA driver on your system": (None, "no NVIDIA driver loaded"),
     "CUDA driver initialization failed, you might not have a CUDA gpu": (3, "the CUDA driver failed to initialise"),
     "No CUDA GPUs are available": (None, "no GPU visible to the process"),
+    # cudaErrorInvalidDevice (101; CUDA <= 9: 10): the process asked for a GPU index that is not visible to it
+    "invalid device ordinal": (101, "the GPU index asked for is not visible here: more processes per node than GPUs "
+                                    "(--nproc_per_node), or cuda:N past the last GPU / CUDA_VISIBLE_DEVICES"),
 }
 
 
@@ -582,17 +675,31 @@ def _cuda_error(m, rec, state):
     err = re.split(r"\s+(?:Search for `|CUDA kernel errors might|Compile with `)", err)[0].strip()
     if not first_time(state, _key(rec, "cuda_error", err), rec.loc.line):
         return []
+    if _BF16_GEMM_UNSUPPORTED.match(err):
+        ev = _error(rec, "dtype_unsupported", {"cuda_error": err, "cublas": True})
+        ev.message = ("cuBLAS has no bf16 GEMM for this GPU (CUBLAS_STATUS_NOT_SUPPORTED on a CUDA_R_16BF call; "
+                      "native bf16 needs compute capability 8.0 or newer)")
+        _terminated(ev, rec, state)
+        return ev
     ev = _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
     _terminated(ev, rec, state)  # `what():  CUDA error: X` of an aborting process is its uncaught exception
     return ev
+
+
+# aten/src/ATen/cuda/CUDABlas.cpp: TORCH_CUDABLAS_CHECK(...) reports a failed cuBLAS call as `CUDA error:
+# CUBLAS_STATUS_<status> when calling `<call>``. NOT_SUPPORTED on a call with bf16 operands (CUDA_R_16BF: the
+# bgemm / gemm_and_bias / bgemm_strided_batched paths) is a GPU without a bf16 GEMM in that cuBLAS (pre-Ampere:
+# Maxwell, Pascal, Volta, Turing depend on the cuBLAS release; pytorch/pytorch#57773); torch 1.7-1.9 refused it
+# itself: "BFloat16 gemm in CUDA requires Ampere or later GPU" (python.py).
+_BF16_GEMM_UNSUPPORTED = re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED when calling `[^`]*\bCUDA_R_16BF\b")
 
 
 PARSER = Parser(
     name="cuda",
     framework=FW,
     priority=30,
-    description="CUDA OOM (every allocator wording), CUDA runtime errors, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
-    rules=[_startup_frame, _oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink, _terminate_head, _illegal,
-           _arch, _assert_triggered, _assert_line, _xid, _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable,
-           _runtime_cuda_error, _cuda_error],
+    description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, Triton kernels past the GPU's resources, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
+    rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink,
+           _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _xid,
+           _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cuda_error],
 )

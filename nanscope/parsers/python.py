@@ -28,6 +28,17 @@ EXC_LINE = re.compile(
     r"(?::[ \t]*(?P<msg>.*))?$"
 )
 
+# The texts of a compiled extension that does not fit the installed torch (see _CLASSIFY).
+_NOT_TORCH_OP = r"(?!(?:aten|prim|prims|quantized|_quantized|c10d|_c10d_functional|c10d_functional|_dtensor|inductor|mkldnn|onednn)::)"
+_EXTENSION_MISMATCH = (
+    r"\.so(?:\.[\d.]+)?: undefined symbol: \S|\bSymbol not found: _\S"
+    r"|DLL load failed(?: while importing \w+)?: The specified procedure could not be found"
+    r"|Could not run '" + _NOT_TORCH_OP + r"\w+::[\w.]+' with arguments from the '\w+' backend"
+    r"|Detected that PyTorch and \S+ were compiled with different CUDA (?:major )?versions"
+    r"|Couldn't load custom C\+\+ ops\. This can happen if your PyTorch and \w+ versions are incompatible"
+    r"|The detected CUDA version \([\d.]+\) mismatches the version that was used to compile"
+)
+
 # Exceptions whose message says what kind of failure it is (message regex -> error kind).
 _CLASSIFY = [
     # A Ray task that raised torch's OutOfMemoryError (a device allocation failed inside the task); Ray's own
@@ -79,7 +90,26 @@ _CLASSIFY = [
     #   sibling "Your setup doesn't support bf16/(cpu, tpu, neuroncore). You need torch>=1.10".
     # accelerate accelerator.py Accelerator.__init__: err.format(mode="fp16", requirement="a GPU")
     #   -> "fp16 mixed precision requires a GPU"; newer: "... requires a GPU (not 'mps')."
-    (re.compile(r"Your setup doesn't support bf16/|\b(?:fp16|bf16) mixed precision requires a GPU"), "dtype_unsupported"),
+    # aten/src/ATen/cuda/CUDABlas.cpp, torch 1.7-1.9 (pytorch/pytorch#50442 took it out): TORCH_CHECK(false,
+    #   "BFloat16 gemm in CUDA requires Ampere or later GPU"); later releases let cuBLAS refuse (cuda.py).
+    (re.compile(r"Your setup doesn't support bf16/|\b(?:fp16|bf16) mixed precision requires a GPU"
+                r"|BFloat16 gemm in CUDA requires Ampere or later GPU"), "dtype_unsupported"),
+    # A compiled extension that does not match the torch (or CUDA) it is loaded into:
+    #  - the dynamic loader cannot resolve a symbol the .so was linked against (glibc dlerror, as Python's
+    #    ImportError / OSError message: "<file>.so: undefined symbol: _ZN3c10..."; macOS dyld "Symbol not found:
+    #    __ZN..."; Windows LoadLibrary "DLL load failed while importing X: The specified procedure could not be
+    #    found."): a flash-attn / Transformer Engine / apex / torchvision build for another torch release or C++ ABI;
+    #  - c10/core/dispatch/OperatorEntry.cpp reportError: "Could not run '<ns>::<op>' with arguments from the
+    #    '<key>' backend. ... '<op>' is only available for these backends: [...]" for an extension's own op
+    #    (torchvision::nms, a CPU-only torchvision beside a CUDA torch); aten / prim / c10d ops are torch's own
+    #    (a sparse or quantized tensor where the op has no kernel: a usage error, not this);
+    #  - torchvision/extension.py _check_cuda_version: "Detected that PyTorch and torchvision were compiled with
+    #    different CUDA major versions." (torchaudio/_extension/utils.py: "Detected that PyTorch and TorchAudio were
+    #    compiled with different CUDA versions.") and _assert_has_ops: "Couldn't load custom C++ ops. This can
+    #    happen if your PyTorch and torchvision versions are incompatible, ...";
+    #  - torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE, building one: "The detected CUDA version (X) mismatches
+    #    the version that was used to compile\nPyTorch (Y). Please make sure to use the same CUDA versions."
+    (re.compile(_EXTENSION_MISMATCH), "extension_build_mismatch"),
     # torch/csrc/distributed/c10d/reducer.cpp: _verify_params_across_processes (torch >= 1.12)
     #   "DDP expects same model across all ranks, but Rank R has N params, while rank i has inconsistent M params."
     (re.compile(r"DDP expects same model across all ranks"), "ddp_param_mismatch"),
@@ -439,6 +469,8 @@ def _exception(m, rec, state):
         ev.fields = {**(ev.fields or {}), "op": op.group(1) if op else (ev.fields or {}).get("op")}
     if kind == "cuda_arch_unsupported":
         ev.fields = {**(ev.fields or {}), "cuda_error": _arch_detail(msg), "warning": False}
+    if kind == "extension_build_mismatch":
+        ev.message = _extension_detail(msg) or msg
     if kind == "cuda_no_device":  # only torch.load's wording reaches here (the CUDA runtime's are the cuda parser's)
         ev.fields = {**(ev.fields or {}), "cuda_error": "torch.load found CUDA tensors but torch.cuda.is_available() is False",
                      "detail": "a CPU-only torch build or no visible GPU; map_location='cpu' loads it on the CPU",
@@ -457,6 +489,12 @@ def _exception(m, rec, state):
         return out
     if kind in ("ddp_unused_parameters", "compile_failed") or _RAY_ACTOR_DIED.search(exc_type):
         state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
+        return out
+    if kind == "exception" and _ANNOUNCES_NEXT_LINE.search(msg):
+        # transformers' lazy-import error: the message goes on in the next line; a build-mismatch line there makes
+        # this exception that (_extension_bare), else it stays as it is
+        ev.fields = {**(ev.fields or {}), "continues": True}
+        state["pending"] = ev
         return out
     return out + [ev]
 
@@ -554,6 +592,57 @@ def _comfyui_exception(m, rec, state):
     return _release(state) + [ev]
 
 
+# A build-mismatch message on a line of its own (see _EXTENSION_MISMATCH), without the exception type: the
+# dynamic loader's "<file>.so: undefined symbol: <sym>" printed as str(e) or as the second line of transformers'
+# lazy-import error (src/transformers/utils/import_utils.py _LazyModule._get_module: RuntimeError(f"Failed to import
+# {module} because of the following error (look up to see its traceback):\n{e}")), an application printing the
+# dispatcher's "Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. ...", cpp_extension's
+# message under its bare `RuntimeError:` line. The lazy-import exception that announced this line becomes it.
+_EXTENSION_BARE = re.compile(
+    r"^\s*(?:(?P<lib>\S+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>\S+)"
+    r"|Could not run '" + _NOT_TORCH_OP + r"(?P<op>\w+::[\w.]+)' with arguments from the '(?P<key>\w+)' backend"
+    r"|The detected CUDA version \((?P<have>[\d.]+)\) mismatches the version that was used to compile)")
+_ANNOUNCES_NEXT_LINE = re.compile(r"because of the following error \(look up to see its traceback\):$")
+
+
+_SO_SYMBOL = re.compile(r"(?<![^\s'\"/\\])(?P<lib>[^\s'\"/\\]+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>[^\s'\"]+)")
+_NO_KERNEL = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<key>\w+)' backend")
+_TOOLKIT = re.compile(r"The detected CUDA version \((?P<have>[\d.]+)\) mismatches")
+
+
+def _extension_detail(text: str) -> Optional[str]:
+    """What does not fit, in a line: the library and the symbol, or the op and the backend (the evidence
+    keeps the loader's or the dispatcher's whole message)."""
+    m = _SO_SYMBOL.search(text)
+    if m is not None:
+        sym = m.group("sym")
+        return f"{m.group('lib')} cannot be loaded: undefined symbol {sym if len(sym) <= 90 else sym[:89] + '…'}"
+    m = _NO_KERNEL.search(text)
+    if m is not None:
+        return f"'{m.group('op')}' has no kernel for the {m.group('key')} backend (the extension's ops were not built for it)"
+    m = _TOOLKIT.search(text)
+    if m is not None:
+        return f"the CUDA toolkit building the extension ({m.group('have')}) is not the CUDA torch was built with"
+    return None
+
+
+@rule("extension-mismatch-bare", (": undefined symbol: ", "Could not run '", "mismatches the version that was used to compile"),
+      _EXTENSION_BARE.pattern, match_start=True)
+def _extension_bare(m, rec, state):
+    held = state.get("pending")
+    text = rec.text.strip()
+    if held is not None and held.error == "exception" and (held.fields or {}).get("continues") \
+            and 0 < rec.loc.line - held.loc.line <= 2:
+        state.pop("pending")
+        held.error = "extension_build_mismatch"
+        detail = _extension_detail(text) or text
+        held.message = f"{held.message} {detail}".strip()
+        return [held]
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="python", error="extension_build_mismatch",
+                    message=_extension_detail(text) or text, fields={"printed": True})
+    return _release(state) + [ev]
+
+
 # torch.load's weights-only refusal as an application prints it, without the exception type (ComfyUI nodes print
 # str(e): "Weights only load failed. This file can still be loaded, ..."; "An error occurred while loading models:
 # Weights only load failed. In PyTorch 2.6, ..."). Its `WeightsUnpickler error:` line may follow.
@@ -642,5 +731,5 @@ PARSER = Parser(
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _ray_actor_name,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _exception,
-           _weights_only_bare],
+           _weights_only_bare, _extension_bare],
 )

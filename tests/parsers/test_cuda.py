@@ -71,7 +71,21 @@ REAL = [
     # research §3.5: oldest Xid format, no `PCI:`
     ("NVRM: Xid (0000:03:00): 14, Channel 00000001", "gpu_xid", None, None, {"xid": 14, "pci": "0000:03:00"}),
     # cudaGetErrorString text (research §3.2)
-    ("RuntimeError: CUDA error: unspecified launch failure", "cuda_error", None, "RuntimeError", {"cuda_error": "unspecified launch failure"}),
+    # (cudaErrorLaunchFailure: a kernel faulted on the device, the same sticky class as an illegal address)
+    ("RuntimeError: CUDA error: unspecified launch failure", "cuda_illegal_address", None, "RuntimeError",
+     {"cuda_error": "unspecified launch failure"}),
+    # github.com/pytorch/pytorch/issues/21276 (1.x THC form, error 4)
+    ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=271 error=4 : unspecified launch failure       x",
+     "cuda_illegal_address", None, None, {"cuda_error": "unspecified launch failure"}),
+    # github.com/opendatalab/MinerU/issues/1508: a bf16 GEMM cuBLAS has no kernel for on a Tesla M40
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, opa, opb, "
+     "(int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda, stridea, b, CUDA_R_16BF, (int)ldb, strideb, "
+     "(void*)&fbeta, c, CUDA_R_16BF, (int)ldc, stridec, (int)num_batches, compute_type, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
+     "dtype_unsupported", None, "RuntimeError", {"cublas": True}),
+    # github.com/JiaquanYe/TableMASTER-mmocr/issues/73: NOT_SUPPORTED on an fp16 call is no missing precision
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedExFix( handle, opa, opb, "
+     "m, n, k, (void*)(&falpha), a, CUDA_R_16F, lda, stridea, b, CUDA_R_16F, ldb, strideb, (void*)(&fbeta), c, CUDA_R_16F, "
+     "ldc, stridec, num_batches, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`", "cuda_error", None, "RuntimeError", {}),
     # github.com/ostris/ai-toolkit/issues/470 (2.6+ message flattened on one line)
     ("CUDA error: uncorrectable ECC error encountered Search for `cudaErrorECCUncorrectable' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.",
      "ecc_error", None, None, {}),
