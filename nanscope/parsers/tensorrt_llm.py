@@ -13,6 +13,22 @@ says what failed. Here it is read for the NCCL case: the NCCLCHECK macro's wordi
 'invalid usage ...'`): an NCCL error of that rank's communicator set-up. (The same NCCLCHECK line outside this
 executor wrapper is the nccl parser's to read.) A CUDA OOM there is the cuda parser's (it runs first), an
 architecture transformers does not know is the architecture parser's.
+
+An engine build (trtllm-build, the examples' build.py, the LLM API building on the fly) that TensorRT could not
+finish. tensorrt_llm/builder.py Builder.build_engine, when build_serialized_network returns None:
+
+    logger.error('Engine building failed, please check the error log.')      (0.5-0.9)
+    assert engine is not None, 'Engine building failed, please check the error log.'   (0.10+)
+
+TensorRT's own logger says why just before, `[TRT] [E] <code>: ...`:
+    the plugin registry (the TensorRT-LLM plugin library not loaded, or built for another TensorRT):
+        getPluginCreator could not find plugin: Gemmtensorrt_llm version: 1
+    the builder (no kernel for a node under these types / this TensorRT):
+        Error Code 10: Internal Error (Could not find any implementation for node {ForeignNode[...]}.)
+    a plugin refusing the build's data types (pluginV2Builder.cpp reportPluginError):
+        Error Code 9: Internal Error (<layer>/PLUGIN_V2_Gemm_0: could not find any supported formats consistent
+        with input/output data types)
+The first of these lines makes the event (it says what failed); the rest are the same build.
 """
 
 from __future__ import annotations
@@ -38,10 +54,34 @@ def _executor_nccl(m, rec, state):
                               "detail": f"the executor on rank {m.group('rank')} could not set up NCCL: {m.group('why')}"})
 
 
+@rule(
+    "engine-build",
+    ("Engine building failed", "getPluginCreator could not find plugin", "Could not find any implementation for node",
+     "could not find any supported formats consistent with input/output data types"),
+    r"(?P<failed>Engine building failed, please check the error log)"
+    r"|getPluginCreator could not find plugin:? (?P<plugin>\S+?) version:? (?P<ver>\S+)"
+    r"|Could not find any implementation for node (?P<node>\S+)"
+    r"|(?P<layer>[\w/.\-]+): could not find any supported formats consistent with input/output data types",
+)
+def _engine_build(m, rec, state):
+    if not first_time(state, ("trt_engine_build",), rec.loc.line):
+        return []
+    if m.group("plugin"):
+        why = f"TensorRT cannot find the plugin {m.group('plugin')} (version {m.group('ver')}): the TensorRT-LLM plugin library is not loaded or was built for another TensorRT"
+    elif m.group("node"):
+        why = "TensorRT has no implementation for a node of the network (a plugin or layer under these data types / this TensorRT version)"
+    elif m.group("layer"):
+        why = f"the plugin layer {m.group('layer')} supports none of the build's input/output data types"
+    else:
+        why = "TensorRT could not build the engine (the [TRT] [E] lines above say why)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="trt_engine_build_failed",
+                      message=rec.text.strip(), fields={"source": "tensorrt", "phase": "build", "detail": why})
+
+
 PARSER = Parser(
     name="tensorrt_llm",
     framework=FW,
     priority=38,
-    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL",
-    rules=[_executor_nccl],
+    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish",
+    rules=[_executor_nccl, _engine_build],
 )
