@@ -48,7 +48,12 @@ Two more ggml / llama.cpp failures that end the process or the model load:
   count, data outside the file, an unknown pre-tokenizer):
       LLAMA_LOG_ERROR("%s: error loading model: %s\n", __func__, err.what())
       -> llama_model_load: error loading model: create_tensor: tensor 'blk.0.ffn_gate.0.weight' not found
-      (Ollama: `... process has terminated: exit status 1: error loading model: ...`). The loader's allocation
+      (Ollama: `... process has terminated: exit status 1: error loading model: ...`; the exception text alone
+      after `what():` / `Error: exception ...` / LM Studio's `"cause": "llama.cpp error: '...'"`, so the loader's own
+      texts count by themselves: src/llama-model-loader.cpp `done_getting_tensors: wrong number of tensors;
+      expected %d, got %d`, `tensor '%s' data is not within the file bounds, model is corrupted or incomplete`,
+      create_tensor / check_tensor_dims `tensor '%s' not found` / `has wrong shape`, src/llama-vocab.cpp
+      `unknown pre-tokenizer type: '%s'`). The loader's allocation
       failure (`unable to allocate CUDA0 buffer`) is the out-of-memory rule's above, an unknown architecture
       the architecture parser's.
 """
@@ -158,11 +163,16 @@ def _ggml_assert(m, rec, state):
 
 @rule(
     "model-load",
-    ("error loading model: ",),
-    r"error loading model: (?!.*(?:unable to allocate|unknown model architecture))(?P<what>[^\"\r\n]+)",
+    ("error loading model: ", "done_getting_tensors: wrong number of tensors", "data is not within the file bounds",
+     "unknown pre-tokenizer type: '", "create_tensor: tensor '", "check_tensor_dims: tensor '"),
+    r"error loading model: (?!.*(?:unable to allocate|unknown model architecture))(?P<what>[^\"\r\n]+)"
+    r"|(?P<bare>done_getting_tensors: wrong number of tensors; expected \d+, got \d+"
+    r"|(?:create_tensor|check_tensor_dims): tensor '[^']+' (?:not found|has wrong shape[^'\"\r\n]*)"
+    r"|tensor '[^']+' data is not within the file bounds[^'\"\r\n]*"
+    r"|unknown pre-tokenizer type: '[^']*')",
 )
 def _model_load(m, rec, state):
-    what = m.group("what").strip()
+    what = (m.group("what") or m.group("bare")).strip()
     if not first_time(state, ("gguf_load",), rec.loc.line):
         return []
     return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="gguf_load_failed", message=rec.text.strip(),

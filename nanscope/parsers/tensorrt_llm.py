@@ -28,6 +28,12 @@ TensorRT's own logger says why just before, `[TRT] [E] <code>: ...`:
     a plugin refusing the build's data types (pluginV2Builder.cpp reportPluginError):
         Error Code 9: Internal Error (<layer>/PLUGIN_V2_Gemm_0: could not find any supported formats consistent
         with input/output data types)
+trtexec (TensorRT's samples/common/sampleEngines.cpp, every release 8-10) ends such a build with
+    SMP_RETVAL_IF_FALSE(serializedEngine != nullptr, "Engine could not be created from network", false, err);
+    -> [E] Engine could not be created from network / [E] Building engine failed / &&&& FAILED TensorRT.trtexec
+    (a network it could not set up ends `[E] Network And Config setup failed` / `[E] Building engine failed` /
+    `[E] Failed to create engine from model or file.`); TensorRT 7's Python builder logs
+    `[TensorRT] ERROR: Network validation failed.` and returns None.
 The first of these lines makes the event (it says what failed); the rest are the same build.
 """
 
@@ -57,8 +63,10 @@ def _executor_nccl(m, rec, state):
 @rule(
     "engine-build",
     ("Engine building failed", "getPluginCreator could not find plugin", "Could not find any implementation for node",
-     "could not find any supported formats consistent with input/output data types"),
-    r"(?P<failed>Engine building failed, please check the error log)"
+     "could not find any supported formats consistent with input/output data types",
+     "Engine could not be created from network", "Building engine failed", "Network validation failed"),
+    r"(?P<failed>Engine building failed, please check the error log|Engine could not be created from network"
+    r"|\[E\] Building engine failed|ERROR: Network validation failed)"
     r"|getPluginCreator could not find plugin:? (?P<plugin>\S+?) version:? (?P<ver>\S+)"
     r"|Could not find any implementation for node (?P<node>\S+)"
     r"|(?P<layer>[\w/.\-]+): could not find any supported formats consistent with input/output data types",
