@@ -1,0 +1,132 @@
+"""Serving families first seen in the blind public cases 2150-2168 (session 10): a LoRA adapter the engine
+refused, a failed GGML_ASSERT, a GGUF the llama.cpp loader refused, a TensorRT engine build that did not
+finish. What a user who pastes such a log reads first.
+
+Every input is lines copied from the public thread named in the comment (the same excerpts are in
+sample_logs/public with their provenance, or are the signatures' examples), cut to what the family needs.
+"""
+
+from __future__ import annotations
+
+from conftest import diagnose_lines, ids
+
+
+def diagnose(tmp_path, lines: list[str]):
+    return diagnose_lines(tmp_path, lines, "serve.log")
+
+
+def test_a_v1_lora_path_with_no_adapter_is_named_before_the_generic_exception(tmp_path):
+    # vllm-project/vllm#30690
+    r = diagnose(tmp_path, [
+        '(EngineCore_DP0 pid=1511501) ERROR 12-15 18:57:10 [core.py:918]   File "/data/home/USER/dev/app/minconda/envs/vllm/lib/python3.12/site-packages/vllm/lora/worker_manager.py", line 138, in _load_adapter',
+        "(EngineCore_DP0 pid=1511501) ERROR 12-15 18:57:10 [core.py:918]     raise ValueError(",
+        '(EngineCore_DP0 pid=1511501) ERROR 12-15 18:57:10 [core.py:918] ValueError: Loading lora ["table_qc failed: No adapter found for /data/home/USER/dev/train/table_ocr/Reward_model_train/output/qwen_lora_output/checkpoint-57"]',
+        "(APIServer pid=1510937) Traceback (most recent call last):",
+    ])
+    assert ids(r) == ["lora-adapter-load-failed"]
+    f = r.findings[0]
+    assert "No adapter found for" in f.summary and "table_qc" in f.summary
+    assert f.initiating_rank is None
+
+
+def test_a_rank_above_max_lora_rank_says_both_ranks(tmp_path):
+    # hiyouga/LlamaFactory#9512: V1's executor re-raises the worker's error
+    r = diagnose(tmp_path, [
+        "(EngineCore_DP0 pid=1789245) ERROR 11-19 12:54:26 [core.py:710]     raise RuntimeError(",
+        "(EngineCore_DP0 pid=1789245) ERROR 11-19 12:54:26 [core.py:710] RuntimeError: Worker failed with error 'LoRA rank 32 is greater than max_lora_rank 16.', please check the stack trace above for the root cause",
+    ])
+    assert ids(r) == ["lora-adapter-load-failed"]
+    assert "rank 32 is above the engine's max_lora_rank 16" in r.findings[0].summary
+
+
+def test_an_adapter_with_modules_to_save_on_the_v0_engine(tmp_path):
+    # vllm-project/vllm#9280: the source line of the raise carries the template, the exception line the value
+    r = diagnose(tmp_path, [
+        'ERROR 10-11 16:03:09 engine.py:157]     raise ValueError(f"{name} is unsupported LoRA weight")',
+        "ERROR 10-11 16:03:09 engine.py:157] ValueError: base_model.model.lm_head.weight is unsupported LoRA weight",
+    ])
+    assert ids(r) == ["lora-adapter-load-failed"]
+    assert "base_model.model.lm_head.weight" in r.findings[0].summary
+
+
+def test_tensorrt_llm_s_low_rank_assertion_is_the_same_family(tmp_path):
+    # NVIDIA/TensorRT-LLM#1903
+    r = diagnose(tmp_path, [
+        "[TensorRT-LLM][ERROR] Assertion failed: Invalid low_rank (1024). low_rank must be smaller than mMaxLowRank (64)",
+    ])
+    assert ids(r) == ["lora-adapter-load-failed"]
+
+
+def test_loading_and_removing_an_adapter_at_run_time_stays_clean(tmp_path):
+    # vllm-project/vllm#17936
+    r = diagnose(tmp_path, [
+        "INFO 05-10 10:46:14 [serving_models.py:185] Loaded new LoRA adapter: name 'sql_adapter', path '/home/xx/sql-lora'",
+        'INFO:     127.0.0.1:55020 - "POST /v1/load_lora_adapter HTTP/1.1" 200 OK',
+        "INFO 05-10 10:56:49 [serving_models.py:202] Removed LoRA adapter: name 'sql_adapter'",
+    ])
+    assert ids(r) == []
+
+
+def test_a_ggml_assert_names_the_condition_and_where(tmp_path):
+    # ggml-org/llama.cpp#13581: a context size the KV-cache views overflow
+    r = diagnose(tmp_path, [
+        "llama_kv_cache_unified:        CPU KV buffer size = 208896.00 MiB",
+        "/home/user/llama.cpp/ggml/src/ggml.c:1554: GGML_ASSERT(view_src == NULL || data_size == 0 || data_size + view_offs <= ggml_nbytes(view_src)) failed",
+    ])
+    assert ids(r) == ["ggml-assert-failed"]
+    s = r.findings[0].summary
+    assert "ggml.c:1554" in s and "view_src == NULL" in s
+
+
+def test_ollama_s_relay_of_the_runner_s_assert_through_msty_json(tmp_path):
+    # ollama/ollama#11418: the runner's exit status alone would say less than the assert it relays
+    r = diagnose(tmp_path, [
+        '{"level":50,"time":1752516972565,"pid":10104,"hostname":"Ryzen7","msg":"time=2025-07-14T19:16:12.565+01:00 level=ERROR source=server.go:449 msg=\\"llama runner terminated\\" error=\\"exit status 0xc0000409\\"\\n"}',
+        '{"level":50,"time":1752516972751,"pid":10104,"hostname":"Ryzen7","msg":"time=2025-07-14T19:16:12.750+01:00 level=ERROR source=sched.go:457 msg=\\"error loading llama server\\" error=\\"llama runner process has terminated: GGML_ASSERT(tensor->op == GGML_OP_UNARY) failed\\"\\n"}',
+    ])
+    assert ids(r)[0] == "ggml-assert-failed"
+    assert "tensor->op == GGML_OP_UNARY" in r.findings[0].summary
+
+
+def test_a_gguf_the_loader_cannot_lay_out(tmp_path):
+    # ggml-org/llama.cpp#6665
+    r = diagnose(tmp_path, [
+        "llama_model_load: error loading model: create_tensor: tensor 'blk.0.ffn_gate.0.weight' not found",
+        "llama_load_model_from_file: failed to load model",
+        "llama_init_from_gpt_params: error: failed to load model 'Mixtral-8x22B-v0.1.Q6_K-00001-of-00005.gguf'",
+        "main: error: unable to load model",
+    ])
+    assert ids(r) == ["gguf-model-load-failed"]
+    assert "blk.0.ffn_gate.0.weight" in r.findings[0].summary
+
+
+def test_an_unknown_architecture_stays_model_architecture_unsupported(tmp_path):
+    # ollama/ollama#12984: the loader's line is the architecture's, not a generic load failure
+    r = diagnose(tmp_path, [
+        "ollama  | llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'pangu-embedded'",
+        "ollama  | llama_model_load_from_file_impl: failed to load model",
+    ])
+    assert ids(r) == ["model-architecture-unsupported"]
+
+
+def test_a_tensorrt_llm_build_without_its_plugin_library(tmp_path):
+    # NVIDIA/TensorRT-LLM#107
+    r = diagnose(tmp_path, [
+        "[10/25/2023-03:51:35] [TRT-LLM] [I] Weights loaded. Total time: 00:00:00",
+        "[10/25/2023-03:51:35] [TRT] [E] 3: getPluginCreator could not find plugin: Gemmtensorrt_llm version: 1",
+        "Traceback (most recent call last):",
+        '  File "/tensorrt-llm/TensorRT-LLM/examples/bloom/build.py", line 515, in <module>',
+        "    build(0, args)",
+    ])
+    assert ids(r) == ["tensorrt-engine-build-failed"]
+    assert "Gemmtensorrt_llm" in r.findings[0].summary
+
+
+def test_the_build_s_plugin_settings_stay_clean(tmp_path):
+    # NVIDIA/TensorRT-LLM#1861: a build the reporter says finished
+    r = diagnose(tmp_path, [
+        "[TensorRT-LLM] TensorRT-LLM version: 0.12.0.dev2024070200",
+        "[07/04/2024-13:50:35] [TRT-LLM] [I] Set gemm_plugin to bfloat16.",
+        "[07/04/2024-13:50:35] [TRT-LLM] [I] Set lora_plugin to None.",
+    ])
+    assert ids(r) == []
