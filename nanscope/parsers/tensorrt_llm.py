@@ -35,6 +35,20 @@ trtexec (TensorRT's samples/common/sampleEngines.cpp, every release 8-10) ends s
     `[E] Failed to create engine from model or file.`); TensorRT 7's Python builder logs
     `[TensorRT] ERROR: Network validation failed.` and returns None.
 The first of these lines makes the event (it says what failed); the rest are the same build.
+
+A serialized engine (a `.plan` / `.engine`, a TensorRT-LLM `rank0.engine`) that this TensorRT cannot
+deserialize: it was built by another TensorRT (or TensorRT-LLM) release, or the file is no engine at all.
+TensorRT's runtime (IRuntime::deserializeCudaEngine, every release 5-10) says, in its releases' words:
+    The engine plan file is not compatible with this version of TensorRT, expecting library version 8.0.0 got
+    8.0.1, please rebuild.                                   (5-8; 8+ with the error code in front: `6: The engine ...`)
+    [runtime.cpp::deserializeCudaEngine::74] Error Code 4: Internal Error (Engine deserialization failed.)
+    coreReadArchive.cpp (31) - Serialization Error in verifyHeader: 0 (Magic tag does not match)    (7; 8+:
+    `Serialization assertion magicTagRead == kMAGIC_TAG failed.Magic tag does not match`, and `Version tag does
+    not match` for another release's engine)
+    INVALID_CONFIG: Deserialize the cuda engine failed.      (7's Python / C++ runtime)
+TensorRT-LLM's runtime (cpp/tensorrt_llm/runtime/tllmRuntime.cpp) wraps it:
+    [TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine (.../tllmRuntime.cpp:74)
+and Triton's TensorRT backend then reports the model `UNAVAILABLE: Internal: unable to create TensorRT engine`.
 """
 
 from __future__ import annotations
@@ -86,10 +100,37 @@ def _engine_build(m, rec, state):
                       message=rec.text.strip(), fields={"source": "tensorrt", "phase": "build", "detail": why})
 
 
+@rule(
+    "engine-incompatible",
+    ("The engine plan file is not compatible with this version of TensorRT", "Engine deserialization failed",
+     "Deserialize the cuda engine failed", "Failed to deserialize cuda engine", "tag does not match"),
+    r"The engine plan file is not compatible with this version of TensorRT, expecting library version "
+    r"(?P<want>[\d.]+) got (?P<got>[\d.]+)"
+    r"|(?P<deser>Engine deserialization failed|Deserialize the cuda engine failed|Failed to deserialize cuda engine)"
+    r"|(?P<tag>Magic|Version) tag does not match",
+)
+def _engine_incompatible(m, rec, state):
+    if not first_time(state, ("trt_engine_incompatible",), rec.loc.line):
+        return []  # the version line, the deserialization error, the wrapper's assertion: one refusal
+    if m.group("want"):
+        why = (f"the engine and this TensorRT are different releases (expecting library version {m.group('want')}, "
+               f"got {m.group('got')})")
+    elif m.group("tag"):
+        why = ("the file's header is not this TensorRT's "
+               + ("engine format (another release built it)" if m.group("tag") == "Version" else
+                  "(another release built it, or it is no serialized engine)"))
+    else:
+        why = "TensorRT could not deserialize the engine (built by another TensorRT / TensorRT-LLM release, or not an engine)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="trt_engine_incompatible",
+                      message=rec.text.strip(), fields={"source": "tensorrt", "phase": "load",
+                                                        "expecting": m.group("want"), "got": m.group("got"),
+                                                        "detail": why})
+
+
 PARSER = Parser(
     name="tensorrt_llm",
     framework=FW,
     priority=38,
-    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish",
-    rules=[_executor_nccl, _engine_build],
+    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish; an engine this TensorRT cannot deserialize",
+    rules=[_executor_nccl, _engine_build, _engine_incompatible],
 )
