@@ -130,3 +130,92 @@ def test_the_build_s_plugin_settings_stay_clean(tmp_path):
         "[07/04/2024-13:50:35] [TRT-LLM] [I] Set lora_plugin to None.",
     ])
     assert ids(r) == []
+
+
+# --- rounds 2 and 3 (2169-2186): engines' own words for a runner, a loop or an engine file that is gone ---
+
+
+def test_an_sglang_scheduler_found_dead_with_exit_code_minus_9_is_a_sigkill(tmp_path):
+    # gpustack/gpustack#3848: the exit code says how it died; nothing of the scheduler's own is in the log
+    r = diagnose(tmp_path, [
+        "[12-11 17:47:40] Loading FluxTransformer2DModel, default_dtype: torch.bfloat16",
+        "[12-11 17:52:52] Rank 0 scheduler is dead. Please check if there are relevant logs.",
+        "[12-11 17:52:54] Exit code: -9",
+        "Traceback (most recent call last):",
+    ])
+    assert ids(r)[0] == "process-killed"
+    assert "sglang-scheduler-crash" not in ids(r)
+
+
+def test_a_ray_serve_replica_whose_runtime_env_failed_on_its_node(tmp_path):
+    # ray-project/ray#19704
+    r = diagnose(tmp_path, [
+        "(ServeController pid=653) 2021-11-08 14:04:01,023       INFO deployment_state.py:949 -- Adding 1 replicas to deployment 'Echo_29'. component=serve deployment=Echo_29",
+        "(pid=gcs_server) [2021-11-08 14:04:01,117 E 145 145] gcs_actor_scheduler.cc:498: Cannot create an actor RayServeWrappedReplica.__init__ of an id 7edea2041a58a979072dd27301000000 because the runtime environment setup failed on a node of address 172.31.97.186.",
+    ])
+    assert ids(r) == ["ray-serve-replica-failed"]
+    assert "runtime environment setup failed" in r.findings[0].summary
+
+
+def test_an_ollama_runner_exit_status_is_named_with_what_it_means(tmp_path):
+    # ollama/ollama#11447
+    r = diagnose(tmp_path, [
+        'time=2025-07-16T20:07:57.610+02:00 level=ERROR source=sched.go:489 msg="error loading llama server" error="llama runner process has terminated: exit status 2"',
+        '[GIN] 2025/07/16 - 20:07:57 | 500 |    720.9988ms |       127.0.0.1 | POST     "/api/generate"',
+    ])
+    assert ids(r) == ["ollama-runner-failed"]
+    assert "exit status 2" in r.findings[0].summary and "Go runtime" in r.findings[0].summary
+
+
+def test_the_assert_before_the_runner_s_exit_is_the_finding(tmp_path):
+    # ollama/ollama#6182: the runner's exit status 0xc0000409 is the assert's consequence
+    r = diagnose(tmp_path, [
+        r"C:\a\ollama\ollama\llm\llama.cpp\src\llama.cpp:5511: GGML_ASSERT(vocab.id_to_token.size() == vocab.token_to_id.size()) failed",
+        'time=2024-08-05T10:44:08.717+02:00 level=INFO source=server.go:618 msg="waiting for server to become available" status="llm server error"',
+        'time=2024-08-05T10:44:09.223+02:00 level=ERROR source=sched.go:451 msg="error loading llama server" error="llama runner process has terminated: exit status 0xc0000409"',
+    ])
+    assert ids(r) == ["ggml-assert-failed"]
+
+
+def test_ollama_waiting_for_a_starting_runner_stays_clean(tmp_path):
+    # ollama/ollama#9509: `status="llm server error"` is printed while the runner has not opened its port yet
+    r = diagnose(tmp_path, [
+        '2025-03-05 08:58:54 time=2025-03-05T06:58:54.117Z level=INFO source=server.go:557 msg="waiting for llama runner to start responding"',
+        '2025-03-05 08:58:54 time=2025-03-05T06:58:54.117Z level=INFO source=server.go:591 msg="waiting for server to become available" status="llm server error"',
+        '2025-03-05 08:58:54 time=2025-03-05T06:58:54.130Z level=INFO source=runner.go:931 msg="starting go runner"',
+    ])
+    assert ids(r) == []
+
+
+def test_a_tensorrt_plan_of_another_release_names_both_versions(tmp_path):
+    # NVIDIA/retinanet-examples#314: the sample then segfaults on the null engine
+    r = diagnose(tmp_path, [
+        "Loading engine...",
+        "6: The engine plan file is not compatible with this version of TensorRT, expecting library version 8.0.0 got 8.0.1, please rebuild.",
+        "4: [runtime.cpp::deserializeCudaEngine::74] Error Code 4: Internal Error (Engine deserialization failed.)",
+        "Segmentation fault (core dumped)",
+    ])
+    assert ids(r)[0] == "tensorrt-engine-incompatible"
+    s = r.findings[0].summary
+    assert "8.0.0" in s and "8.0.1" in s
+
+
+def test_lmdeploy_s_engine_main_loop_task_that_failed(tmp_path):
+    # InternLM/lmdeploy#3459
+    r = diagnose(tmp_path, [
+        "2025-04-21 10:43:58,013 - lmdeploy - ERROR - engine.py:781 - Task <EngineMainLoop> failed",
+        "Traceback (most recent call last):",
+        '  File "/home/ai-admin/.conda/envs/lmdeploy/lib/python3.10/site-packages/lmdeploy/pytorch/engine/engine.py", line 827, in async_loop',
+        "    await self._async_loop_main(resp_que=resp_que, has_runable_event=has_runable_event)",
+    ])
+    assert ids(r) == ["lmdeploy-engine-dead"]
+    assert "EngineMainLoop" in r.findings[0].summary
+
+
+def test_lmdeploy_sessions_that_finished_with_an_error_are_not_a_dead_engine(tmp_path):
+    # Yuliang-Liu/MonkeyOCR#174
+    r = diagnose(tmp_path, [
+        '2025-07-07 09:01:18,519 - lmdeploy - ERROR - async_engine.py:791 - session 1 finished, reason "error"',
+        '2025-07-07 09:01:18,519 - lmdeploy - ERROR - async_engine.py:791 - session 2 finished, reason "error"',
+    ])
+    assert "lmdeploy-engine-dead" not in ids(r)
