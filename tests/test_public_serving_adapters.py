@@ -219,3 +219,47 @@ def test_lmdeploy_sessions_that_finished_with_an_error_are_not_a_dead_engine(tmp
         '2025-07-07 09:01:18,519 - lmdeploy - ERROR - async_engine.py:791 - session 2 finished, reason "error"',
     ])
     assert "lmdeploy-engine-dead" not in ids(r)
+
+
+# --- round 4 (2187-2193): the Hugging Face Hub behind the servers ---
+
+
+def test_a_gated_repo_is_named_instead_of_a_bare_oserror(tmp_path):
+    # sgl-project/sglang#14644
+    r = diagnose(tmp_path, [
+        "    raise OSError(",
+        "OSError: You are trying to access a gated repo.",
+        "Make sure to have access to it at https://huggingface.co/meta-llama/Llama-3.2-1B-Instruct.",
+        "401 Client Error. (Request ID: Root=1-695139c1-20c276683bbfa05022511a7b;379c2def-ca77-4fc6-9489-6fc1f7a44e40)",
+        "",
+        "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.2-1B-Instruct/resolve/main/config.json.",
+    ])
+    assert ids(r) == ["hf-hub-access-failed"]
+    assert "gated" in r.findings[0].summary
+
+
+def test_no_connection_to_the_hub_with_an_empty_cache(tmp_path):
+    # KyanChen/RSPrompter#78
+    r = diagnose(tmp_path, [
+        "huggingface_hub.utils._errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find the requested files in the local cache. Please check your connection and try again or make sure your Internet connection is on.",
+    ])
+    assert ids(r) == ["hf-hub-access-failed"]
+    assert "could not be reached" in r.findings[0].summary
+
+
+def test_custom_code_without_trust_remote_code_behind_a_wrapper(tmp_path):
+    # xorbitsai/inference#3000
+    r = diagnose(tmp_path, [
+        "ValueError: [address=0.0.0.0:51929, pid=36115] Loading /Users/USER/.xinference/cache/bge-reranker-v2-minicpm-layerwise requires you to execute the configuration file in that repo on your local machine. Make sure you have read the code there to avoid malicious use, then set the option `trust_remote_code=True` to remove this error.",
+    ])
+    assert ids(r) == ["trust-remote-code-required"]
+
+
+def test_tgi_trusting_remote_code_and_skipping_the_download_stays_clean(tmp_path):
+    # huggingface/text-generation-inference#2649
+    r = diagnose(tmp_path, [
+        "2024-10-15T07:47:47.879952Z  WARN text_generation_launcher: `trust_remote_code` is set. Trusting that model `/home/data/models/baichuan2-7b` do not contain malicious code.",
+        "2024-10-15T07:47:52.691488Z  INFO text_generation_launcher: Files are already present on the host. Skipping download.",
+        "2024-10-15T07:47:53.696712Z  INFO download: text_generation_launcher: Successfully downloaded weights for /home/data/models/baichuan2-7b",
+    ])
+    assert ids(r) == []
