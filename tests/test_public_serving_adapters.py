@@ -263,3 +263,15 @@ def test_tgi_trusting_remote_code_and_skipping_the_download_stays_clean(tmp_path
         "2024-10-15T07:47:53.696712Z  INFO download: text_generation_launcher: Successfully downloaded weights for /home/data/models/baichuan2-7b",
     ])
     assert ids(r) == []
+
+
+def test_a_tgi_shard_that_fails_warm_up_is_named_before_the_launcher_says_so(tmp_path):
+    # huggingface/text-generation-inference#2025: a platform stamp before TGI's own
+    r = diagnose(tmp_path, [
+        "2024-06-05T18:08:23.230497824Z 2024-06-05T18:08:23.230282Z ERROR text_generation_launcher: Method Warmup encountered an error.",
+        "2024-06-05T18:08:23.230523735Z Traceback (most recent call last):",
+        '2024-06-05T18:08:23.230527505Z   File "/opt/conda/bin/text-generation-server", line 8, in <module>',
+        "2024-06-05T18:08:23.230530245Z     sys.exit(app())",
+    ])
+    assert ids(r) == ["tgi-shard-failed"]
+    assert "warm-up" in r.findings[0].summary
