@@ -275,3 +275,20 @@ def test_a_tgi_shard_that_fails_warm_up_is_named_before_the_launcher_says_so(tmp
     ])
     assert ids(r) == ["tgi-shard-failed"]
     assert "warm-up" in r.findings[0].summary
+
+
+def test_triton_s_python_stub_restart_notice_is_named(tmp_path):
+    # triton-inference-server/server#6480
+    r = diagnose(tmp_path, [
+        "E1025 09:40:38.075506 9121 python_be.cc:2066] Stub process is unhealthy and it will be restarted.",
+    ])
+    assert ids(r) == ["triton-python-stub-unhealthy"]
+
+
+def test_a_client_s_failed_request_on_a_dead_stub_names_the_instance(tmp_path):
+    # triton-inference-server/server#3678
+    r = diagnose(tmp_path, [
+        "    tritonclient.utils.InferenceServerException: [StatusCode.INTERNAL] Failed to process the request(s) for model instance 'damage_0', message: Stub process is not healthy.",
+    ])
+    assert ids(r) == ["triton-python-stub-unhealthy"]
+    assert "damage_0" in r.findings[0].summary
