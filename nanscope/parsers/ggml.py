@@ -147,7 +147,7 @@ def _old_cuda_check(m, rec, state):
 @rule(
     "ggml-assert",
     ("GGML_ASSERT",),
-    r"(?:(?P<at>\S+:\d+): )?GGML_ASSERT\((?P<cond>.+)\) failed|GGML_ASSERT: (?P<oat>\S+:\d+): (?P<ocond>.+)",
+    r"(?:(?<!\S)(?P<at>\S{1,400}:\d+): )?GGML_ASSERT\((?P<cond>.+)\) failed|GGML_ASSERT: (?P<oat>\S{1,400}:\d+): (?P<ocond>.+)",
 )
 def _ggml_assert(m, rec, state):
     cond = (m.group("cond") or m.group("ocond") or "").strip()

@@ -57,7 +57,7 @@ def _event(rec, state, kind: str, key: str, fields: dict) -> list[ErrorEvent]:
     r"(?P<gated>You are trying to access a gated repo|Cannot access gated repo for url (?P<gurl>\S+?)\.?(?:\s|$)"
     r"|Repo model (?P<grepo>\S+) is gated\. You must be authenticated to access it)"
     r"|(?P<nf>Repository Not Found for url: (?P<nurl>\S+?)\.?(?:\s|$)"
-    r"|(?P<nrepo>\S+) is not a local folder and is not a valid model identifier listed on)"
+    r"|(?<!\S)(?P<nrepo>\S{1,300}) is not a local folder and is not a valid model identifier listed on)"
     r"|(?P<net>We couldn't connect to '[^']+' to load this file"
     r"|we cannot find the requested files in the local cache"
     r"|outgoing traffic has been disabled)",

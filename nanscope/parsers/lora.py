@@ -64,7 +64,7 @@ def _event(rec, state, adapter: str, reason: str, fields: dict) -> list[ErrorEve
      "is greater than lora_extra_vocab_size", "low_rank must be smaller than mMaxLowRank",
      "expected target modules in "),
     r"Loading lora (?P<name>[^\s{]\S*?) failed(?:: (?P<why>[^\"'\]\r\n]+))?"
-    r"|(?<![{\w.])(?P<weight>[\w.]+) is unsupported LoRA weight"
+    r"|(?<![{\w.])(?P<weight>[\w.]{1,300}) is unsupported LoRA weight"
     r"|LoRA rank (?P<r>\d+) is greater than max_lora_rank (?P<max>\d+)"
     r"|LoRA added vocab size (?P<v>\d+) is greater than lora_extra_vocab_size (?P<vmax>\d+)"
     r"|While loading (?P<tdir>[^{,\s][^,]*), expected target modules in (?P<exp>.+?) but received (?P<got>\[[^\]]*\]?)"

@@ -83,7 +83,7 @@ def _executor_nccl(m, rec, state):
     r"|\[E\] Building engine failed|ERROR: Network validation failed)"
     r"|getPluginCreator could not find plugin:? (?P<plugin>\S+?) version:? (?P<ver>\S+)"
     r"|Could not find any implementation for node (?P<node>\S+)"
-    r"|(?P<layer>[\w/.\-]+): could not find any supported formats consistent with input/output data types",
+    r"|(?<![\w/.\-])(?P<layer>[\w/.\-]{1,300}): could not find any supported formats consistent with input/output data types",
 )
 def _engine_build(m, rec, state):
     if not first_time(state, ("trt_engine_build",), rec.loc.line):
