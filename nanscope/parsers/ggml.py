@@ -34,6 +34,28 @@ the loader's): the first makes the event, the rest are the same failure.
 `ggml_cuda_host_malloc: failed to allocate ... MiB of pinned memory` (and Vulkan's `Failed to allocate pinned
 memory.` before its ErrorOutOfDeviceMemory line) is a warning: ggml falls back to
 pageable memory and goes on, so it is no failure.
+
+Two more ggml / llama.cpp failures that end the process or the model load:
+
+  ggml/include/ggml.h (mid-2024 on; ggml_abort prints `%s:%d: ` file and line, then the message):
+      #define GGML_ASSERT(x) if (!(x)) GGML_ABORT("GGML_ASSERT(%s) failed", #x)
+      -> ggml/src/ggml.c:1554: GGML_ASSERT(view_src == NULL || data_size == 0 || ...) failed
+      earlier ggml.h: fprintf(stderr, "GGML_ASSERT: %s:%d: %s\n", __FILE__, __LINE__, #x); abort();
+      -> GGML_ASSERT: /opt/projects/llama.cpp/ggml.c:4796: view_src == NULL || data_size + view_offs <= ...
+      Ollama relays the runner's last words: `error="llama runner process has terminated: GGML_ASSERT(...) failed"`.
+      (A compiler's note quoting the macro's own definition, `GGML_ASSERT(%s) failed`, is not one.)
+  src/llama.cpp / llama-model.cpp llama_model_load, the loader's exception (tensor missing, wrong shape or
+  count, data outside the file, an unknown pre-tokenizer):
+      LLAMA_LOG_ERROR("%s: error loading model: %s\n", __func__, err.what())
+      -> llama_model_load: error loading model: create_tensor: tensor 'blk.0.ffn_gate.0.weight' not found
+      (Ollama: `... process has terminated: exit status 1: error loading model: ...`; the exception text alone
+      after `what():` / `Error: exception ...` / LM Studio's `"cause": "llama.cpp error: '...'"`, so the loader's own
+      texts count by themselves: src/llama-model-loader.cpp `done_getting_tensors: wrong number of tensors;
+      expected %d, got %d`, `tensor '%s' data is not within the file bounds, model is corrupted or incomplete`,
+      create_tensor / check_tensor_dims `tensor '%s' not found` / `has wrong shape`, src/llama-vocab.cpp
+      `unknown pre-tokenizer type: '%s'`). The loader's allocation
+      failure (`unable to allocate CUDA0 buffer`) is the out-of-memory rule's above, an unknown architecture
+      the architecture parser's.
 """
 
 from __future__ import annotations
@@ -122,10 +144,46 @@ def _old_cuda_check(m, rec, state):
     })
 
 
+@rule(
+    "ggml-assert",
+    ("GGML_ASSERT",),
+    r"(?:(?<!\S)(?P<at>\S{1,400}:\d+): )?GGML_ASSERT\((?P<cond>.+)\) failed|GGML_ASSERT: (?P<oat>\S{1,400}:\d+): (?P<ocond>.+)",
+)
+def _ggml_assert(m, rec, state):
+    cond = (m.group("cond") or m.group("ocond") or "").strip()
+    if cond == "%s":
+        return None  # the macro's definition quoted by a compiler, not a failed assertion
+    at = m.group("at") or m.group("oat")
+    if not first_time(state, ("ggml_assert",), rec.loc.line):
+        return []  # the runner's abort and the server's relay of it
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="ggml_assert", message=rec.text.strip(),
+                       fields={"source": "ggml", "condition": cond, "at": at,
+                               "detail": f"GGML_ASSERT({cond}) failed" + (f" at {at}" if at else "")})]
+
+
+@rule(
+    "model-load",
+    ("error loading model: ", "done_getting_tensors: wrong number of tensors", "data is not within the file bounds",
+     "unknown pre-tokenizer type: '", "create_tensor: tensor '", "check_tensor_dims: tensor '"),
+    r"error loading model: (?!.*(?:unable to allocate|unknown model architecture))(?P<what>[^\"\r\n]+)"
+    r"|(?P<bare>done_getting_tensors: wrong number of tensors; expected \d+, got \d+"
+    r"|(?:create_tensor|check_tensor_dims): tensor '[^']+' (?:not found|has wrong shape[^'\"\r\n]*)"
+    r"|tensor '[^']+' data is not within the file bounds[^'\"\r\n]*"
+    r"|unknown pre-tokenizer type: '[^']*')",
+)
+def _model_load(m, rec, state):
+    what = (m.group("what") or m.group("bare")).strip()
+    if not first_time(state, ("gguf_load",), rec.loc.line):
+        return []
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="gguf_load_failed", message=rec.text.strip(),
+                       fields={"source": "llama.cpp", "reason": what,
+                               "detail": f"llama.cpp could not load the GGUF model: {what}"})]
+
+
 PARSER = Parser(
     name="ggml",
     framework=FW,
     priority=40,
-    description="ggml / llama.cpp / Ollama: a device or host buffer the backend (CUDA, Vulkan, CPU) could not allocate",
-    rules=[_device_malloc, _buffer_alloc, _vulkan_alloc, _old_cuda_check],
+    description="ggml / llama.cpp / Ollama: a buffer the backend could not allocate, a failed GGML_ASSERT, a GGUF the loader refused",
+    rules=[_device_malloc, _buffer_alloc, _vulkan_alloc, _old_cuda_check, _ggml_assert, _model_load],
 )

@@ -1,4 +1,6 @@
-"""Ollama's own memory check: a model that needs more host memory than the machine has.
+"""Ollama: its own memory check refusing a model, and a model runner that died or never came up.
+
+Memory check: a model that needs more host memory than the machine has.
 
 Before it starts a runner, Ollama's scheduler (llm/server.go, every release from 0.1.3x to 0.20) estimates
 the memory the model needs outside the GPUs and refuses the load when free RAM + free swap is smaller:
@@ -10,6 +12,25 @@ The error reaches the CLI as `Error: model requires more system memory (164.8 Gi
 GiB)`, an API client as HTTP 500 with `{"error":"model requires more system memory ..."}` (`ResponseError: ...
 (status code: 500)` in the Python client), and the server log as the slog line. One refusal prints one or
 more of them.
+
+The runner (ollama_llama_server / `ollama runner`, later llama-server) is a child process; when it exits
+before it is ready the scheduler reports it (llm/server.go WaitUntilRunning / getServerStatus, 0.1.3x on;
+llm/llama_server.go after the rename to llama-server):
+    fmt.Errorf("llama runner process has terminated: %s", s.status.LastError())   (the runner's last error)
+    fmt.Errorf("llama runner process has terminated: %w", s.doneErr)              -> exit status 2
+    fmt.Errorf("llama runner process has terminated with exit code %d", ...) / errors.New("llama runner process has terminated")
+    fmt.Errorf("llama runner process no longer running: %d %s", exitcode, msg)   (a runner gone while serving)
+    fmt.Errorf("timed out waiting for llama runner to start - progress %0.2f - %s", ...)  (OLLAMA_LOAD_TIMEOUT)
+    slog.Error("llama runner terminated", "error", err)                            -> msg="llama runner terminated" error="exit status 2"
+    newer: `llama-server process has terminated: ...`, `llama-server process no longer running: ...`,
+           `timed out waiting for llama-server to start: ...`; 0.1.x: `Error: failed to start a llama runner`
+They reach the log as `msg="error loading llama server" error="..."`, the CLI as `Error: ...`, a client as
+HTTP 500. The exit status says how the runner died: 2 is the Go runtime's exit after a fatal error (a crash in
+the GPU backend as a rule), 0xc0000409 (3221226505) a Windows fail-fast (an abort / assert), 0xc000001d an
+illegal instruction (a CPU without the AVX the runner was built for), 0xc0000135 / 0xc0000139 a missing DLL or
+entry point, 127 a missing shared library, `signal: killed` the OOM killer. When the runner's own last error
+rides on the line (`...: error loading model: ...`, `...: GGML_ASSERT(...) failed`, a CUDA error), the rule
+that reads that error names the failure and this one steps aside.
 """
 
 from __future__ import annotations
@@ -39,10 +60,55 @@ def _system_memory(m, rec, state):
                       fields={"source": "ollama", "required": need, "available": have, "detail": detail})
 
 
+_EXIT_HINTS = (
+    ("0xc000001d", "an illegal instruction: the CPU lacks an instruction set (AVX/AVX2) the runner was built for"),
+    ("0xc0000409", "a Windows fail-fast (an abort or a failed assertion in the runner)"),
+    ("3221226505", "a Windows fail-fast (0xc0000409: an abort or a failed assertion in the runner)"),
+    ("0xc0000135", "a DLL the runner needs was not found (a broken install or a missing runtime)"),
+    ("0xc0000139", "an entry point missing from a DLL (mismatched runtime libraries)"),
+    ("0xc0000005", "an access violation in the runner"),
+    ("exit status 127", "a shared library or the runner binary was not found"),
+    ("exit status 2", "the runner's Go runtime exited after a fatal error (a crash in the GPU backend as a rule)"),
+    ("signal: killed", "the runner was SIGKILLed (the kernel's OOM killer as a rule)"),
+    ("segmentation fault", "the runner segfaulted"),
+    ("illegal instruction", "an illegal instruction: the CPU lacks an instruction set the runner was built for"),
+)
+# the runner's own last error rides on the line: the parser of that error names the failure
+_CAUSE_ON_LINE = ("GGML_ASSERT", "error loading model", "unknown model architecture", "out of memory", "CUDA error")
+
+
+@rule(
+    "runner-failed",
+    ("runner process has terminated", "server process has terminated", "runner process no longer running",
+     "server process no longer running", "timed out waiting for llama", "llama runner terminated",
+     "failed to start a llama runner"),
+    r"(?:llama runner|llama-server) process (?:has terminated|no longer running)(?P<rest>[^\"\r\n]*)"
+    r"|msg=\"?llama runner terminated\"?(?: error=\"?(?P<err>[^\"\r\n]*))?"
+    r"|(?P<timeout>timed out waiting for (?:llama runner|llama-server) to start)(?P<trest>[^\"\r\n]*)"
+    r"|(?P<old>failed to start a llama runner)",
+)
+def _runner_failed(m, rec, state):
+    text = rec.text
+    if any(c in text for c in _CAUSE_ON_LINE):
+        return None
+    if not first_time(state, ("ollama_runner",), rec.loc.line):
+        return []  # the slog line, the scheduler's error and the CLI's echo of one runner's exit
+    rest = (m.group("rest") or m.group("err") or m.group("trest") or "").strip(" :")
+    if m.group("timeout"):
+        how = "the runner did not become ready within the load timeout (OLLAMA_LOAD_TIMEOUT)"
+    elif m.group("old"):
+        how = "the runner could not be started"
+    else:
+        how = next((h for k, h in _EXIT_HINTS if k in text), "")
+        how = f"the runner exited ({rest})" + (f": {how}" if how else "") if rest else "the runner exited"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="ollama_runner_failed", message=rec.text.strip(),
+                      fields={"source": "ollama", "exit": rest or None, "detail": how})
+
+
 PARSER = Parser(
     name="ollama",
     framework=FW,
     priority=39,  # before python's exception rule: a client's `ValueError: Ollama call failed ...` carries it
-    description="Ollama: the scheduler's refusal of a model that needs more host memory than is available",
-    rules=[_system_memory],
+    description="Ollama: a model that needs more host memory than is available; a model runner that died or never became ready",
+    rules=[_system_memory, _runner_failed],
 )

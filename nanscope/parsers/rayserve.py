@@ -30,6 +30,14 @@ controller wording (an excerpt may keep only these lines):
       raise RuntimeError(traceback.format_exc()) from None    -> `RuntimeError: Traceback (most recent call last):`
   right under that frame (`.../ray/serve/_private/replica.py", line 730, in initialize`).
 
+Ray's GCS refuses to place the replica actor at all when its runtime environment cannot be set up on the
+node it picked (src/ray/gcs/gcs_server/gcs_actor_scheduler.cc, 1.x-2.x, the actor named by its class and
+creation method):
+      Cannot create an actor RayServeWrappedReplica.__init__ of an id 7ede... because the runtime environment
+      setup failed on a node of address 172.31.97.186.
+Only a Serve replica's actor (`RayServeWrappedReplica`, `ServeReplica:...`) is read here; another actor's is
+no Serve failure.
+
 A replica's crash, its failed health checks and its stop are one failure of that replica; the controller
 then starts a new one (`Adding 1 replica to deployment 'D'.`), which is recovery, not a failure.
 """
@@ -98,6 +106,17 @@ def _replica_start_call(m, rec, state):
     return _event(rec, state, replica, "startup", "raised in its constructor (the replica did not start)")
 
 
+@rule(
+    "replica-actor-not-created",
+    ("Cannot create an actor ",),
+    r"Cannot create an actor (?P<actor>\S*(?:RayServeWrappedReplica|ServeReplica)\S*) of an id \w+ because "
+    r"(?P<why>[^.\r\n]+)",
+)
+def _replica_not_created(m, rec, state):
+    why = m.group("why").strip()
+    return _event(rec, state, m.group("actor"), "startup", f"could not be created ({why})")
+
+
 @rule("replica-init-frame", ('serve/_private/replica.py"',), r'serve/_private/replica\.py", line \d+, in initialize\b')
 def _replica_init_frame(m, rec, state):
     state["serve_init_frame"] = rec.loc.line
@@ -118,5 +137,5 @@ PARSER = Parser(
     framework=FW,
     priority=40,
     description="Ray Serve: a replica that raised at start-up, crashed or failed its health checks",
-    rules=[_replica_exception, _replica_unhealthy, _replica_start_call, _replica_init_frame, _replica_init_reraise],
+    rules=[_replica_exception, _replica_unhealthy, _replica_start_call, _replica_not_created, _replica_init_frame, _replica_init_reraise],
 )

@@ -8,6 +8,12 @@ Templates (sglang/srt/managers/scheduler.py, sglang/srt/entrypoints/engine.py, w
   run_scheduler_process:  logger.error(f"Scheduler hit an exception: {traceback}")
                           then parent_process.send_signal(signal.SIGQUIT)
   engine.py sigquit_handler: Received sigquit from a child process. It usually means the child failed.
+  engine.py _launch_subprocesses (and multimodal_gen's launch_server), a scheduler that died before it said ready:
+      logger.error(f"Rank {i} scheduler is dead. Please check if there are relevant logs.")
+      scheduler_procs[i].join(); logger.error(f"Exit code: {scheduler_procs[i].exitcode}")
+      multiprocessing's exitcode is -N for a process killed by signal N: `Exit code: -9` is a SIGKILL (the OOM
+      killer, nothing of the scheduler's own in the log), -11 a segfault; a positive code is the scheduler's own
+      exit (its traceback is above). `i` is the index of the scheduler this node started, not a global rank.
   Scheduler watchdog (<= 0.4):  logger.error(f"Watchdog timeout ({self.watchdog_timeout=})")
                                 -> `Watchdog timeout (self.watchdog_timeout=300)`
   0.5.x watchdog refactor: `Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)`
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import Parser, rule, signal_of
 
 FW = "sglang"
 
@@ -48,6 +54,34 @@ def _scheduler(m, rec, state):
     if not first_time(state, ("sglang_crash", child), rec.loc.line):
         return []
     return _error(rec, "sglang_scheduler_crash", {"reporter": "scheduler" if child else "parent"})
+
+
+_EXIT_SPAN = 4  # lines from `Rank i scheduler is dead` to its `Exit code: N`
+
+
+@rule(
+    "scheduler-dead",
+    ("scheduler is dead. Please check if there are relevant logs", "Exit code: "),
+    r"Rank (?P<i>\d+) scheduler is dead\. Please check if there are relevant logs|(?:^|\] )Exit code: (?P<code>-?\d+)\s*$",
+)
+def _scheduler_dead(m, rec, state):
+    if m.group("i") is not None:
+        state["sglang_dead"] = (rec.loc.line, int(m.group("i")))
+        return []  # what it died of is the next line's exit code: the event is made there
+    dead = state.pop("sglang_dead", None)
+    if dead is None or not 0 < rec.loc.line - dead[0] <= _EXIT_SPAN:
+        return None  # some other program's exit code
+    code = int(m.group("code"))
+    sig = signal_of(code)
+    if sig is None:
+        if not first_time(state, ("sglang_crash", False), rec.loc.line):
+            return []  # the scheduler's own `Scheduler hit an exception` above already said it
+        return _error(rec, "sglang_scheduler_crash",
+                      {"reporter": "parent", "scheduler": dead[1], "exitcode": code,
+                       "detail": f"the launcher found scheduler {dead[1]} dead before it was ready (exit code {code})"})
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="child_failed", message=rec.text.strip(),
+                      exitcode=code, signal=sig,
+                      fields={"scheduler": dead[1], "detail": f"SGLang's scheduler {dead[1]} was killed by {sig}"})
 
 
 @rule(
@@ -89,6 +123,6 @@ PARSER = Parser(
     name="sglang",
     framework=FW,
     priority=40,
-    description="SGLang scheduler exceptions, KV / request pool exhaustion and scheduler watchdog timeouts",
-    rules=[_scheduler, _watchdog, _pool_exhausted],
+    description="SGLang scheduler exceptions, a scheduler found dead (and the signal that killed it), KV / request pool exhaustion, watchdog timeouts",
+    rules=[_scheduler, _scheduler_dead, _watchdog, _pool_exhausted],
 )

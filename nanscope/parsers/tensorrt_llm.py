@@ -13,6 +13,42 @@ says what failed. Here it is read for the NCCL case: the NCCLCHECK macro's wordi
 'invalid usage ...'`): an NCCL error of that rank's communicator set-up. (The same NCCLCHECK line outside this
 executor wrapper is the nccl parser's to read.) A CUDA OOM there is the cuda parser's (it runs first), an
 architecture transformers does not know is the architecture parser's.
+
+An engine build (trtllm-build, the examples' build.py, the LLM API building on the fly) that TensorRT could not
+finish. tensorrt_llm/builder.py Builder.build_engine, when build_serialized_network returns None:
+
+    logger.error('Engine building failed, please check the error log.')      (0.5-0.9)
+    assert engine is not None, 'Engine building failed, please check the error log.'   (0.10+)
+
+TensorRT's own logger says why just before, `[TRT] [E] <code>: ...`:
+    the plugin registry (the TensorRT-LLM plugin library not loaded, or built for another TensorRT):
+        getPluginCreator could not find plugin: Gemmtensorrt_llm version: 1
+    the builder (no kernel for a node under these types / this TensorRT):
+        Error Code 10: Internal Error (Could not find any implementation for node {ForeignNode[...]}.)
+    a plugin refusing the build's data types (pluginV2Builder.cpp reportPluginError):
+        Error Code 9: Internal Error (<layer>/PLUGIN_V2_Gemm_0: could not find any supported formats consistent
+        with input/output data types)
+trtexec (TensorRT's samples/common/sampleEngines.cpp, every release 8-10) ends such a build with
+    SMP_RETVAL_IF_FALSE(serializedEngine != nullptr, "Engine could not be created from network", false, err);
+    -> [E] Engine could not be created from network / [E] Building engine failed / &&&& FAILED TensorRT.trtexec
+    (a network it could not set up ends `[E] Network And Config setup failed` / `[E] Building engine failed` /
+    `[E] Failed to create engine from model or file.`); TensorRT 7's Python builder logs
+    `[TensorRT] ERROR: Network validation failed.` and returns None.
+The first of these lines makes the event (it says what failed); the rest are the same build.
+
+A serialized engine (a `.plan` / `.engine`, a TensorRT-LLM `rank0.engine`) that this TensorRT cannot
+deserialize: it was built by another TensorRT (or TensorRT-LLM) release, or the file is no engine at all.
+TensorRT's runtime (IRuntime::deserializeCudaEngine, every release 5-10) says, in its releases' words:
+    The engine plan file is not compatible with this version of TensorRT, expecting library version 8.0.0 got
+    8.0.1, please rebuild.                                   (5-8; 8+ with the error code in front: `6: The engine ...`)
+    [runtime.cpp::deserializeCudaEngine::74] Error Code 4: Internal Error (Engine deserialization failed.)
+    coreReadArchive.cpp (31) - Serialization Error in verifyHeader: 0 (Magic tag does not match)    (7; 8+:
+    `Serialization assertion magicTagRead == kMAGIC_TAG failed.Magic tag does not match`, and `Version tag does
+    not match` for another release's engine)
+    INVALID_CONFIG: Deserialize the cuda engine failed.      (7's Python / C++ runtime)
+TensorRT-LLM's runtime (cpp/tensorrt_llm/runtime/tllmRuntime.cpp) wraps it:
+    [TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine (.../tllmRuntime.cpp:74)
+and Triton's TensorRT backend then reports the model `UNAVAILABLE: Internal: unable to create TensorRT engine`.
 """
 
 from __future__ import annotations
@@ -38,10 +74,63 @@ def _executor_nccl(m, rec, state):
                               "detail": f"the executor on rank {m.group('rank')} could not set up NCCL: {m.group('why')}"})
 
 
+@rule(
+    "engine-build",
+    ("Engine building failed", "getPluginCreator could not find plugin", "Could not find any implementation for node",
+     "could not find any supported formats consistent with input/output data types",
+     "Engine could not be created from network", "Building engine failed", "Network validation failed"),
+    r"(?P<failed>Engine building failed, please check the error log|Engine could not be created from network"
+    r"|\[E\] Building engine failed|ERROR: Network validation failed)"
+    r"|getPluginCreator could not find plugin:? (?P<plugin>\S+?) version:? (?P<ver>\S+)"
+    r"|Could not find any implementation for node (?P<node>\S+)"
+    r"|(?<![\w/.\-])(?P<layer>[\w/.\-]{1,300}): could not find any supported formats consistent with input/output data types",
+)
+def _engine_build(m, rec, state):
+    if not first_time(state, ("trt_engine_build",), rec.loc.line):
+        return []
+    if m.group("plugin"):
+        why = f"TensorRT cannot find the plugin {m.group('plugin')} (version {m.group('ver')}): the TensorRT-LLM plugin library is not loaded or was built for another TensorRT"
+    elif m.group("node"):
+        why = "TensorRT has no implementation for a node of the network (a plugin or layer under these data types / this TensorRT version)"
+    elif m.group("layer"):
+        why = f"the plugin layer {m.group('layer')} supports none of the build's input/output data types"
+    else:
+        why = "TensorRT could not build the engine (the [TRT] [E] lines above say why)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="trt_engine_build_failed",
+                      message=rec.text.strip(), fields={"source": "tensorrt", "phase": "build", "detail": why})
+
+
+@rule(
+    "engine-incompatible",
+    ("The engine plan file is not compatible with this version of TensorRT", "Engine deserialization failed",
+     "Deserialize the cuda engine failed", "Failed to deserialize cuda engine", "tag does not match"),
+    r"The engine plan file is not compatible with this version of TensorRT, expecting library version "
+    r"(?P<want>[\d.]+) got (?P<got>[\d.]+)"
+    r"|(?P<deser>Engine deserialization failed|Deserialize the cuda engine failed|Failed to deserialize cuda engine)"
+    r"|(?P<tag>Magic|Version) tag does not match",
+)
+def _engine_incompatible(m, rec, state):
+    if not first_time(state, ("trt_engine_incompatible",), rec.loc.line):
+        return []  # the version line, the deserialization error, the wrapper's assertion: one refusal
+    if m.group("want"):
+        why = (f"the engine and this TensorRT are different releases (expecting library version {m.group('want')}, "
+               f"got {m.group('got')})")
+    elif m.group("tag"):
+        why = ("the file's header is not this TensorRT's "
+               + ("engine format (another release built it)" if m.group("tag") == "Version" else
+                  "(another release built it, or it is no serialized engine)"))
+    else:
+        why = "TensorRT could not deserialize the engine (built by another TensorRT / TensorRT-LLM release, or not an engine)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="trt_engine_incompatible",
+                      message=rec.text.strip(), fields={"source": "tensorrt", "phase": "load",
+                                                        "expecting": m.group("want"), "got": m.group("got"),
+                                                        "detail": why})
+
+
 PARSER = Parser(
     name="tensorrt_llm",
     framework=FW,
     priority=38,
-    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL",
-    rules=[_executor_nccl],
+    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish; an engine this TensorRT cannot deserialize",
+    rules=[_executor_nccl, _engine_build, _engine_incompatible],
 )

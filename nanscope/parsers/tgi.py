@@ -30,6 +30,15 @@ The router is Rust: when it panics the standard panic hook prints `thread 'NAME'
 and the message on the next line (Rust >= 1.73; before: `thread 'NAME' panicked at 'MESSAGE', FILE:LINE:COL`),
 then the launcher logs `Webserver Crashed`. A panic is Rust's uncaught exception.
 
+The shard's Python server logs its own failure before it exits, and the launcher relays the shard's log
+records with its own target (`ERROR text_generation_launcher: MESSAGE`):
+  server/text_generation_server/server.py serve_inner:   logger.exception("Error when initializing model")
+  server/text_generation_server/interceptor.py (every gRPC method: Warmup, Prefill, Decode, ...):
+      logger.exception(f"Method {method_name} encountered an error.")
+The traceback follows; `Method Warmup ...` is a shard that loaded but could not run the router's warm-up batch
+(an unsupported kernel or quantization; its CUDA OOM is the warmup-oom rule's below), `Method Prefill/Decode`
+one that fails while serving. An excerpt often ends before the launcher's `Shard N failed to start`.
+
 The server's warm-up (server/text_generation_server/models/flash_causal_lm.py warmup, every release since
 0.9) runs one prefill of --max-batch-prefill-tokens tokens and turns the CUDA OOM it catches into
   raise RuntimeError(f"Not enough memory to handle {len(batch.input_ids)} prefill tokens. "
@@ -58,6 +67,22 @@ def _shard_failed(m, rec, state):
                             "what": "failed to start" if m.group("start") else "crashed while serving"})
     ev.rank = rank
     return ev
+
+
+@rule("shard-raised", ("encountered an error.", "Error when initializing model"),
+      r"text_generation_launcher: (?:Method (?P<method>\w+) encountered an error\.|(?P<init>Error when initializing model))")
+def _shard_raised(m, rec, state):
+    if not first_time(state, ("shard_failed",), rec.loc.line):
+        return []  # the launcher's `Shard N failed to start` / `Error: Shard...` said it already
+    method = m.group("method")
+    if m.group("init"):
+        phase, what = "startup", "raised while it initialized the model"
+    elif method == "Warmup":
+        phase, what = "startup", "failed the router's warm-up"
+    else:
+        phase, what = "runtime", f"raised in {method}"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="tgi_shard_failed", message=rec.text.strip(),
+                      fields={"phase": phase, "what": what, "method": method})
 
 
 @rule("launcher-exit", ("Error: ShardCannotStart", "Error: ShardFailed", "Error: ShardDisconnected"),
@@ -115,5 +140,5 @@ PARSER = Parser(
     framework=FW,
     priority=40,
     description="text-generation-inference: a shard that failed or died of a signal, a warm-up out of memory, the router's panic",
-    rules=[_shard_failed, _launcher_exit, _signaled, _warmup_oom, _rust_panic],
+    rules=[_shard_failed, _shard_raised, _launcher_exit, _signaled, _warmup_oom, _rust_panic],
 )

@@ -17,6 +17,17 @@ Templates (triton-inference-server/core, triton-inference-server/server):
       LOG_ERROR << "error: creating server: " << TRITONSERVER_ErrorCodeString(err) << " - " << message
       -> error: creating server: Internal - failed to load all models
 
+The Python backend runs each model instance in a stub process (triton_python_backend_stub) that Triton talks
+to through shared memory; when the stub stops answering (it crashed in the model's Python code or a compiled
+extension, was OOM-killed, or /dev/shm is too small for its shared-memory region), python_backend's
+src/python_be.cc says so:
+      LOG_MESSAGE(TRITONSERVER_LOG_ERROR, "Stub process is unhealthy and it will be restarted.");   (<= 24.05)
+      a request to that instance fails with "Stub process is not healthy." (the client sees `Failed to process
+      the request(s) for model instance 'm_0', message: Stub process is not healthy.`); at load:
+      "Stub process '<instance>' is not healthy." / stub_launcher.cc "Failed to initialize stub, stub process
+      exited unexpectedly: <instance>"
+A load that fails this way is also the model's load failure (the load rules claim those lines first).
+
 A load failure whose reason is a CUDA out-of-memory is the cuda parser's (it runs first and claims the
 line); the server's exit after a model's own failure is the same failure, not a second one.
 """
@@ -78,10 +89,33 @@ def _server_exit(m, rec, state):
     return _failed(rec, state, None, None, "server exit")
 
 
+@rule(
+    "python-stub-unhealthy",
+    ("Stub process is unhealthy and it will be restarted", "Stub process is not healthy",
+     "Stub process '", "stub process exited unexpectedly"),
+    r"(?P<restart>Stub process is unhealthy and it will be restarted)"
+    r"|(?:model instance '(?P<inst>[^']+)', message: )?Stub process (?:'(?P<name>[^']+)' )?is not healthy"
+    r"|Failed to initialize stub, stub process exited unexpectedly:? (?P<init>\S+)?",
+)
+def _python_stub(m, rec, state):
+    inst = m.group("inst") or m.group("name") or m.group("init")
+    if not first_time(state, ("triton_stub", inst), rec.loc.line):
+        return []  # the restart notice and the requests that failed on the dead stub
+    what = f" of {inst}" if inst else ""
+    if m.group("restart"):
+        detail = "a Python-backend stub process stopped answering; Triton restarts it (the requests in flight failed)"
+    elif "initialize stub" in rec.text:
+        detail = f"the Python-backend stub{what} exited while it started"
+    else:
+        detail = f"the Python-backend stub{what} is not healthy (the requests sent to it failed)"
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="triton_python_stub", message=rec.text.strip(),
+                       fields={"instance": inst, "detail": detail})]
+
+
 PARSER = Parser(
     name="triton",
     framework=FW,
     priority=40,
     description="Triton Inference Server: a model that failed to load, the server's exit after it",
-    rules=[_load_failed, _status_row, _server_exit],
+    rules=[_load_failed, _status_row, _server_exit, _python_stub],
 )

@@ -1,0 +1,101 @@
+"""A model the Hugging Face Hub would not hand over, and a model whose own code transformers will not run
+unasked. Every server (vLLM, SGLang, TGI, Xinference) and trainer loads configs, tokenizers and weights
+through transformers / huggingface_hub, so these come out of all of them, usually as the last lines of a
+traceback:
+
+  Access to the repository (huggingface_hub/utils/_http.py hf_raise_for_status; transformers/utils/hub.py
+  cached_file(s), which re-raises with its own first line):
+      GatedRepoError: "Cannot access gated repo for url {url}.\nAccess to model {repo} is restricted ..."
+                      (older hub: "Repo model {repo} is gated. You must be authenticated to access it.")
+      transformers:  "You are trying to access a gated repo.\nMake sure to have access to it at https://huggingface.co/{repo}."
+      RepositoryNotFoundError: "Repository Not Found for url: {url}." ; transformers: "{repo} is not a local folder
+                      and is not a valid model identifier listed on 'https://huggingface.co/models'"
+      no connection:  transformers "We couldn't connect to '{endpoint}' to load this file, couldn't find it in the
+                      cached files and it looks like {repo} is not the path to a directory containing a file named
+                      {file}."; LocalEntryNotFoundError "An error happened while trying to locate the file on the
+                      Hub and we cannot find the requested files in the local cache. ..." / offline: "Cannot find
+                      the requested files in the disk cache and outgoing traffic has been disabled."
+  A repository with custom modelling code (transformers/dynamic_module_utils.py resolve_trust_remote_code,
+  earlier configuration_auto.py / tokenization_auto.py):
+      f"Loading {name} requires you to execute the configuration file in that repo on your local machine. Make
+      sure you have read the code there to avoid malicious use, then set the option `trust_remote_code=True` to
+      remove this error."   (also `the tokenizer file` / `the modeling file`)
+      4.3x+: f"The repository for {name} contains custom code which must be executed to correctly load the model.
+      ... Please pass the argument `trust_remote_code=True` to allow custom code to be run."
+      vLLM's wrapper: "Failed to load the model config. If the model is a custom model not yet available in the
+      HuggingFace transformers library, consider setting `trust_remote_code=True` ..." (and the tokenizer's)
+  datasets' FutureWarning that a *dataset* repository has custom code ("to correctly load the dataset") is a
+  warning, not this.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.base import Parser, rule
+
+FW = "hf-hub"
+_REPO_URL = re.compile(r"huggingface\.co/(?:api/models/)?(?P<repo>[\w.-]+/[\w.-]+?)(?:/resolve/|/revision/|/auth-check|[.\s]|$)")
+_EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): ")
+
+
+def _event(rec, state, kind: str, key: str, fields: dict) -> list[ErrorEvent]:
+    if not first_time(state, (kind,), rec.loc.line):
+        return []  # the hub's error, transformers' re-raise and the server's copy of one refusal
+    exc = _EXC.search(rec.text)
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error=kind, message=rec.text.strip(),
+                       exc_type=exc.group("type") if exc else None, fields={"reason": key, **fields})]
+
+
+@rule(
+    "hub-access",
+    ("You are trying to access a gated repo", "Cannot access gated repo for url", "You must be authenticated to access it",
+     "Repository Not Found for url", "is not a valid model identifier listed on", "We couldn't connect to '",
+     "we cannot find the requested files in the local cache", "outgoing traffic has been disabled"),
+    r"(?P<gated>You are trying to access a gated repo|Cannot access gated repo for url (?P<gurl>\S+?)\.?(?:\s|$)"
+    r"|Repo model (?P<grepo>\S+) is gated\. You must be authenticated to access it)"
+    r"|(?P<nf>Repository Not Found for url: (?P<nurl>\S+?)\.?(?:\s|$)"
+    r"|(?<!\S)(?P<nrepo>\S{1,300}) is not a local folder and is not a valid model identifier listed on)"
+    r"|(?P<net>We couldn't connect to '[^']+' to load this file"
+    r"|we cannot find the requested files in the local cache"
+    r"|outgoing traffic has been disabled)",
+)
+def _hub_access(m, rec, state):
+    url = m.group("gurl") or m.group("nurl") or ""
+    um = _REPO_URL.search(url or rec.text)
+    repo = m.group("grepo") or m.group("nrepo") or (um.group("repo") if um else None)
+    what = f" {repo}" if repo else ""
+    if m.group("gated"):
+        return _event(rec, state, "hf_hub_access", "gated", {
+            "repo": repo, "detail": f"the repository{what} is gated and the process has no token with access to it"})
+    if m.group("nf"):
+        return _event(rec, state, "hf_hub_access", "not_found", {
+            "repo": repo, "detail": f"the repository{what} was not found (a typo, or private without a token)"})
+    return _event(rec, state, "hf_hub_access", "no_connection", {
+        "repo": repo, "detail": "the Hub could not be reached and the files are not in the local cache"})
+
+
+@rule(
+    "trust-remote-code",
+    ("set the option `trust_remote_code=True` to remove this error", "contains custom code which must be executed",
+     "consider setting `trust_remote_code=True`"),
+    r"Loading (?P<name>\S+) requires you to execute the (?P<what>configuration|tokenizer|modeling) file in that repo"
+    r"|The repository (?:for )?(?P<rname>\S+) contains custom code which must be executed to correctly load the model"
+    r"|(?P<vllm>Failed to load the (?:model config|tokenizer))\. If the \w+ is a custom",
+)
+def _trust_remote_code(m, rec, state):
+    name = m.group("name") or m.group("rname")
+    what = f" {name}" if name else ""
+    return _event(rec, state, "trust_remote_code_required", "custom_code", {
+        "model": name, "detail": f"the model{what} ships its own Python code and trust_remote_code is off"})
+
+
+PARSER = Parser(
+    name="hfhub",
+    framework=FW,
+    priority=37,  # before python's exception reader (80): these lines are the exception's
+    description="Hugging Face Hub: a gated / missing repository or no connection; a model whose custom code needs trust_remote_code",
+    rules=[_hub_access, _trust_remote_code],
+)
