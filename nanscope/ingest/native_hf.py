@@ -207,4 +207,4 @@ def floats(arr) -> np.ndarray:
     """Captured numbers (an Arrow binary array) as float64 (Arrow parses them as Python would:
     nan, inf, signs, exponents)."""
     pa, pc, pool = _arrow()
-    return pc.cast(arr, pa.float64(), memory_pool=pool).to_numpy(zero_copy_only=False)
+    return sliced(pc.cast, arr, pa.float64(), memory_pool=pool).to_numpy(zero_copy_only=False)
