@@ -578,12 +578,16 @@ def _read(cand, at: np.ndarray, layout: _Layout, found: list) -> np.ndarray:
     if hits:
         layout.hits += hits
         mask = None if hits == len(at) else pa.array(ok)
-        mine = sub if mask is None else pc.filter(sub, mask, memory_pool=pool)
-        got = sliced(pc.extract_regex, mine, layout.passes[0], memory_pool=pool)  # (the prefix, with two passes)
         if nums is not None:
-            nums = nums if mask is None else pc.filter(nums, mask, memory_pool=pool)
-            got = pa.StructArray.from_arrays([part.field(f.name) for part in (got, nums) for f in part.type],
-                                             names=[f.name for part in (got, nums) for f in part.type], memory_pool=pool)
+            # the prefix alone: a short walk over every row, then the rows kept (copying the rows
+            # out first cost more than the walk over the others)
+            got = sliced(pc.extract_regex, sub, layout.passes[0], memory_pool=pool)
+            both = pa.StructArray.from_arrays([part.field(f.name) for part in (got, nums) for f in part.type],
+                                              names=[f.name for part in (got, nums) for f in part.type], memory_pool=pool)
+            got = both if mask is None else pc.filter(both, mask, memory_pool=pool)
+        else:
+            mine = sub if mask is None else pc.filter(sub, mask, memory_pool=pool)
+            got = sliced(pc.extract_regex, mine, layout.passes[0], memory_pool=pool)
         found.append((at[ok], got, layout))
     return at[~ok]
 
