@@ -611,6 +611,33 @@ def _ucx_retry(m, rec, state):
                                                "peer": None, "transport": "ucx"})
 
 
+# aws-ofi-nccl cannot start at all: libfabric offers no usable provider (no EFA device in the container or
+# pod, a libfabric older than the plugin was built for), so NCCL has no EFA network and falls back to
+# NET/IB or TCP sockets, or the job fails. The plugin's templates across releases (src/nccl_ofi_net.c[pp],
+# src/nccl_ofi_sendrecv.cpp, src/nccl_ofi_rdma.cpp):
+#   Could not find any optimal provider                    (1.0; "... supporting GPUDirect RDMA" 1.1+)
+#   Couldn't find any optimal provider                     (1.1 - 1.7, find_ofi_provider)
+#   OFI fi_getinfo() call failed: No data available        (1.8+, sendrecv / rdma protocol init)
+#   Failed to initialize sendrecv protocol / rdma protocol (1.7+; 1.9+ "Failed to initialize %s protocol")
+#   Unable to find a protocol that worked.  Failing initialization.
+#   aws-ofi-nccl initialization failed                     (1.4+, PACKAGE_NAME " initialization failed")
+# and libfabric's own core warning when the EFA provider lists nothing (FI_LOG_LEVEL=warn):
+#   libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn> fi_getinfo: provider efa output empty list
+@rule(
+    "nccl-ofi-init",
+    ("NET/OFI", "output empty list"),
+    r"(?:(?:NCCL WARN|WARN: Function: \w+ Line: \d+:) NET/OFI (?P<msg>Could(?: not|n't) find any optimal provider.{0,80}"
+    r"|OFI fi_getinfo\(\) call failed: .{0,120}|Failed to initialize \w+ protocol.{0,120}|Unable to find a protocol that worked"
+    r"|aws-ofi-nccl initialization failed)|fi_getinfo: provider (?P<prov>efa) output empty list)",
+)
+def _ofi_init(m, rec, state):
+    msg = (m.group("msg") or f"libfabric: provider {m.group('prov')} output empty list").strip()
+    if not first_time(state, ("ofi_init",), rec.loc.line):
+        return []
+    return _error(rec, "nccl_net_plugin", fields={"reason": f"NET/OFI {msg}" if m.group("msg") else msg,
+                                                  "plugin": "aws-ofi-nccl", "transport": "ofi"})
+
+
 # aws-ofi-nccl, the libfabric (EFA) net plugin: NCCL_OFI_WARN (include/nccl_ofi_log.h) prefixes "NET/OFI "
 # to its message; plugin 1.0 printed `WARN: Function: <fn> Line: <n>: NET/OFI ...` itself. The failures
 # carry libfabric's return code: `Couldn't open AV. RC: -22, ERROR: Invalid argument`, `Couldn't create
@@ -1022,6 +1049,6 @@ PARSER = Parser(
     rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
-           _nccl_error_detail, _nccl_socket_failed, _nccl_proxy_failed, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
+           _nccl_error_detail, _nccl_socket_failed, _nccl_proxy_failed, _net_ib, _ib_async, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )
