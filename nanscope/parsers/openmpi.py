@@ -52,6 +52,7 @@ from __future__ import annotations
 import re
 
 from nanscope.model import ErrorEvent, LifecycleEvent
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import SIGNALS, Parser, rule
 from nanscope.parsers.python import EXC_LINE
 
@@ -135,6 +136,31 @@ def _horovod_shut_down(m, rec, state):
     )
 
 
+# MPI itself could not start in this process (Open MPI ompi/errhandler/errhandler_predefined.c,
+# ompi/runtime/help-mpi-runtime.txt and ompi_mpi_init.c; MPICH src/mpi/errhan):
+#   *** An error occurred in MPI_Init_thread          (or MPI_Init)
+#   *** on a NULL communicator
+#   [host1:71142] Local abort before MPI_INIT completed completed successfully, but am not able to ...
+#       (2.x - 4.x; 1.x "... completed successfully; not able to aggregate error messages")
+#   It looks like MPI_INIT failed for some reason; your parallel process is
+#   ompi_mpi_init: ompi_rte_init failed / ompi_mpi_init: orte_init failed
+#   Fatal error in MPI_Init: Other MPI error, error stack:       (MPICH; PMPI_Init_thread)
+# The runtime under the launcher did not come up: mismatched MPI builds between the launcher, the
+# library Horovod / mpi4py was built against and the other hosts, or the network (PMIx, PSM, ssh).
+@rule(
+    "mpi-init-failed",
+    ("An error occurred in MPI_Init", "Local abort before MPI_INIT completed", "It looks like MPI_INIT failed",
+     "ompi_mpi_init: ", "Fatal error in MPI_Init", "Fatal error in PMPI_Init"),
+    r"An error occurred in (?P<fn>MPI_Init(?:_thread)?)\b|Local abort before MPI_INIT completed|It looks like MPI_INIT failed"
+    r"|ompi_mpi_init: (?:ompi_rte_init|orte_init|ompi_rte_wait_for_debugger) failed|Fatal error in P?MPI_Init(?:_thread)?",
+)
+def _mpi_init_failed(m, rec, state):
+    if not first_time(state, ("mpi_init",), rec.loc.line):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="openmpi", error="mpi_init_failed",
+                      message=rec.text.strip(" *\t"), fields={"source": "mpi", "call": m.group("fn")})
+
+
 _STALL_OPS = re.compile(r"\[(?P<kind>ready|missing) ranks: (?P<ranks>\d+(?:, \d+)*)")
 _STALL_SPAN = 64  # lines from the stall warning's head to its last per-tensor line
 
@@ -192,5 +218,5 @@ PARSER = Parser(
     priority=12,
     description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted), Horovod's shutdown and stall check",
     rules=[_head, _process_name, _exit_code, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
-           _horovod_stall_missing],
+           _horovod_stall_missing, _mpi_init_failed],
 )
