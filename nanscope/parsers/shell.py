@@ -10,11 +10,17 @@ Templates, from the tools' sources:
       /bin/sh: 1: torchrun: not found          sh: 1: /opt/env/bin/torchrun: not found
       train.sh: 1: srun: not found
   zsh (exec.c): zsh: command not found: torchrun
+  bash, a command given by path that does not exist or cannot be executed (execute_cmd.c file_error):
+      bash: /opt/conda/bin/python3: No such file or directory      ./run.sh: line 3: ./train.sh: Permission denied
+  CPython (Modules/main.c, "%ls: can't open file %R: [Errno %d] %s"): the job's script is not there
+      python: can't open file 'tensorflow_mnist.py': [Errno 2] No such file or directory
   slurmstepd (src/slurmd/slurmstepd/exec_wait.c / task.c, error("execve(): %s: %m", argv[0])):
       slurmstepd: error: execve(): torchrun: No such file or directory
   Open MPI / PRRTE (help-orterun.txt, help-prte.txt):
       mpirun was unable to launch the specified application as it could not access
       mpirun was unable to find the specified executable file, and therefore
+      mpirun was unable to start the specified application as it encountered an   (proc-failed-to-start)
+      Open MPI tried to fork a new process via the "execve" system call but failed.  (help-odls-default.txt)
 
 Only a missing launcher, interpreter or job script counts (torchrun, python, deepspeed, srun, mpirun,
 a *.sh / *.py): a helper a setup script probes for (`git`, `nvidia-smi`) is often absent on a
@@ -61,6 +67,24 @@ def _not_found(m, rec, state):
     return _error(rec, cmd, "shell")
 
 
+@rule("shell-no-such-file", ("No such file or directory", "Permission denied"),
+      r"(?:\bline \d+|[\w./\-]*sh): (?P<cmd>\.{0,2}/[^\s:]+): (?P<why>No such file or directory|Permission denied)\s*$")
+def _no_such_file(m, rec, state):
+    if not _launcher(m.group("cmd")):
+        return None
+    if not first_time(state, ("not_found", m.group("cmd")), rec.loc.line):
+        return []
+    return _error(rec, m.group("cmd"), "shell")
+
+
+@rule("python-cannot-open-script", ("can't open file",),
+      r"(?:^|\s)(?P<py>\S*python[\d.]*(?:\.exe)?): can't open file (?P<q>['\"])(?P<cmd>.+?)(?P=q): \[Errno \d+\] ")
+def _python_no_script(m, rec, state):
+    if not first_time(state, ("not_found", m.group("cmd")), rec.loc.line):
+        return []
+    return _error(rec, m.group("cmd"), "python")
+
+
 @rule("slurmstepd-execve", ("execve():",),
       r"slurmstepd(?:-\S+)?: error: execve\(\): (?P<cmd>.+?): (?P<why>No such file or directory|Permission denied)\s*$")
 def _execve(m, rec, state):
@@ -69,12 +93,14 @@ def _execve(m, rec, state):
     return _error(rec, m.group("cmd"), "slurmstepd")
 
 
-@rule("mpirun-no-executable", ("was unable to launch the specified application", "was unable to find the specified executable"),
-      r"(?P<tool>[\w.\-]+) was unable to (?:launch the specified application as it could not access|find the specified executable file)")
+@rule("mpirun-no-executable", ("was unable to launch the specified application", "was unable to find the specified executable",
+                               "was unable to start the specified application", 'new process via the "execve" system call but'),
+      r"(?P<tool>[\w.\-]+) was unable to (?:launch the specified application as it could not access|find the specified executable file"
+      r"|start the specified application as it encountered)|(?P<odls>Open MPI) tried to fork a new process via the \"execve\" system call but")
 def _mpirun(m, rec, state):
     if not first_time(state, ("mpirun_exec",), rec.loc.line):
         return []
-    return _error(rec, "", m.group("tool"))
+    return _error(rec, "", m.group("tool") or "mpirun")
 
 
 PARSER = Parser(
@@ -82,5 +108,5 @@ PARSER = Parser(
     framework="system",
     priority=45,
     description="the shell, slurmstepd and mpirun reporting that the job's command does not exist (command not found, execve() failed)",
-    rules=[_not_found, _execve, _mpirun],
+    rules=[_not_found, _no_such_file, _python_no_script, _execve, _mpirun],
 )
