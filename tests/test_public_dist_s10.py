@@ -1,0 +1,98 @@
+"""Distributed and launch failures users posted (sample_logs/public/2200-2225, session 10): Horovod's
+stall check and shutdown, Open MPI's start-up, the EFA net plugin, elastic rendezvous, and launchers
+that could not start the job. What a user reads first, the rank the text names, and that the healthy
+look-alikes stay quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nanscope import api
+from tests.conftest import diagnose_lines, ids
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+def _report(name: str):
+    return api.diagnose([str(PUBLIC / name)])
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("2200.log", "collective-desync"),            # Horovod 0.13 stall: rank 3 ready on the loss, 0-2 on gradients (horovod#336)
+    ("2201.log", "collective-timeout"),           # Horovod 0.15 stall: [missing ranks: 0] on every broadcast (horovod#534)
+    ("2205.log", "nccl-net-plugin-init-failed"),  # NET/OFI OFI fi_getinfo() call failed: No data available (aws-ofi-nccl#1020)
+    ("2206.log", "nccl-net-plugin-init-failed"),  # aws-ofi-nccl initialization failed, then Using network Socket (aws-k8s-tester#454)
+    ("2207.log", "nccl-net-plugin-init-failed"),  # libfabric's provider efa output empty list, CloudWatch rows (aws-ofi-nccl#889)
+    ("2208.log", "nccl-net-plugin-init-failed"),  # plugin <= 1.7: Couldn't find any optimal provider (aws-efa-nccl-baseami-pipeline#2)
+    ("2213.log", "rendezvous-closed"),            # the agent's traceback ends in RendezvousClosedError (pytorch#91943)
+    ("2215.log", "command-not-found"),            # slurmstepd: error: execve(): torchrun: No such file or directory (CSCfi#1)
+    ("2216.log", "command-not-found"),            # /bin/sh: 1: torchrun: not found (LlamaFactory#5216)
+    ("2217.log", "command-not-found"),            # sh: 1: .../bin/torchrun: not found, then the wrapper's traceback (GLEM#11)
+    ("2218.log", "mpi-init-failed"),              # *** An error occurred in MPI_Init_thread on a NULL communicator (horovod#465)
+    ("2222.log", "command-not-found"),            # mpirun was unable to find the specified executable file (horovod#347)
+    ("2223.log", "command-not-found"),            # Open MPI's execve of the .py itself: Exec format error (horovod#821)
+    ("2224.log", "command-not-found"),            # bash: .../anaconda3/bin/python3: No such file or directory (horovod#1396)
+    ("2225.log", "command-not-found"),            # python: can't open file 'tensorflow_mnist.py' under mpirun (horovod#1068)
+])
+def test_first_finding(name, expected):
+    assert ids(_report(name))[:1] == [expected]
+
+
+def test_horovod_stall_names_the_missing_rank():
+    f = _report("2201.log").findings[0]
+    assert f.initiating_rank == 0
+    assert "rank 0 never submitted" in f.decided_by
+
+
+def test_horovod_ready_ranks_claim_no_rank():
+    # v0.13 lists the ranks that are ready, not the one missing: no rank can be read off it
+    assert _report("2200.log").findings[0].initiating_rank is None
+
+
+def test_mpirun_first_exit_is_the_rank_of_the_missing_script():
+    # mpirun: "The first process to do so was: Process name: [[3358,1],1]"
+    findings = _report("2225.log").findings
+    assert findings[0].id == "command-not-found"
+    assert 1 in {f.initiating_rank for f in findings}
+
+
+@pytest.mark.parametrize("name", ["2219.log", "2220.log", "2221.log"])
+def test_healthy_horovod_runs_stay_quiet(name):
+    # Open MPI's 'Read -1, expected ..., errno = 1', NCCL's 'Failed to open libibverbs.so' on one host,
+    # [1,N]<stdout> tagged tqdm progress
+    assert ids(_report(name)) == []
+
+
+def test_an_efa_plugin_that_started_is_not_a_failure(tmp_path):
+    report = diagnose_lines(tmp_path, [  # NVIDIA/nccl#1597
+        "8h200-3:6310:6318 [0] NCCL INFO NET/OFI Selected Provider is efa (found 16 nics)",
+        "8h200-2:6831:6840 [0] NCCL INFO NET/OFI Support for global registrations: true",
+        "8h200-2:6831:6840 [0] NCCL INFO Using network Libfabric",
+    ])
+    assert ids(report) == []
+
+
+def test_an_address_vector_failure_stays_an_nccl_error():
+    # NET/OFI Couldn't open AV at connect time is not a plugin that did not start (aws-ofi-nccl#24)
+    assert ids(_report("1612.log"))[:1] == ["nccl-error"]
+
+
+@pytest.mark.parametrize("line", [
+    "bmtrain_mgpu.sh: 行 84: torchrun：未找到命令",  # bash in a zh_CN locale (FlagAI#553)
+    "train.sh: 1: srun: not found",                 # dash in a job script (SAFECount#16)
+])
+def test_shell_not_found_wordings(tmp_path, line):
+    assert ids(diagnose_lines(tmp_path, [line])) == ["command-not-found"]
+
+
+def test_a_missing_tool_that_is_not_the_launcher_stays_quiet(tmp_path):
+    assert ids(diagnose_lines(tmp_path, ["-bash: torchlambda: command not found"])) == []  # torchlambda#11
+
+
+def test_a_closed_rendezvous_after_a_crash_is_collateral():
+    # node 0's agent ends with RendezvousClosedError after rank 3 failed: grouped under the cascade
+    root = api.diagnose([str(PUBLIC.parent / "multinode" / "restart_attempts.log")]).findings[0]
+    assert root.id == "rank-crash-cascade"
+    assert "rendezvous-closed" in [c.id for c in root.collateral]
