@@ -35,6 +35,13 @@ def _report(name: str):
     ("2223.log", "command-not-found"),            # Open MPI's execve of the .py itself: Exec format error (horovod#821)
     ("2224.log", "command-not-found"),            # bash: .../anaconda3/bin/python3: No such file or directory (horovod#1396)
     ("2225.log", "command-not-found"),            # python: can't open file 'tensorflow_mnist.py' under mpirun (horovod#1068)
+    ("2226.log", "slurm-submit-rejected"),        # sbatch: Requested node configuration is not available (mlcommons/training#824)
+    ("2227.log", "slurm-submit-rejected"),        # the same from sinteractive, GPUs without the GPU partition (scicomp-docs#26)
+    ("2228.log", "slurm-submit-rejected"),        # srun: Unable to create step ...: Invalid generic resource (waveorder#201)
+    ("2229.log", "slurm-submit-rejected"),        # srun: Unable to allocate resources: Requested time limit is invalid (capreolus#172)
+    ("2230.log", "pod-image-pull-failed"),        # kubectl describe: State Waiting, Reason ImagePullBackOff (FfDL#74)
+    ("2231.log", "pod-image-pull-failed"),        # kubelet: failed to "StartContainer" ... Back-off pulling image (kubeflow#2698)
+    ("2232.log", "pod-image-pull-failed"),        # kubectl logs: waiting to start: trying and failing to pull image (pytorch-operator#264)
 ])
 def test_first_finding(name, expected):
     assert ids(_report(name))[:1] == [expected]
@@ -58,10 +65,10 @@ def test_mpirun_first_exit_is_the_rank_of_the_missing_script():
     assert 1 in {f.initiating_rank for f in findings}
 
 
-@pytest.mark.parametrize("name", ["2219.log", "2220.log", "2221.log"])
-def test_healthy_horovod_runs_stay_quiet(name):
+@pytest.mark.parametrize("name", ["2219.log", "2220.log", "2221.log", "2233.log"])
+def test_healthy_runs_stay_quiet(name):
     # Open MPI's 'Read -1, expected ..., errno = 1', NCCL's 'Failed to open libibverbs.so' on one host,
-    # [1,N]<stdout> tagged tqdm progress
+    # [1,N]<stdout> tagged tqdm progress, squeue's pending-then-running jobs
     assert ids(_report(name)) == []
 
 
@@ -96,3 +103,19 @@ def test_a_closed_rendezvous_after_a_crash_is_collateral():
     root = api.diagnose([str(PUBLIC.parent / "multinode" / "restart_attempts.log")]).findings[0]
     assert root.id == "rank-crash-cascade"
     assert "rendezvous-closed" in [c.id for c in root.collateral]
+
+
+def test_a_step_of_an_ending_job_is_not_a_refused_submission(tmp_path):
+    # srun's step request after the job was cancelled or hit its limit: the ending is the finding
+    report = diagnose_lines(tmp_path, [  # a Biowulf user's notes of CANDLE's MPI tests, srun interrupted in an allocation
+        "srun: error: Unable to create step for job 63094233: Job/step already completing or completed",
+    ])
+    assert "slurm-submit-rejected" not in ids(report)
+
+
+def test_a_site_wrapper_of_sbatch_is_still_slurm(tmp_path):
+    report = diagnose_lines(tmp_path, [  # the same notes: Biowulf's sbatch.exe
+        "sbatch.exe: error: QOSMaxNodePerJobLimit",
+        "sbatch.exe: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)",
+    ])
+    assert ids(report) == ["slurm-submit-rejected"]

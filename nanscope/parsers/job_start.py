@@ -1,0 +1,75 @@
+"""The scheduler or the container runtime would not start the job: Slurm refused the submission or
+the step, Kubernetes cannot pull the pod's image.
+
+Slurm (the reason is slurm_strerror() of the error code, src/common/slurm_errno.c):
+  sbatch (src/sbatch/sbatch.c):   sbatch: error: Batch job submission failed: Requested node configuration is not available
+  srun / salloc allocation (src/common/slurm_opt / srun allocate.c, salloc.c):
+                                  srun: error: Unable to allocate resources: Requested time limit is invalid (missing or exceeds some limit)
+                                  salloc: error: Job submit/allocate failed: Invalid account or account/partition combination specified
+  a step inside an allocation (src/srun/step_ctx.c / launch.c):
+                                  srun: error: Unable to create step for job 16413634: Invalid generic resource (gres) specification
+  A site's wrapper may rename the client (Biowulf: `sbatch.exe: error: Batch job submission failed: ...`).
+  Not a refusal: `Unable to create step for job N: Job/step already completing or completed` (the job was
+  already ending: cancelled, at its time limit) and srun's `step creation temporarily disabled, retrying`.
+Kubernetes (kubelet pkg/kubelet/images, kuberuntime; kubectl):
+  the container's waiting reason ImagePullBackOff / ErrImagePull / ErrImageNeverPull / InvalidImageName
+  (kubectl get pods STATUS, kubectl describe `Reason:`, events `Error: ErrImagePull`), the kubelet's
+  `failed to "StartContainer" for "c" with ImagePullBackOff: "Back-off pulling image \\"x\\""`,
+  `Failed to pull image "x": ...`, and kubectl logs' `is waiting to start: trying and failing to pull image`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.base import Parser, rule
+
+
+def _error(rec, kind: str, fields: dict) -> ErrorEvent:
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="system", error=kind, message=rec.text.strip(), fields=fields)
+
+
+@rule(
+    "slurm-submit-refused",
+    ("Batch job submission failed:", "Unable to allocate resources:", "Job submit/allocate failed:", "Unable to create step for job"),
+    r"\b(?P<tool>sbatch|srun|salloc)(?:\.\w+)?: error: (?:Batch job submission failed|Unable to allocate resources|Job submit/allocate failed"
+    r"|Unable to create step for job (?P<job>\d+)): (?P<why>.+?)\s*$",
+)
+def _slurm_refused(m, rec, state):
+    why = m.group("why")
+    if why.startswith("Job/step already completing"):
+        return None  # the job was ending anyway: its cancellation / time limit is the finding
+    if not first_time(state, ("slurm_refused", why), rec.loc.line):
+        return []
+    return _error(rec, "slurm_submit_rejected", {"source": "slurm", "tool": m.group("tool"), "reason": why,
+                                                 "step": m.group("job") is not None})
+
+
+_PULL_REASONS = ("ImagePullBackOff", "ErrImagePull", "ErrImageNeverPull", "InvalidImageName")
+_IMAGE = re.compile(r"(?:pulling|pull) image \\?\"(?P<image>[^\"\\]+)")
+
+
+@rule(
+    "k8s-image-pull",
+    _PULL_REASONS + ("trying and failing to pull image", "Failed to pull image"),
+    r"\b(?P<reason>ImagePullBackOff|ErrImagePull|ErrImageNeverPull|InvalidImageName)\b|trying and failing to pull image"
+    r"|Failed to pull image \"",
+)
+def _image_pull(m, rec, state):
+    img = _IMAGE.search(rec.text)
+    image = img.group("image") if img else None
+    if not first_time(state, ("image_pull", image), rec.loc.line):
+        return []
+    return _error(rec, "image_pull_failed", {"source": "kubernetes", "reason": m.group("reason") or "ErrImagePull",
+                                             "image": image})
+
+
+PARSER = Parser(
+    name="job_start",
+    framework="system",
+    priority=45,
+    description="Slurm refusing a submission, allocation or step; Kubernetes failing to pull a pod's image",
+    rules=[_slurm_refused, _image_pull],
+)
