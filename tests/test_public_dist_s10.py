@@ -42,6 +42,13 @@ def _report(name: str):
     ("2230.log", "pod-image-pull-failed"),        # kubectl describe: State Waiting, Reason ImagePullBackOff (FfDL#74)
     ("2231.log", "pod-image-pull-failed"),        # kubelet: failed to "StartContainer" ... Back-off pulling image (kubeflow#2698)
     ("2232.log", "pod-image-pull-failed"),        # kubectl logs: waiting to start: trying and failing to pull image (pytorch-operator#264)
+    ("2234.log", "remote-launch-failed"),         # ssh: connect to host ... Connection refused, ORTE daemons not started (horovod#504)
+    ("2235.log", "remote-launch-failed"),         # bash: orted: command not found on the remote host (horovod#1021)
+    ("2236.log", "remote-launch-failed"),         # ssh: Could not resolve hostname of a worker pod (volcano#2226)
+    ("2237.log", "remote-launch-failed"),         # pdsh: Permission denied (publickey,password), ssh exit 255 (DeepSpeed#5709)
+    ("2238.log", "remote-launch-failed"),         # DeepSpeed launcher: host=... was not reachable via ssh (hpcac/2023-APAC-HPC-AI#1)
+    ("2239.log", "remote-launch-failed"),         # horovodrun's task server: ssh ... Connection refused (horovod#1226)
+    ("2240.log", "collective-timeout"),           # store based barrier: 4 of 8 ranks joined (Megatron-DeepSpeed#338)
 ])
 def test_first_finding(name, expected):
     assert ids(_report(name))[:1] == [expected]
@@ -119,3 +126,15 @@ def test_a_site_wrapper_of_sbatch_is_still_slurm(tmp_path):
         "sbatch.exe: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)",
     ])
     assert ids(report) == ["slurm-submit-rejected"]
+
+
+def test_a_git_clone_denied_is_not_a_launcher(tmp_path):
+    # GitHub's answer to a clone without a key: a setup step, not a rank that could not be started
+    report = diagnose_lines(tmp_path, ["git@github.com: Permission denied (publickey)."])
+    assert "remote-launch-failed" not in ids(report)
+
+
+def test_the_store_barrier_names_no_culprit():
+    # only how many ranks joined (4 of 8) is printed, not which: no rank is claimed
+    f = _report("2240.log").findings[0]
+    assert f.id == "collective-timeout" and f.initiating_rank is None

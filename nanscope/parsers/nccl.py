@@ -321,6 +321,30 @@ def _store_wait_timeout(m, rec, state):
                   fields={"backend": "store", "store_wait": True})
 
 
+# torch/distributed/distributed_c10d.py _store_based_barrier (torch 1.8+, after every new process group):
+# each rank adds itself to a store counter and waits until world_size ranks have; then
+#   RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key:
+#       store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)        (1.8 - 1.13)
+#   DistStoreError: Timed out initializing process group in store based barrier on rank 3, for key:
+#       store_based_barrier_key:1 (world_size=4, num_workers_joined=2, timeout=0:30:00 error=...)   (2.0+)
+# The ranks that never joined are not named (only how many did). The `Waiting in store based barrier`
+# lines before it are the wait itself, logged while it lasts, not a failure.
+@rule(
+    "store-based-barrier-timeout",
+    ("in store based barrier on rank",),
+    r"Timed out initializing process group in store based barrier on rank:? (?P<rank>\d+), for key: (?P<key>[^\s(]+) "
+    r"\(world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+), timeout=(?P<timeout>[^)\s]+)",
+)
+def _store_barrier_timeout(m, rec, state):
+    me = int(m.group("rank"))
+    if not first_time(state, ("store_barrier", me, m.group("key")), rec.loc.line):
+        return []
+    return _error(rec, "collective_timeout", rank=_rank(rec, me, True),
+                  fields={"backend": "store", "pg_rank": me, "store_key": m.group("key"),
+                          "world_size": int(m.group("world")), "joined": int(m.group("joined")),
+                          "phase": "process group creation"})
+
+
 # ProcessGroupNCCL.cpp broadcastUniqueNCCLID (torch 2.0+; "retreiving" sic in 2.0/2.1, "NcclUniqueId" in
 # vendor forks): every rank but the group's rank 0 reads rank 0's ncclUniqueId from the store:
 #   c10::str("[", rank_, "] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d
@@ -1046,7 +1070,7 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+    rules=[_watchdog_timeout, _pg_status, _store_barrier_timeout, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
            _nccl_error_detail, _nccl_socket_failed, _nccl_proxy_failed, _net_ib, _ib_async, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
