@@ -49,6 +49,11 @@ def _report(name: str):
     ("2238.log", "remote-launch-failed"),         # DeepSpeed launcher: host=... was not reachable via ssh (hpcac/2023-APAC-HPC-AI#1)
     ("2239.log", "remote-launch-failed"),         # horovodrun's task server: ssh ... Connection refused (horovod#1226)
     ("2240.log", "collective-timeout"),           # store based barrier: 4 of 8 ranks joined (Megatron-DeepSpeed#338)
+    ("2241.log", "gpu-p2p-unsupported"),          # NCCL p2p.cc: failed to open CUDA IPC handle : 217 (ray_lightning#24)
+    ("2242.log", "gpu-p2p-unsupported"),          # torch's CUDA error 217 at a vLLM start-up (ai-dynamo/dynamo#1229)
+    ("2243.log", "gpu-p2p-unsupported"),          # CUDA error 217 at ggml-cuda.cu (llama.cpp#3230)
+    ("2245.log", "pod-volume-mount-failed"),      # FailedMount: timeout expired waiting for volumes to attach/mount (kubernetes#29297)
+    ("2246.log", "pod-volume-mount-failed"),      # FailedMount: MountVolume.MountDevice failed (cstor-operators#467)
 ])
 def test_first_finding(name, expected):
     assert ids(_report(name))[:1] == [expected]
@@ -72,10 +77,10 @@ def test_mpirun_first_exit_is_the_rank_of_the_missing_script():
     assert 1 in {f.initiating_rank for f in findings}
 
 
-@pytest.mark.parametrize("name", ["2219.log", "2220.log", "2221.log", "2233.log"])
+@pytest.mark.parametrize("name", ["2219.log", "2220.log", "2221.log", "2233.log", "2244.log"])
 def test_healthy_runs_stay_quiet(name):
     # Open MPI's 'Read -1, expected ..., errno = 1', NCCL's 'Failed to open libibverbs.so' on one host,
-    # [1,N]<stdout> tagged tqdm progress, squeue's pending-then-running jobs
+    # [1,N]<stdout> tagged tqdm progress, squeue's pending-then-running jobs, cuda-gdb's peer-access notes
     assert ids(_report(name)) == []
 
 

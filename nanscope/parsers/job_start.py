@@ -1,5 +1,5 @@
 """The scheduler or the container runtime would not start the job: Slurm refused the submission or
-the step, Kubernetes cannot pull the pod's image.
+the step, Kubernetes cannot pull the pod's image or mount its volumes.
 
 Slurm (the reason is slurm_strerror() of the error code, src/common/slurm_errno.c):
   sbatch (src/sbatch/sbatch.c):   sbatch: error: Batch job submission failed: Requested node configuration is not available
@@ -16,6 +16,14 @@ Kubernetes (kubelet pkg/kubelet/images, kuberuntime; kubectl):
   (kubectl get pods STATUS, kubectl describe `Reason:`, events `Error: ErrImagePull`), the kubelet's
   `failed to "StartContainer" for "c" with ImagePullBackOff: "Back-off pulling image \\"x\\""`,
   `Failed to pull image "x": ...`, and kubectl logs' `is waiting to start: trying and failing to pull image`.
+Kubernetes volumes (kubelet pkg/kubelet/volumemanager, pkg/volume/util/operationexecutor), events of reason
+FailedMount / FailedAttachVolume:
+  MountVolume.SetUp failed for volume "x" : ...        MountVolume.MountDevice failed for volume "x" : ...
+  AttachVolume.Attach failed for volume "x" : ...
+  Unable to mount volumes for pod "p": timeout expired waiting for volumes to attach/mount ...   (<= 1.15)
+  Unable to attach or mount volumes: unmounted volumes=[x], unattached volumes=[...]: timed out waiting ... (1.16+)
+  Not a failure: `MountVolume.SetUp failed for volume "kube-api-access-..." : object "ns"/"kube-root-ca.crt"
+  not registered` (kubelet's configmap / secret manager before the pod is registered; it retries and starts).
 """
 
 from __future__ import annotations
@@ -66,10 +74,30 @@ def _image_pull(m, rec, state):
                                              "image": image})
 
 
+_VOLUME = re.compile(r'for volume "(?P<vol>[^"]+)"|volumes=\[(?P<vols>[^\]]*)\]')
+
+
+@rule(
+    "k8s-volume-mount",
+    ("MountVolume.SetUp failed", "MountVolume.MountDevice failed", "AttachVolume.Attach failed", "Unable to mount volumes for pod",
+     "Unable to attach or mount volumes"),
+    r"\b(?P<op>MountVolume\.SetUp|MountVolume\.MountDevice|AttachVolume\.Attach) failed for volume|Unable to mount volumes for pod"
+    r"|Unable to attach or mount volumes",
+)
+def _volume_mount(m, rec, state):
+    if "not registered" in rec.text:
+        return []  # the kubelet's object cache before the pod registers: retried, not a failure
+    vol = _VOLUME.search(rec.text)
+    name = (vol.group("vol") or vol.group("vols")) if vol else None
+    if not first_time(state, ("volume", name), rec.loc.line):
+        return []
+    return _error(rec, "volume_mount_failed", {"source": "kubernetes", "volume": name, "operation": m.group("op") or "mount"})
+
+
 PARSER = Parser(
     name="job_start",
     framework="system",
     priority=45,
-    description="Slurm refusing a submission, allocation or step; Kubernetes failing to pull a pod's image",
-    rules=[_slurm_refused, _image_pull],
+    description="Slurm refusing a submission, allocation or step; Kubernetes failing to pull a pod's image or mount its volumes",
+    rules=[_slurm_refused, _image_pull, _volume_mount],
 )
