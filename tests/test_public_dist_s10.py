@@ -54,6 +54,8 @@ def _report(name: str):
     ("2243.log", "gpu-p2p-unsupported"),          # CUDA error 217 at ggml-cuda.cu (llama.cpp#3230)
     ("2245.log", "pod-volume-mount-failed"),      # FailedMount: timeout expired waiting for volumes to attach/mount (kubernetes#29297)
     ("2246.log", "pod-volume-mount-failed"),      # FailedMount: MountVolume.MountDevice failed (cstor-operators#467)
+    ("2247.log", "read-only-filesystem"),         # makedirs of a cache dir: [Errno 30] Read-only file system: '/u' (PrefixTuning#27)
+    ("2248.log", "read-only-filesystem"),         # a trainer's model dir at macOS's read-only root (ImageAI#594)
 ])
 def test_first_finding(name, expected):
     assert ids(_report(name))[:1] == [expected]
@@ -77,10 +79,11 @@ def test_mpirun_first_exit_is_the_rank_of_the_missing_script():
     assert 1 in {f.initiating_rank for f in findings}
 
 
-@pytest.mark.parametrize("name", ["2219.log", "2220.log", "2221.log", "2233.log", "2244.log"])
+@pytest.mark.parametrize("name", ["2219.log", "2220.log", "2221.log", "2233.log", "2244.log", "2249.log"])
 def test_healthy_runs_stay_quiet(name):
     # Open MPI's 'Read -1, expected ..., errno = 1', NCCL's 'Failed to open libibverbs.so' on one host,
-    # [1,N]<stdout> tagged tqdm progress, squeue's pending-then-running jobs, cuda-gdb's peer-access notes
+    # [1,N]<stdout> tagged tqdm progress, squeue's pending-then-running jobs, cuda-gdb's peer-access notes,
+    # the kernel's errors=remount-ro mount notice
     assert ids(_report(name)) == []
 
 
@@ -143,3 +146,11 @@ def test_the_store_barrier_names_no_culprit():
     # only how many ranks joined (4 of 8) is printed, not which: no rank is claimed
     f = _report("2240.log").findings[0]
     assert f.id == "collective-timeout" and f.initiating_rank is None
+
+
+def test_the_kernel_remounting_a_disk_read_only(tmp_path):
+    report = diagnose_lines(tmp_path, [  # coreos/bugs#1811
+        "Feb 23 20:53:32 <IP> kernel: Aborting journal on device xvda9-8.",
+        "Feb 23 20:53:32 <IP> kernel: EXT4-fs (xvda9): Remounting filesystem read-only",
+    ])
+    assert ids(report)[:1] == ["read-only-filesystem"]
