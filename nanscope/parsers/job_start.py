@@ -36,17 +36,18 @@ from nanscope.parsers.base import Parser, rule
 
 
 def _error(rec, kind: str, fields: dict) -> ErrorEvent:
-    return ErrorEvent(loc=rec.loc, text=rec.text, framework="system", error=kind, message=rec.text.strip(), fields=fields)
+    framework = "slurm" if fields.get("source") == "slurm" else "kubernetes"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=framework, error=kind, message=rec.text.strip(), fields=fields)
 
 
 @rule(
     "slurm-submit-refused",
     ("Batch job submission failed:", "Unable to allocate resources:", "Job submit/allocate failed:", "Unable to create step for job"),
     r"\b(?P<tool>sbatch|srun|salloc)(?:\.\w+)?: error: (?:Batch job submission failed|Unable to allocate resources|Job submit/allocate failed"
-    r"|Unable to create step for job (?P<job>\d+)): (?P<why>.+?)\s*$",
+    r"|Unable to create step for job (?P<job>\d+)): (?P<why>[^\n]{1,300})",
 )
 def _slurm_refused(m, rec, state):
-    why = m.group("why")
+    why = m.group("why").strip()
     if why.startswith("Job/step already completing"):
         return None  # the job was ending anyway: its cancellation / time limit is the finding
     if not first_time(state, ("slurm_refused", why), rec.loc.line):
@@ -96,7 +97,7 @@ def _volume_mount(m, rec, state):
 
 PARSER = Parser(
     name="job_start",
-    framework="system",
+    framework="slurm",
     priority=45,
     description="Slurm refusing a submission, allocation or step; Kubernetes failing to pull a pod's image or mount its volumes",
     rules=[_slurm_refused, _image_pull, _volume_mount],

@@ -53,13 +53,13 @@ def _rte(m, rec, state):
     "ssh-client",
     ("ssh: connect to host", "ssh: Could not resolve hostname"),
     r"\bssh: (?:connect to host (?P<host>\S+) port \d+: (?P<why>Connection refused|No route to host|Connection timed out"
-    r"|Network is unreachable|Connection reset by peer)|Could not resolve hostname (?P<rhost>[^:\s]+): (?P<rwhy>.+?))\s*$",
+    r"|Network is unreachable|Connection reset by peer)|Could not resolve hostname (?P<rhost>[^:\s]{1,255}): (?P<rwhy>[^\n]{1,200}))",
 )
 def _ssh(m, rec, state):
     host = m.group("host") or m.group("rhost")
     if not _once(state, rec, ("ssh", host)):
         return []
-    return _error(rec, "ssh", host, m.group("why") or m.group("rwhy"))
+    return _error(rec, "ssh", host, (m.group("why") or m.group("rwhy")).strip())
 
 
 @rule("ssh-auth", ("Permission denied (publickey",), r"(?:^|\s)(?P<who>[\w.\-]+@[\w.\-]+): Permission denied \((?P<methods>publickey[^)]*)\)")

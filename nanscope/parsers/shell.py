@@ -39,7 +39,6 @@ from nanscope.parsers.base import Parser, rule
 _LAUNCHERS = re.compile(
     r"(?:torchrun|python[\d.]*|deepspeed|accelerate|srun|sbatch|salloc|mpirun|mpiexec|prterun|horovodrun|"
     r"ray|colossalai|llamafactory-cli|vllm|sglang|jsrun|aprun|conda|singularity|apptainer|docker)"
-    r"|.+\.(?:sh|py)"
 )
 
 
@@ -49,13 +48,15 @@ def _error(rec, cmd: str, how: str) -> ErrorEvent:
 
 
 def _launcher(cmd: str) -> bool:
-    return _LAUNCHERS.fullmatch(cmd.rsplit("/", 1)[-1]) is not None
+    name = cmd.rsplit("/", 1)[-1]
+    return name.endswith((".sh", ".py")) or _LAUNCHERS.fullmatch(name) is not None
 
 
 @rule(
     "shell-command-not-found",
     ("command not found", ": not found", "未找到命令"),
-    r"(?:\bline \d+|行 \d+|[\w./\-]*sh)[:：] (?:\d+: )?(?P<cmd>[^\s:：]+)(?:: command not found|: not found|[:：] ?未找到命令)\s*$"
+    r"(?:\bline \d{1,9}|行 \d{1,9}|(?<![\w./\-])[\w./\-]{0,255}sh)[:：] (?:\d{1,9}: )?(?P<cmd>[^\s:：]{1,512})"
+    r"(?:: command not found|: not found|[:：] ?未找到命令)[ \t]*$"
     r"|\bzsh: command not found: (?P<zcmd>\S+)",
 )
 def _not_found(m, rec, state):
@@ -68,7 +69,7 @@ def _not_found(m, rec, state):
 
 
 @rule("shell-no-such-file", ("No such file or directory", "Permission denied"),
-      r"(?:\bline \d+|[\w./\-]*sh): (?P<cmd>\.{0,2}/[^\s:]+): (?P<why>No such file or directory|Permission denied)\s*$")
+      r"(?:\bline \d{1,9}|(?<![\w./\-])[\w./\-]{0,255}sh): (?P<cmd>\.{0,2}/[^\s:]{1,512}): (?P<why>No such file or directory|Permission denied)[ \t]*$")
 def _no_such_file(m, rec, state):
     if not _launcher(m.group("cmd")):
         return None
@@ -95,7 +96,7 @@ def _execve(m, rec, state):
 
 @rule("mpirun-no-executable", ("was unable to launch the specified application", "was unable to find the specified executable",
                                "was unable to start the specified application", 'new process via the "execve" system call but'),
-      r"(?P<tool>[\w.\-]+) was unable to (?:launch the specified application as it could not access|find the specified executable file"
+      r"(?<![\w.\-])(?P<tool>[\w.\-]{1,64}) was unable to (?:launch the specified application as it could not access|find the specified executable file"
       r"|start the specified application as it encountered)|(?P<odls>Open MPI) tried to fork a new process via the \"execve\" system call but")
 def _mpirun(m, rec, state):
     if not first_time(state, ("mpirun_exec",), rec.loc.line):
