@@ -321,6 +321,30 @@ def _store_wait_timeout(m, rec, state):
                   fields={"backend": "store", "store_wait": True})
 
 
+# torch/distributed/distributed_c10d.py _store_based_barrier (torch 1.8+, after every new process group):
+# each rank adds itself to a store counter and waits until world_size ranks have; then
+#   RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key:
+#       store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)        (1.8 - 1.13)
+#   DistStoreError: Timed out initializing process group in store based barrier on rank 3, for key:
+#       store_based_barrier_key:1 (world_size=4, num_workers_joined=2, timeout=0:30:00 error=...)   (2.0+)
+# The ranks that never joined are not named (only how many did). The `Waiting in store based barrier`
+# lines before it are the wait itself, logged while it lasts, not a failure.
+@rule(
+    "store-based-barrier-timeout",
+    ("in store based barrier on rank",),
+    r"Timed out initializing process group in store based barrier on rank:? (?P<rank>\d+), for key: (?P<key>[^\s(]+) "
+    r"\(world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+), timeout=(?P<timeout>[^)\s]+)",
+)
+def _store_barrier_timeout(m, rec, state):
+    me = int(m.group("rank"))
+    if not first_time(state, ("store_barrier", me, m.group("key")), rec.loc.line):
+        return []
+    return _error(rec, "collective_timeout", rank=_rank(rec, me, True),
+                  fields={"backend": "store", "pg_rank": me, "store_key": m.group("key"),
+                          "world_size": int(m.group("world")), "joined": int(m.group("joined")),
+                          "phase": "process group creation"})
+
+
 # ProcessGroupNCCL.cpp broadcastUniqueNCCLID (torch 2.0+; "retreiving" sic in 2.0/2.1, "NcclUniqueId" in
 # vendor forks): every rank but the group's rank 0 reads rank 0's ncclUniqueId from the store:
 #   c10::str("[", rank_, "] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d
@@ -609,6 +633,33 @@ def _ucx_retry(m, rec, state):
         return []
     return _error(rec, "nccl_network", fields={"device": m.group("dev"), "code": 12, "status_name": "IBV_WC_RETRY_EXC_ERR",
                                                "peer": None, "transport": "ucx"})
+
+
+# aws-ofi-nccl cannot start at all: libfabric offers no usable provider (no EFA device in the container or
+# pod, a libfabric older than the plugin was built for), so NCCL has no EFA network and falls back to
+# NET/IB or TCP sockets, or the job fails. The plugin's templates across releases (src/nccl_ofi_net.c[pp],
+# src/nccl_ofi_sendrecv.cpp, src/nccl_ofi_rdma.cpp):
+#   Could not find any optimal provider                    (1.0; "... supporting GPUDirect RDMA" 1.1+)
+#   Couldn't find any optimal provider                     (1.1 - 1.7, find_ofi_provider)
+#   OFI fi_getinfo() call failed: No data available        (1.8+, sendrecv / rdma protocol init)
+#   Failed to initialize sendrecv protocol / rdma protocol (1.7+; 1.9+ "Failed to initialize %s protocol")
+#   Unable to find a protocol that worked.  Failing initialization.
+#   aws-ofi-nccl initialization failed                     (1.4+, PACKAGE_NAME " initialization failed")
+# and libfabric's own core warning when the EFA provider lists nothing (FI_LOG_LEVEL=warn):
+#   libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn> fi_getinfo: provider efa output empty list
+@rule(
+    "nccl-ofi-init",
+    ("NET/OFI", "output empty list"),
+    r"(?:(?:NCCL WARN|WARN: Function: \w+ Line: \d+:) NET/OFI (?P<msg>Could(?: not|n't) find any optimal provider.{0,80}"
+    r"|OFI fi_getinfo\(\) call failed: .{0,120}|Failed to initialize \w+ protocol.{0,120}|Unable to find a protocol that worked"
+    r"|aws-ofi-nccl initialization failed)|fi_getinfo: provider (?P<prov>efa) output empty list)",
+)
+def _ofi_init(m, rec, state):
+    msg = (m.group("msg") or f"libfabric: provider {m.group('prov')} output empty list").strip()
+    if not first_time(state, ("ofi_init",), rec.loc.line):
+        return []
+    return _error(rec, "nccl_net_plugin", fields={"reason": f"NET/OFI {msg}" if m.group("msg") else msg,
+                                                  "plugin": "aws-ofi-nccl", "transport": "ofi"})
 
 
 # aws-ofi-nccl, the libfabric (EFA) net plugin: NCCL_OFI_WARN (include/nccl_ofi_log.h) prefixes "NET/OFI "
@@ -1019,9 +1070,9 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+    rules=[_watchdog_timeout, _pg_status, _store_barrier_timeout, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
-           _nccl_error_detail, _nccl_socket_failed, _nccl_proxy_failed, _net_ib, _ib_async, _ucx_retry, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
+           _nccl_error_detail, _nccl_socket_failed, _nccl_proxy_failed, _net_ib, _ib_async, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )

@@ -32,12 +32,27 @@ exception on one of the rank ..."): every surviving rank's collective then fails
 which is a lost peer, not this rank's own failure (the message says so itself). Horovod's gloo
 launcher raises the same "detected that one or more processes exited" text with a bare
 `Process name: N` (horovod/runner/gloo_run.py); that head line stays a Python exception.
+
+Horovod's stall check (v0.13 - 0.14 horovod/common/operations.cc, 0.15 - 0.17 the same with the
+missing ranks, 0.18+ horovod/common/stall_inspector.cc), when some ranks submitted a tensor and the
+others did not for more than HOROVOD_STALL_CHECK_TIME_SECONDS:
+  One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are
+  waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are
+  trying to submit different tensors or that only subset of ranks is submitting tensors, which will
+  cause deadlock. <then>
+    v0.13: Stalled ops: <tensor> [ready ranks: 2, 0, 1], <tensor> [ready ranks: 3], ...   (one line)
+    v0.15: Stalled ops:\n<tensor> [missing ranks: 0]\n...                          (a line per tensor)
+    v0.18: Missing ranks:\n0: [<tensor>, <tensor> ...]\n...   (a line per rank; "0!" when it shut down)
+Ready sets that differ between tensors mean the ranks submitted different tensors (a desync); one
+rank missing from every tensor is the rank the others wait for (read only from "missing ranks").
 """
 
 from __future__ import annotations
 
+import re
 
 from nanscope.model import ErrorEvent, LifecycleEvent
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import SIGNALS, Parser, rule
 from nanscope.parsers.python import EXC_LINE
 
@@ -121,10 +136,87 @@ def _horovod_shut_down(m, rec, state):
     )
 
 
+# MPI itself could not start in this process (Open MPI ompi/errhandler/errhandler_predefined.c,
+# ompi/runtime/help-mpi-runtime.txt and ompi_mpi_init.c; MPICH src/mpi/errhan):
+#   *** An error occurred in MPI_Init_thread          (or MPI_Init)
+#   *** on a NULL communicator
+#   [host1:71142] Local abort before MPI_INIT completed completed successfully, but am not able to ...
+#       (2.x - 4.x; 1.x "... completed successfully; not able to aggregate error messages")
+#   It looks like MPI_INIT failed for some reason; your parallel process is
+#   ompi_mpi_init: ompi_rte_init failed / ompi_mpi_init: orte_init failed
+#   Fatal error in MPI_Init: Other MPI error, error stack:       (MPICH; PMPI_Init_thread)
+# The runtime under the launcher did not come up: mismatched MPI builds between the launcher, the
+# library Horovod / mpi4py was built against and the other hosts, or the network (PMIx, PSM, ssh).
+@rule(
+    "mpi-init-failed",
+    ("An error occurred in MPI_Init", "Local abort before MPI_INIT completed", "It looks like MPI_INIT failed",
+     "ompi_mpi_init: ", "Fatal error in MPI_Init", "Fatal error in PMPI_Init"),
+    r"An error occurred in (?P<fn>MPI_Init(?:_thread)?)\b|Local abort before MPI_INIT completed|It looks like MPI_INIT failed"
+    r"|ompi_mpi_init: (?:ompi_rte_init|orte_init|ompi_rte_wait_for_debugger) failed|Fatal error in P?MPI_Init(?:_thread)?",
+)
+def _mpi_init_failed(m, rec, state):
+    if not first_time(state, ("mpi_init",), rec.loc.line):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="openmpi", error="mpi_init_failed",
+                      message=rec.text.strip(" *\t"), fields={"source": "mpi", "call": m.group("fn")})
+
+
+_STALL_OPS = re.compile(r"\[(?P<kind>ready|missing) ranks: (?P<ranks>\d+(?:, \d+)*)")
+_STALL_SPAN = 64  # lines from the stall warning's head to its last per-tensor line
+
+
+def _stall_event(loc, text: str, secs: int, groups: list[tuple[str, frozenset]]) -> ErrorEvent:
+    sets = {ranks for _kind, ranks in groups}
+    missing = {r for kind, ranks in groups if kind == "missing" for r in ranks}
+    fields: dict = {"source": "horovod", "stall_seconds": secs, "tensors": len(groups)}
+    error = "collective_timeout"
+    if len(sets) > 1:
+        error = "collective_desync"  # the ranks submitted different tensors
+    elif len(missing) == 1:
+        fields["waited_for"] = next(iter(missing))
+        fields["waited_why"] = (f"Horovod's stall check: rank {fields['waited_for']} never submitted the tensors "
+                                f"the other ranks were waiting in for more than {secs} s")
+    return ErrorEvent(loc=loc, text=text, framework="horovod", error=error, message=text.strip(), fields=fields)
+
+
+@rule(
+    "horovod-stall",
+    ("were submitted to be reduced, gathered or broadcasted by subset of ranks",),
+    r"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and "
+    r"are waiting for remainder of ranks for more than (?P<secs>\d+) seconds",
+)
+def _horovod_stall(m, rec, state):
+    secs = int(m.group("secs"))
+    held = state.pop("pending", None)
+    out = [held] if held is not None else []
+    groups = [(g.group("kind"), frozenset(int(r) for r in g.group("ranks").split(", ")))
+              for g in _STALL_OPS.finditer(rec.text, m.end())]
+    if groups:  # v0.13: the stalled tensors on the same line
+        return out + [_stall_event(rec.loc, rec.text, secs, groups)]
+    # v0.15+: the tensors follow, one a line; the event waits for them (flushed at the end otherwise)
+    state["pending"] = _stall_event(rec.loc, rec.text, secs, [])
+    state["hvd_stall"] = {"line": rec.loc.line, "loc": rec.loc, "text": rec.text, "secs": secs, "groups": []}
+    return out
+
+
+@rule("horovod-stall-missing", ("[missing ranks:",), r"\[missing ranks: (?P<ranks>\d+(?:, \d+)*)\]")
+def _horovod_stall_missing(m, rec, state):
+    stall = state.get("hvd_stall")
+    if stall is None or rec.loc.line - stall["line"] > _STALL_SPAN or state.get("pending") is None:
+        return None
+    stall["line"] = rec.loc.line
+    stall["groups"].append(("missing", frozenset(int(r) for r in m.group("ranks").split(", "))))
+    # The held event was placed (text, origin, stream) on the head's line: update it, do not replace it.
+    held, now = state["pending"], _stall_event(stall["loc"], stall["text"], stall["secs"], stall["groups"])
+    held.error, held.fields = now.error, now.fields
+    return []
+
+
 PARSER = Parser(
     name="openmpi",
     framework="openmpi",
     priority=12,
-    description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted) and Horovod's shutdown",
-    rules=[_head, _process_name, _exit_code, _proc_aborted, _job_aborted, _horovod_shut_down],
+    description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted), Horovod's shutdown and stall check",
+    rules=[_head, _process_name, _exit_code, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
+           _horovod_stall_missing, _mpi_init_failed],
 )

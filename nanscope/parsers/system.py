@@ -614,6 +614,26 @@ def _storage_eio(m, rec, state):
     return _err(rec, "storage_io_error", {"errno": 5, "path": path, "saving": saving})
 
 
+# EROFS (errno 30): a write to a file system mounted read-only: a path on a read-only mount (a container
+# image layer or Singularity image, a ConfigMap / readOnly volume, macOS's sealed system volume at `/`), or
+# a disk the kernel switched to read-only after errors. Python: `OSError: [Errno 30] Read-only file system:
+# 'path'`; Rust: `Read-only file system (os error 30)`; the kernel's own switch (fs/ext4/super.c
+# ext4_handle_error, fs/xfs): `EXT4-fs (sda1): Remounting filesystem read-only` (6.x: `Remounting filesystem
+# read-only` the same). The mount notice `re-mounted. Opts: errors=remount-ro` only names the policy.
+@rule(
+    "read-only-fs",
+    ("Read-only file system", "Remounting filesystem read-only"),
+    r"\[Errno 30\] Read-only file system(?::[ \t]{0,8}(?P<path>'[^'\n]{0,1024}'|\S{1,1024}))?|Read-only file system \(os error 30\)"
+    r"|(?P<fs>EXT4-fs|XFS|BTRFS)[^:]{0,40}?\((?P<dev>[\w\-./]+)\)[:]? Remounting filesystem read-only",
+)
+def _read_only_fs(m, rec, state):
+    if not first_time(state, ("erofs",), rec.loc.line):
+        return []
+    path = (m.group("path") or "").strip("'") or None
+    return _err(rec, "read_only_fs", {"errno": 30, "path": path, "device": m.group("dev"),
+                                      "kernel": m.group("fs") is not None})
+
+
 # ESTALE (errno 116 on Linux): the NFS (or other network file system) server no longer knows the file
 # this client holds a handle to: another node deleted or replaced it, or the export was remounted.
 # Python: `OSError: [Errno 116] Stale file handle: 'path'`; h5py/HDF5: `errno = 116, error message =
@@ -1004,7 +1024,7 @@ PARSER = Parser(
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions and scheduling, fatal-signal reports, NVML / container-hook / NVIDIA kernel module GPU availability, PCIe AER, kernel storage errors, file-descriptor limits",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _bar_killed, _ide_exit,
            _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
-           _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
+           _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
            _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
            _oom_invoked, _nvml_unusable, _kernel_storage, _k8s_exit_signal],

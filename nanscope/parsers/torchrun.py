@@ -192,10 +192,29 @@ def _error_handler_message(m, rec, state):
         return None
     del state["eh_line"]
     exc_type, msg = m.group("type"), m.group("msg").strip()
+    kind = "rendezvous_closed" if exc_type.startswith("RendezvousClosed") else classify(exc_type, msg)
     return ErrorEvent(
-        loc=rec.loc, text=rec.text, framework="torchrun", error=classify(exc_type, msg), message=msg or exc_type,
+        loc=rec.loc, text=rec.text, framework="torchrun", error=kind, message=msg or exc_type,
         exc_type=exc_type, fields={"agent_error": True},
     )
+
+
+# torch/distributed/elastic/rendezvous/api.py RendezvousClosedError (torch 1.9+; raised bare by
+# dynamic_rendezvous.py's _DistributedRendezvousOpExecutor.run and etcd_rendezvous.py), torchelastic's
+# torchelastic.rendezvous.api.RendezvousClosedException (0.2): a node asked to join a rendezvous that an
+# agent already closed (the job's end, or an agent that failed or left and closed it behind it). The
+# last line of the agent's traceback prints the qualified name alone; the error handler's JSON has
+# "RendezvousClosedError: " (handled with the other agent errors below). A bare class name in a
+# `raise RendezvousClosedError()` source line is not the exception.
+@rule(
+    "rendezvous-closed",
+    ("RendezvousClosed",),
+    r"^\s*(?:torch\.distributed\.elastic|torchelastic)\.rendezvous(?:\.api)?\.(?P<type>RendezvousClosed(?:Error|Exception))\b:?(?P<msg>.*)$",
+)
+def _rendezvous_closed(m, rec, state):
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="torchrun", error="rendezvous_closed",
+                      message=m.group("msg").strip() or m.group("type"), exc_type=m.group("type"),
+                      fields={"agent_error": True})
 
 
 PARSER = Parser(
@@ -204,5 +223,5 @@ PARSER = Parser(
     priority=10,
     description="torchrun / torch.distributed.elastic agent lines and ChildFailedError blocks",
     rules=[_agent_failed, _death_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback,
-           _error_handler_head, _error_handler_message],
+           _error_handler_head, _error_handler_message, _rendezvous_closed],
 )
