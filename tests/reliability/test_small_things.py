@@ -104,3 +104,16 @@ def test_invalid_utf8_in_a_big_region_is_counted_as_in_a_small_one():
     assert invalid_utf8(body + b"bye \xff\xfe\n" + body) == 2
     assert invalid_utf8(body + b"caf\xc3", final=False) == 0  # (the cut may split a character)
     assert invalid_utf8(body + b"caf\xc3", final=True) == 1
+
+
+def test_a_loss_scale_halved_to_a_subnormal_number_is_one_drop_not_a_crash(tmp_path):
+    """A scale printed as 1e-320 (hostile or a broken scaler): prev / new overflows to inf; the
+    scale machines count one halving and the diagnosis goes on (an OverflowError before)."""
+    line = "[2024-07-10 15:50:45,798] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {}, reducing to {}"
+    log = tmp_path / "scale.log"
+    log.write_text("\n".join([line.format(65536, 32768), line.format(32768, "1.012e-320"), line.format("1.012e-320", "5e-324")]) + "\n")
+    p = run_cli("diagnose", "--format", "json", str(log))
+    assert p.returncode in (0, 1), p.stderr.decode()
+    report = json.loads(p.stdout)
+    assert b"Traceback" not in p.stderr and report["inputs"][0]["complete"] is True
+    assert {f["id"] for f in report["findings"]} & {"loss-scale-collapse", "loss-scale-warmup", "updates-skipped"}

@@ -172,7 +172,8 @@ class ScaleRun(Machine):
             r["start"] = old if old is not None else (new * 2 if ev.kind == "scale" and ev.action == "overflow" else new)
         prev = r["scale"] if r["scale"] is not None else old
         if prev is not None and new < prev:
-            r["halvings"] += max(1, round(math.log2(prev / new))) if new > 0 else 1
+            ratio = prev / new if new > 0 else math.inf  # (a subnormal scale: the ratio overflows)
+            r["halvings"] += max(1, round(math.log2(ratio))) if math.isfinite(ratio) else 1
         elif prev is None and ev.kind == "scale" and ev.action == "overflow":
             r["halvings"] += 1
         r["scale"] = new
