@@ -264,7 +264,7 @@ _CRASH_WORDS = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal
     "shell-crash-signal",
     tuple(_CRASH_WORDS),
     "^" + _STAMP + r"(?:\S+: line \d+:[ \t]+(?P<pid>\d+)[ \t]+|\[\d+\][+-]?[ \t]+)?"
-    r"(?P<word>" + "|".join(_CRASH_WORDS) + r")(?P<core>[ \t]+\(core dumped\))?(?:[ \t]{2,}(?P<cmd>\S.*?)|[ \t]+(?P<cmd2>\S.*?))?[ \t]*$",
+    r"(?P<word>" + "|".join(_CRASH_WORDS) + r")(?P<core>[ \t]*\(core dumped\))?(?:[ \t]{2,}(?P<cmd>\S.*?)|[ \t]+(?P<cmd2>\S.*?))?[ \t]*$",
     match_start=True,
 )
 def _shell_crash(m, rec, state):
@@ -275,6 +275,29 @@ def _shell_crash(m, rec, state):
     return _err(rec, "worker_failed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
                                        "core_dumped": bool(m.group("core")), "command": m.group("cmd") or m.group("cmd2")},
                 signal=_CRASH_WORDS[m.group("word")])
+
+
+# zsh's report of a job that died of a crash signal (Src/jobs.c printjob, with zsh's own lowercase
+# signal names, Src/signames2.awk): `zsh: segmentation fault (core dumped)  python train.py` for the
+# foreground job, `[1]    20121 floating point exception (core dumped)  python train.py` with job
+# control (pasted without the job number too: `    20121 floating point exception (core dumped)`).
+_ZSH_CRASH = {"segmentation fault": "SIGSEGV", "bus error": "SIGBUS", "floating point exception": "SIGFPE",
+              "illegal hardware instruction": "SIGILL"}
+
+
+@rule(
+    "zsh-crash-signal",
+    tuple(_ZSH_CRASH),
+    "^" + _STAMP + r"(?:zsh: |(?:\[\d+\][+-]?)?[ \t]+(?P<pid>\d+)[ \t]+)"
+    r"(?P<word>" + "|".join(_ZSH_CRASH) + r")(?P<core>[ \t]*\(core dumped\))?(?:[ \t]+(?P<cmd>\S.*?))?[ \t]*$",
+    match_start=True,
+)
+def _zsh_crash(m, rec, state):
+    if not first_time(state, ("zsh_crash", m.group("word")), rec.loc.line):
+        return []
+    return _err(rec, "worker_failed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
+                                       "core_dumped": bool(m.group("core")), "command": m.group("cmd")},
+                signal=_ZSH_CRASH[m.group("word")])
 
 
 # A progress bar has no newline of its own: the shell's `Killed` lands right after tqdm's last redraw
@@ -1022,7 +1045,7 @@ PARSER = Parser(
     framework="system",
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions and scheduling, fatal-signal reports, NVML / container-hook / NVIDIA kernel module GPU availability, PCIe AER, kernel storage errors, file-descriptor limits",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _bar_killed, _ide_exit,
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _zsh_crash, _bar_killed, _ide_exit,
            _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,

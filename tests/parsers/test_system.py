@@ -158,3 +158,20 @@ def test_the_oom_report_head_counts_once(tmp_path):
             "file-rss:68668kB, shmem-rss:53352kB, UID:1000 pgtables:49772kB oom_score_adj:0")
     assert [(e.error, e.fields.get("invoked_by")) for e in errors(tmp_path, head)] == [("host_oom", "python")]
     assert [(e.error, e.fields.get("pid")) for e in errors(tmp_path, head + "\n" + kill)] == [("host_oom", 698405)]
+
+
+@pytest.mark.parametrize("line,signal,pid,core", [
+    # bash without a space before `(core dumped)` (xy-guo/MVSNet_pytorch#53, sample_logs/public/2109.log)
+    ("./train.sh: line 3:  1098 Floating point exception(core dumped) python train.py --dataset=dtu_yao", "SIGFPE", 1098, True),
+    # zsh's lowercase job report (pytorch/pytorch#44547, sample_logs/public/2110.log) and its foreground form
+    ("    20121 floating point exception (core dumped)", "SIGFPE", 20121, True),
+    ("zsh: segmentation fault (core dumped)  python train.py", "SIGSEGV", None, True),
+    ("[1]    4242 bus error  python train.py", "SIGBUS", 4242, False),
+])
+def test_shell_crash_reports_of_bash_and_zsh(tmp_path, line, signal, pid, core):
+    got = errors(tmp_path, line + "\n")
+    assert [(e.error, e.signal, e.fields.get("pid"), e.fields.get("core_dumped")) for e in got] == [("worker_failed", signal, pid, core)]
+
+
+def test_a_crash_word_in_prose_is_no_shell_report(tmp_path):
+    assert errors(tmp_path, "This caused a segmentation fault in the loader\nzsh: command exited normally\n") == []
