@@ -1,0 +1,119 @@
+"""Set-up checks of the fine-tuning stack that stop a run before (or at) its first step.
+
+Each rule reads one library's own exception message; the text is the library's template, so the
+rule holds for every model, path and number the template is filled with:
+
+- torch/amp/grad_scaler.py (torch >= 2.3; torch/cuda/amp/grad_scaler.py since 1.6) `_unscale_grads_`:
+  `raise ValueError("Attempting to unscale FP16 gradients.")`: a parameter being trained is itself
+  fp16 (a model loaded in half precision, LoRA weights created in fp16) under the AMP grad scaler.
+- peft src/peft/tuners/tuners_utils.py `inject_adapter` (0.4+; 0.2-0.3 in tuners/lora.py
+  `_find_and_replace`, peft/utils/other.py for modules_to_save): `Target modules {target_modules} not
+  found in the base model. Please check the target modules and try again.` (+ ` Note: You specified
+  'layers_to_transform': ...`), and its siblings `No modules were targeted for adaptation. ...`,
+  `All modules were excluded. This is likely unintended. ...`.
+- transformers trainer.py: `_load_from_checkpoint` `Can't find a valid checkpoint at {path}`, `train`
+  with resume_from_checkpoint=True `No valid checkpoint found in output directory ({output_dir})`.
+- transformers tokenization_utils_base.py `_get_padding_truncation_strategies`: `Asking to pad but the
+  tokenizer does not have a padding token. Please select a token to use as `pad_token` ...`; the 2.x
+  data collator: `You are attempting to pad samples but the tokenizer you are using (GPT2Tokenizer)
+  does not have one.` (a later release: `... does not have a pad token.`).
+- transformers trainer.py `Trainer.__init__` (4.3x+): `You cannot perform fine-tuning on purely
+  quantized models. Please attach trainable adapters on top of the quantized model ...`, and `The model
+  you are trying to fine-tune is quantized with {method} but that quantization method do not support
+  training.`
+- torch/utils/cpp_extension.py `_run_ninja_build` (every release with JIT extensions):
+  `RuntimeError(f"Error building extension '{name}'" [+ ": " + ninja's output])` from
+  `subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.` (`'-j',
+  'N'` added under MAX_JOBS); DeepSpeed's op_builder/builder.py `jit_load`: `Unable to JIT load the
+  {name} op due to ninja not being installed.` / `... due to it not being compatible due to
+  hardware/software issue.`; torch's `Ninja is required to load C++ extensions`.
+
+A message is evidence where it is raised or printed: a source line that quotes it (`raise
+ValueError("Attempting ...")` in a traceback, `f"Check batch ...` in rich's box) is not, so the
+phrase must not follow a quote. The exception type before it is kept when there is one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers.base import Parser, rule
+
+# the exception type right before the message, when the line has one (`ValueError: `, `[rank0]:` is peeled)
+_TYPE = r"(?:(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)):\s*)?(?<![\"'])"
+
+
+def _error(m: "re.Match[str]", rec, kind: str, framework: str, detail: str) -> ErrorEvent:
+    msg = rec.text[m.start("msg"):].strip()
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=framework, error=kind, message=msg[:400],
+                      exc_type=m.group("type"), fields={"detail": detail})
+
+
+@rule("amp-fp16-params", ("Attempting to unscale FP16 gradients",), _TYPE + r"(?P<msg>Attempting to unscale FP16 gradients\.?)")
+def _amp_fp16(m, rec, state):
+    return _error(m, rec, "amp_fp16_params", "pytorch",
+                  "the AMP grad scaler found fp16 gradients: the parameters being trained are fp16 themselves")
+
+
+@rule("peft-target-modules", ("not found in the base model", "No modules were targeted for adaptation",
+                              "All modules were excluded. This is likely unintended"),
+      _TYPE + r"(?P<msg>Target modules (?P<mods>.*?) not found in the base model\b"
+      r"|No modules were targeted for adaptation\b|All modules were excluded\. This is likely unintended)")
+def _peft_targets(m, rec, state):
+    mods = m.group("mods")
+    detail = (f"PEFT found none of the target modules {mods[:160]} in the model" if mods is not None
+              else "PEFT matched no module to adapt (target_modules / exclude_modules)")
+    return _error(m, rec, "peft_target_modules", "peft", detail)
+
+
+@rule("resume-checkpoint", ("Can't find a valid checkpoint at", "No valid checkpoint found in output directory"),
+      _TYPE + r"(?P<msg>Can't find a valid checkpoint at (?P<path>\S.*?)\s*$"
+      r"|No valid checkpoint found in output directory \((?P<dir>[^)]*)\))")
+def _resume_checkpoint(m, rec, state):
+    where = m.group("path") or m.group("dir") or ""
+    return _error(m, rec, "resume_checkpoint_not_found", "hf", f"the Trainer found no checkpoint it can resume from at {where[:200]}")
+
+
+@rule("tokenizer-no-pad", ("does not have a padding token", "You are attempting to pad samples"),
+      _TYPE + r"(?P<msg>Asking to pad but the tokenizer does not have a padding token"
+      r"|You are attempting to pad samples but the tokenizer you are using \((?P<tok>\w+)\) does not have (?:one|a pad token)\.)")
+def _tokenizer_pad(m, rec, state):
+    tok = m.group("tok")
+    return _error(m, rec, "tokenizer_no_pad_token", "hf",
+                  f"the tokenizer{f' ({tok})' if tok else ''} defines no pad token, and a batch had to be padded")
+
+
+@rule("quantized-no-adapter", ("fine-tuning on purely quantized models", "but that quantization method do not support training"),
+      _TYPE + r"(?P<msg>You cannot perform fine-tuning on purely quantized models"
+      r"|The model you are trying to fine-tune is quantized with (?P<method>\S+) but that quantization method do not support training)")
+def _quantized(m, rec, state):
+    method = m.group("method")
+    detail = (f"the model is quantized with {method}, which cannot be trained" if method
+              else "the model is quantized and has no trainable adapter attached")
+    return _error(m, rec, "quantized_model_no_adapter", "hf", detail)
+
+
+@rule("extension-build", ("Error building extension '", "['ninja', '-v'", "Unable to JIT load the ", "Ninja is required to load C++ extensions"),
+      _TYPE + r"(?P<msg>Error building extension '(?P<name>[^'{}]+)'"
+      r"|Command '\['ninja', '-v'(?:, '-j', '\d+')?\]' returned non-zero exit status \d+"
+      r"|Unable to JIT load the (?P<op>\w+) op due to (?P<why>ninja not being installed|it not being compatible)"
+      r"|Ninja is required to load C\+\+ extensions)")
+def _extension_build(m, rec, state):
+    name = m.group("name") or m.group("op")
+    if m.group("why") and m.group("why").startswith("it not"):
+        detail = f"DeepSpeed's {name} op is not compatible with this hardware / software (see ds_report)"
+    elif m.group("why") or "Ninja is required" in m.group("msg"):
+        detail = "ninja is not installed, so no C++/CUDA extension can be JIT-built"
+    else:
+        detail = f"the JIT build of the C++/CUDA extension{f' {name}' if name else ''} failed (ninja's compile)"
+    return _error(m, rec, "extension_build_failed", "pytorch", detail)
+
+
+PARSER = Parser(
+    name="setup_checks",
+    framework="hf",
+    priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
+    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, quantized models, JIT op builds",
+    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _quantized, _extension_build],
+)
