@@ -32,6 +32,13 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("2264.log", "tokenizer-no-pad-token"),  # wrapped
     ("2265.log", "tokenizer-no-pad-token"),
     ("2267.log", "quantized-model-no-adapter"),
+    # round 2270-2276
+    ("2270.log", "model-returned-no-loss"),  # printed without the exception type
+    ("2271.log", "model-returned-no-loss"),
+    ("2272.log", "batch-not-padded"),  # wrapped over three lines
+    ("2273.log", "batch-not-padded"),  # the raise's source line before it
+    ("2274.log", "quantized-model-device-map"),
+    ("2275.log", "quantized-model-device-map"),
 ])
 def test_setup_failure_is_named_first_and_not_as_a_generic_exception(name: str, expected: str) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -39,7 +46,7 @@ def test_setup_failure_is_named_first_and_not_as_a_generic_exception(name: str, 
     assert "uncaught-exception" not in ids(report)
 
 
-@pytest.mark.parametrize("name", ["2262.log", "2263.log", "2266.log", "2268.log"])
+@pytest.mark.parametrize("name", ["2262.log", "2263.log", "2266.log", "2268.log", "2276.log"])
 def test_start_up_warnings_of_a_healthy_run_stay_clean(name: str) -> None:
     # 'Some weights of the model checkpoint ... were not used', Ultralytics' 'AMP: checks failed ... AMP will be
     # disabled during training': the run goes on.
@@ -71,9 +78,16 @@ def test_cli_exits_non_zero_on_a_set_up_failure_and_the_json_names_it() -> None:
     "   1626     error_prefix=f\"Error building extension '{name}'\")",
     # transformers' trainer.py source line in a traceback (artidoro/qlora#27)
     "    raise ValueError(f\"Can't find a valid checkpoint at {resume_from_checkpoint}\")",
+    # the raise's source line of convert_to_tensors (patil-suraj/question_generation#6)
+    '    "Unable to create tensor, you should probably activate truncation and/or padding "',
 ])
 def test_a_source_line_quoting_the_message_is_no_evidence(tmp_path, line: str) -> None:
     assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+def test_missing_labels_name_the_inputs_the_model_got() -> None:
+    report = api.diagnose([str(PUBLIC / "2270.log")])
+    assert "input_ids,token_type_ids,attention_mask" in report.findings[0].summary
 
 
 def test_a_successful_op_build_is_no_failure(tmp_path) -> None:

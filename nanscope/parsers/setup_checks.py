@@ -27,6 +27,17 @@ rule holds for every model, path and number the template is filled with:
   'N'` added under MAX_JOBS); DeepSpeed's op_builder/builder.py `jit_load`: `Unable to JIT load the
   {name} op due to ninja not being installed.` / `... due to it not being compatible due to
   hardware/software issue.`; torch's `Ninja is required to load C++ extensions`.
+- transformers trainer.py `Trainer.compute_loss`: `The model did not return a loss from the inputs, only
+  the following keys: {output keys}. For reference, the inputs it received are {input keys}.`
+- transformers tokenization_utils_base.py `BatchEncoding.convert_to_tensors`: `Unable to create tensor, you
+  should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
+  tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
+  (inputs type `list` where type `int` is expected).` since 4.2x).
+- accelerate accelerator.py `Accelerator.prepare_model`: `You can't train a model that has been loaded in
+  8-bit precision on a different device than the one you're training on. Make sure you loaded the model
+  on the correct device using for example `device_map={'':torch.cuda.current_device()}` ...`, and `You
+  can't train a model that has been loaded in 8-bit precision on multiple devices` (+ ` in any
+  distributed mode. In order to use 8-bit models ...` since 0.20); 4-bit models get the same words.
 
 A message is evidence where it is raised or printed: a source line that quotes it (`raise
 ValueError("Attempting ...")` in a traceback, `f"Check batch ...` in rich's box) is not, so the
@@ -110,10 +121,42 @@ def _extension_build(m, rec, state):
     return _error(m, rec, "extension_build_failed", "pytorch", detail)
 
 
+@rule("model-no-loss", ("The model did not return a loss from the inputs",),
+      _TYPE + r"(?P<msg>The model did not return a loss from the inputs, only the following keys: (?P<out>[\w,]*)\."
+      r"(?: For reference, the inputs it received are (?P<inp>[\w,]*))?)")
+def _model_no_loss(m, rec, state):
+    inputs = m.group("inp")
+    detail = (f"the model returned only {m.group('out')}: the batch ({inputs}) has no labels" if inputs
+              else f"the model returned only {m.group('out')} and no loss")
+    return _error(m, rec, "model_returned_no_loss", "hf", detail)
+
+
+@rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",),
+      _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b)")
+def _batch_not_padded(m, rec, state):
+    feat = re.search(r"Perhaps your features \(`(?P<f>[^`]+)` in this case\)", rec.text)
+    detail = ("the batch's sequences differ in length (or are not token ids) and were not padded"
+              + (f"; the feature `{feat.group('f')}` is nested or not tokenized" if feat else ""))
+    return _error(m, rec, "batch_not_padded", "hf", detail)
+
+
+@rule("quantized-device-map", ("has been loaded in 8-bit precision on",),
+      _TYPE + r"(?P<msg>You can't train a model that has been loaded in 8-bit precision on "
+      r"(?P<where>a different device than the one you're training on|multiple devices))")
+def _quantized_device_map(m, rec, state):
+    if m.group("where").startswith("multiple"):
+        detail = "the quantized model is spread over several GPUs (device_map) and the job runs distributed"
+    else:
+        detail = "the quantized model was loaded on another GPU than the one this process trains on"
+    return _error(m, rec, "quantized_model_device_map", "accelerate", detail)
+
+
 PARSER = Parser(
     name="setup_checks",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
-    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, quantized models, JIT op builds",
-    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _quantized, _extension_build],
+    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, "
+                "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
+    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _quantized, _extension_build, _model_no_loss,
+           _batch_not_padded, _quantized_device_map],
 )
