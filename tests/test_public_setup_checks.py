@@ -39,6 +39,14 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("2273.log", "batch-not-padded"),  # the raise's source line before it
     ("2274.log", "quantized-model-device-map"),
     ("2275.log", "quantized-model-device-map"),
+    # round 2280-2288
+    ("2280.log", "label-out-of-range"),  # a torch 1.x notebook traceback
+    ("2281.log", "label-out-of-range"),
+    ("2282.log", "label-out-of-range"),
+    ("2283.log", "label-out-of-range"),  # TensorFlow's kernel message on its own line
+    ("2284.log", "label-out-of-range"),  # Keras from R
+    ("2285.log", "registry-type-not-found"),  # mmengine
+    ("2286.log", "registry-type-not-found"),  # mmcv 1.x
 ])
 def test_setup_failure_is_named_first_and_not_as_a_generic_exception(name: str, expected: str) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -46,7 +54,7 @@ def test_setup_failure_is_named_first_and_not_as_a_generic_exception(name: str, 
     assert "uncaught-exception" not in ids(report)
 
 
-@pytest.mark.parametrize("name", ["2262.log", "2263.log", "2266.log", "2268.log", "2276.log"])
+@pytest.mark.parametrize("name", ["2262.log", "2263.log", "2266.log", "2268.log", "2276.log", "2287.log", "2288.log"])
 def test_start_up_warnings_of_a_healthy_run_stay_clean(name: str) -> None:
     # 'Some weights of the model checkpoint ... were not used', Ultralytics' 'AMP: checks failed ... AMP will be
     # disabled during training': the run goes on.
@@ -80,6 +88,8 @@ def test_cli_exits_non_zero_on_a_set_up_failure_and_the_json_names_it() -> None:
     "    raise ValueError(f\"Can't find a valid checkpoint at {resume_from_checkpoint}\")",
     # the raise's source line of convert_to_tensors (patil-suraj/question_generation#6)
     '    "Unable to create tensor, you should probably activate truncation and/or padding "',
+    # mmcv's registry.py source line in a traceback (csuhan/ReDet#37)
+    "    f'{obj_type} is not in the {registry.name} registry')",
 ])
 def test_a_source_line_quoting_the_message_is_no_evidence(tmp_path, line: str) -> None:
     assert ids(diagnose_lines(tmp_path, [line])) == []
@@ -88,6 +98,11 @@ def test_a_source_line_quoting_the_message_is_no_evidence(tmp_path, line: str) -
 def test_missing_labels_name_the_inputs_the_model_got() -> None:
     report = api.diagnose([str(PUBLIC / "2270.log")])
     assert "input_ids,token_type_ids,attention_mask" in report.findings[0].summary
+
+
+def test_a_tensorflow_label_error_says_how_many_classes_the_model_has() -> None:
+    report = api.diagnose([str(PUBLIC / "2284.log")])
+    assert "class label 3, but the model has 3 outputs (labels 0..2)" in report.findings[0].summary
 
 
 def test_a_successful_op_build_is_no_failure(tmp_path) -> None:

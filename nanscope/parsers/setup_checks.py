@@ -38,6 +38,10 @@ rule holds for every model, path and number the template is filled with:
   on the correct device using for example `device_map={'':torch.cuda.current_device()}` ...`, and `You
   can't train a model that has been loaded in 8-bit precision on multiple devices` (+ ` in any
   distributed mode. In order to use 8-bit models ...` since 0.20); 4-bit models get the same words.
+- mmengine mmengine/registry/build_functions.py `build_from_cfg`: `KeyError: '{type} is not in the
+  {scope}::{registry} registry. Please check whether the value of `{type}` is correct or it was registered
+  as expected. ...'`; mmcv 1.x mmcv/utils/registry.py: `KeyError: '{type} is not in the {registry}
+  registry'` (re-raised by a parent builder as `"{Parent}: '{type} is not in ...'"`).
 
 A message is evidence where it is raised or printed: a source line that quotes it (`raise
 ValueError("Attempting ...")` in a traceback, `f"Check batch ...` in rich's box) is not, so the
@@ -151,6 +155,17 @@ def _quantized_device_map(m, rec, state):
     return _error(m, rec, "quantized_model_device_map", "accelerate", detail)
 
 
+# the message is the KeyError's quoted argument: here the quote before it is the exception's, and the
+# source line that builds it (`f'{obj_type} is not in the {registry.name} registry')`) has no KeyError
+@rule("registry-type", (" registry'", " registry. Please check whether the value of"),
+      r"KeyError: [\"'](?:\w+: [\"'])?(?P<msg>(?P<obj>[\w.]+) is not in the (?:(?P<scope>\w+)::)?(?P<reg>\w+) registry)")
+def _registry_type(m, rec, state):
+    scope = f"{m.group('scope')}::" if m.group("scope") else ""
+    detail = f"the config's type {m.group('obj')} is in no {scope}{m.group('reg')} registry (not imported, or another scope)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="mmengine", error="registry_type_not_found",
+                      message=rec.text[m.start("msg"):].strip()[:400], exc_type="KeyError", fields={"detail": detail})
+
+
 PARSER = Parser(
     name="setup_checks",
     framework="hf",
@@ -158,5 +173,5 @@ PARSER = Parser(
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, "
                 "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _quantized, _extension_build, _model_no_loss,
-           _batch_not_padded, _quantized_device_map],
+           _batch_not_padded, _quantized_device_map, _registry_type],
 )
