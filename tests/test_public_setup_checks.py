@@ -47,6 +47,12 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("2284.log", "label-out-of-range"),  # Keras from R
     ("2285.log", "registry-type-not-found"),  # mmengine
     ("2286.log", "registry-type-not-found"),  # mmcv 1.x
+    # round 2290-2296
+    ("2290.log", "hf-model-not-accessible"),  # rich wraps the OSError over five lines
+    ("2291.log", "hf-model-not-accessible"),
+    ("2292.log", "hf-model-not-accessible"),  # huggingface_hub's GatedRepoError 401
+    ("2293.log", "hf-model-not-accessible"),  # the older 'You must be authenticated' wording
+    ("2294.log", "hf-model-not-accessible"),  # 403, not in the authorized list, no exception line
 ])
 def test_setup_failure_is_named_first_and_not_as_a_generic_exception(name: str, expected: str) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -90,6 +96,8 @@ def test_cli_exits_non_zero_on_a_set_up_failure_and_the_json_names_it() -> None:
     '    "Unable to create tensor, you should probably activate truncation and/or padding "',
     # mmcv's registry.py source line in a traceback (csuhan/ReDet#37)
     "    f'{obj_type} is not in the {registry.name} registry')",
+    # rich's box shows transformers' hub.py source line (oobabooga/textgen#865)
+    '│    425 │   │   │   f"{path_or_repo_id} is not a local folder and is not a va │',
 ])
 def test_a_source_line_quoting_the_message_is_no_evidence(tmp_path, line: str) -> None:
     assert ids(diagnose_lines(tmp_path, [line])) == []
@@ -103,6 +111,13 @@ def test_missing_labels_name_the_inputs_the_model_got() -> None:
 def test_a_tensorflow_label_error_says_how_many_classes_the_model_has() -> None:
     report = api.diagnose([str(PUBLIC / "2284.log")])
     assert "class label 3, but the model has 3 outputs (labels 0..2)" in report.findings[0].summary
+
+
+def test_a_gated_repo_says_whether_the_account_lacks_access() -> None:
+    not_granted = api.diagnose([str(PUBLIC / "2294.log")]).findings[0].summary
+    refused = api.diagnose([str(PUBLIC / "2293.log")]).findings[0].summary
+    assert "google/gemma-3-4b-pt is a gated repo and this account is not granted access" in not_granted
+    assert "gated repo the Hub refused (401 Client Error)" in refused
 
 
 def test_a_successful_op_build_is_no_failure(tmp_path) -> None:

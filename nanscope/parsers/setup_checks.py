@@ -42,6 +42,14 @@ rule holds for every model, path and number the template is filled with:
   {scope}::{registry} registry. Please check whether the value of `{type}` is correct or it was registered
   as expected. ...'`; mmcv 1.x mmcv/utils/registry.py: `KeyError: '{type} is not in the {registry}
   registry'` (re-raised by a parent builder as `"{Parent}: '{type} is not in ...'"`).
+- transformers utils/hub.py `cached_file` (every from_pretrained): `{id} is not a local folder and is not a
+  valid model identifier listed on 'https://huggingface.co/models'` (+ `If this is a private repository,
+  make sure to pass a token ...`), and for a gated repo `You are trying to access a gated repo.`;
+  huggingface_hub utils/_http.py `hf_raise_for_status`: `GatedRepoError: 401 Client Error. (Request ID:
+  ...)`, `Cannot access gated repo for url {url}.`, `Access to model {id} is restricted. You must have access
+  to it and be authenticated to access it. Please log in.` (older: `... You must be authenticated to access
+  it.`; 403: `... is restricted and you are not in the authorized list. Visit ... to ask for access.`),
+  `RepositoryNotFoundError: 401 Client Error.` / `Repository Not Found for url: {url}.`
 
 A message is evidence where it is raised or printed: a source line that quotes it (`raise
 ValueError("Attempting ...")` in a traceback, `f"Check batch ...` in rich's box) is not, so the
@@ -166,6 +174,31 @@ def _registry_type(m, rec, state):
                       message=rec.text[m.start("msg"):].strip()[:400], exc_type="KeyError", fields={"detail": detail})
 
 
+@rule("hf-model-not-accessible", ("is not a local folder and is not a", "Access to model ", "GatedRepoError: ",
+                                  "RepositoryNotFoundError: ", "Repository Not Found for url:",
+                                  "You are trying to access a gated repo"),
+      r"(?:(?P<type>(?:\w+\.)*\w*(?:Error|Exception)):\s*)?"
+      r"(?P<msg>(?<![\w{}\"'`/.-])(?P<id>[^\s{}\"'`]+) is not a local folder and is not a"
+      r"|Access to model (?P<gated>\S+) is restricted(?P<why>\. You must (?:have access to it and )?be authenticated"
+      r"| and you are not in the authorized list)"
+      r"|(?P<kind>GatedRepo|RepositoryNotFound)Error: (?P<code>\d{3}) Client Error"
+      r"|Repository Not Found for url: (?P<url>\S+)"
+      r"|You are trying to access a gated repo\.)")
+def _hf_not_accessible(m, rec, state):
+    if m.group("id"):
+        detail = f"{m.group('id')} is neither a local folder nor a model id on the Hub (or a private repo without a token)"
+    elif m.group("gated"):
+        why = ("this account is not granted access" if "authorized list" in m.group("why")
+               else "the download is not authenticated (no token, or not logged in)")
+        detail = f"{m.group('gated')} is a gated repo and {why}"
+    elif m.group("kind") == "GatedRepo" or "gated repo" in m.group("msg"):
+        code = m.group("code")
+        detail = f"the model is a gated repo the Hub refused ({code} Client Error)" if code else "the model is a gated repo the Hub refused"
+    else:
+        detail = "the Hub has no such repository (or it is private and the download is not authenticated)"
+    return _error(m, rec, "hf_model_not_accessible", "hf", detail)
+
+
 PARSER = Parser(
     name="setup_checks",
     framework="hf",
@@ -173,5 +206,6 @@ PARSER = Parser(
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, "
                 "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _quantized, _extension_build, _model_no_loss,
-           _batch_not_padded, _quantized_device_map, _registry_type],
+           _batch_not_padded, _quantized_device_map, _registry_type,
+           _hf_not_accessible],
 )
