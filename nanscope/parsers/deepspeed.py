@@ -40,6 +40,7 @@ from nanscope.model import ErrorEvent, LifecycleEvent, ScaleEvent, StepEvent
 from nanscope.parsers.base import Parser, rule, signal_of
 from nanscope.parsers.hf import postfix_loss
 from nanscope.parsers.numbers import to_float, to_int
+from nanscope.parsers.setup_checks import exc_type_before
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)"
 # a tqdm redraw right before the message: "| 378/2724 [13:58:09<86:18:35, 132.44s/it]" (or with a
@@ -164,7 +165,7 @@ _BATCH = re.compile(r"world_size\s*(?P<t>\d+) != (?P<m>\d+) \* (?P<g>\d+) \* (?P
 
 
 @rule("batch-config", ("Check batch related parameters", "has to be greater than 0", "train_micro_batch_size_per_gpu needs to be provided"),
-      r"(?:(?P<type>(?:\w+\.)*\w*(?:Error|Exception)):\s*)?(?<![\"'])(?P<msg>Check batch related parameters\."
+      r"(?<![\"'])(?P<msg>Check batch related parameters\."
       r"|(?:Train batch size|Micro batch size per gpu|Gradient accumulation steps): -?\d+ has to be greater than 0"
       r"|Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided)")
 def _batch_config(m, rec, state):
@@ -178,7 +179,7 @@ def _batch_config(m, rec, state):
         detail = msg[:200]
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", error="deepspeed_batch_config", message=msg[:400],
-        exc_type=m.group("type"), fields={"detail": detail},
+        exc_type=exc_type_before(rec.text, m.start("msg")), fields={"detail": detail},
     )
 
 

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.setup_checks import exc_type_before
 
 
 @rule("torch-target-out-of-bounds", ("is out of bounds.",),
-      r"(?:(?P<type>(?:\w+\.)*IndexError):\s*)?(?<![\w\"'])Target (?P<label>-?\d+) is out of bounds\.")
+      r"(?<![\w\"'])Target (?P<label>-?\d+) is out of bounds\.")
 def _torch_target(m, rec, state):
     label = int(m.group("label"))
     why = "a negative label (an ignore index the loss does not use?)" if label < 0 else "not below the number of classes"
     return ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="label_out_of_range",
-                      message=rec.text[m.start():].strip()[:300], exc_type=m.group("type"),
+                      message=rec.text[m.start():].strip()[:300], exc_type=exc_type_before(rec.text, m.start()),
                       fields={"detail": f"the loss got class label {label}, {why}", "label": label})
 
 

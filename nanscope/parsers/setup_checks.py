@@ -63,14 +63,25 @@ import re
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
 
-# the exception type right before the message, when the line has one (`ValueError: `, `[rank0]:` is peeled)
-_TYPE = r"(?:(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)):\s*)?(?<![\"'])"
+# not right after a quote: a source line quoting the message is no evidence
+_TYPE = r"(?<![\"'])"
+
+# The exception type right before the message (`ValueError: `, `huggingface_hub.errors.GatedRepoError: `), read
+# from a bounded stretch before the match: in the rule's own regex an optional dotted-name group would be
+# retried at every position of a long word (quadratic on a hostile line).
+_TYPE_BEFORE = re.compile(r"(?:^|[^\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning)):\s*$")
+
+
+def exc_type_before(text: str, start: int) -> "str | None":
+    """The exception type that ends right before `start` in `text`, if any (within 160 characters)."""
+    m = _TYPE_BEFORE.search(text[max(0, start - 160):start])
+    return m.group(1) if m else None
 
 
 def _error(m: "re.Match[str]", rec, kind: str, framework: str, detail: str) -> ErrorEvent:
     msg = rec.text[m.start("msg"):].strip()
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=framework, error=kind, message=msg[:400],
-                      exc_type=m.group("type"), fields={"detail": detail})
+                      exc_type=exc_type_before(rec.text, m.start("msg")), fields={"detail": detail})
 
 
 @rule("amp-fp16-params", ("Attempting to unscale FP16 gradients",), _TYPE + r"(?P<msg>Attempting to unscale FP16 gradients\.?)")
@@ -81,7 +92,7 @@ def _amp_fp16(m, rec, state):
 
 @rule("peft-target-modules", ("not found in the base model", "No modules were targeted for adaptation",
                               "All modules were excluded. This is likely unintended"),
-      _TYPE + r"(?P<msg>Target modules (?P<mods>.*?) not found in the base model\b"
+      _TYPE + r"(?P<msg>Target modules (?P<mods>.{0,500}?) not found in the base model\b"
       r"|No modules were targeted for adaptation\b|All modules were excluded\. This is likely unintended)")
 def _peft_targets(m, rec, state):
     mods = m.group("mods")
@@ -94,7 +105,7 @@ def _peft_targets(m, rec, state):
       _TYPE + r"(?P<msg>Can't find a valid checkpoint at (?P<path>\S.*?)\s*$"
       r"|No valid checkpoint found in output directory \((?P<dir>[^)]*)\))")
 def _resume_checkpoint(m, rec, state):
-    where = m.group("path") or m.group("dir") or ""
+    where = (m.group("path") or m.group("dir") or "").strip()
     return _error(m, rec, "resume_checkpoint_not_found", "hf", f"the Trainer found no checkpoint it can resume from at {where[:200]}")
 
 
@@ -177,8 +188,7 @@ def _registry_type(m, rec, state):
 @rule("hf-model-not-accessible", ("is not a local folder and is not a", "Access to model ", "GatedRepoError: ",
                                   "RepositoryNotFoundError: ", "Repository Not Found for url:",
                                   "You are trying to access a gated repo"),
-      r"(?:(?P<type>(?:\w+\.)*\w*(?:Error|Exception)):\s*)?"
-      r"(?P<msg>(?<![\w{}\"'`/.-])(?P<id>[^\s{}\"'`]+) is not a local folder and is not a"
+      r"(?P<msg>(?:^|(?<=\s))(?P<id>[^\s{}\"'`]{1,300}) is not a local folder and is not a"
       r"|Access to model (?P<gated>\S+) is restricted(?P<why>\. You must (?:have access to it and )?be authenticated"
       r"| and you are not in the authorized list)"
       r"|(?P<kind>GatedRepo|RepositoryNotFound)Error: (?P<code>\d{3}) Client Error"
