@@ -53,6 +53,10 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("2292.log", "hf-model-not-accessible"),  # huggingface_hub's GatedRepoError 401
     ("2293.log", "hf-model-not-accessible"),  # the older 'You must be authenticated' wording
     ("2294.log", "hf-model-not-accessible"),  # 403, not in the authorized list, no exception line
+    # round 2297-2299
+    ("2297.log", "hf-model-not-accessible"),  # an access request awaiting review, no exception line of its own
+    ("2298.log", "hf-model-not-accessible"),  # huggingface_hub 0.2x 'Repo model ... is gated'
+    ("2299.log", "hf-model-not-accessible"),  # transformers' OSError, wrapped
 ])
 def test_setup_failure_is_named_first_and_not_as_a_generic_exception(name: str, expected: str) -> None:
     report = api.diagnose([str(PUBLIC / name)])

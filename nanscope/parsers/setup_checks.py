@@ -187,13 +187,17 @@ def _registry_type(m, rec, state):
 
 @rule("hf-model-not-accessible", ("is not a local folder and is not a", "Access to model ", "GatedRepoError: ",
                                   "RepositoryNotFoundError: ", "Repository Not Found for url:",
-                                  "You are trying to access a gated repo"),
+                                  "You are trying to access a gated repo", "Cannot access gated repo for url",
+                                  "is awaiting a review from the repo authors", " is gated. You must be authenticated"),
       r"(?P<msg>(?:^|(?<=\s))(?P<id>[^\s{}\"'`]{1,300}) is not a local folder and is not a"
       r"|Access to model (?P<gated>\S+) is restricted(?P<why>\. You must (?:have access to it and )?be authenticated"
       r"| and you are not in the authorized list)"
+      r"|Repo model (?P<oldgated>\S+) is gated\. You must be authenticated"
+      r"|Your request to access model (?P<pending>\S+) is awaiting a review from the repo authors"
       r"|(?P<kind>GatedRepo|RepositoryNotFound)Error: (?P<code>\d{3}) Client Error"
       r"|Repository Not Found for url: (?P<url>\S+)"
-      r"|You are trying to access a gated repo\.)")
+      r"|You are trying to access a gated repo\."
+      r"|Cannot access gated repo for url (?P<gurl>\S+?)\.?$)")
 def _hf_not_accessible(m, rec, state):
     if m.group("id"):
         detail = f"{m.group('id')} is neither a local folder nor a model id on the Hub (or a private repo without a token)"
@@ -201,6 +205,10 @@ def _hf_not_accessible(m, rec, state):
         why = ("this account is not granted access" if "authorized list" in m.group("why")
                else "the download is not authenticated (no token, or not logged in)")
         detail = f"{m.group('gated')} is a gated repo and {why}"
+    elif m.group("oldgated"):
+        detail = f"{m.group('oldgated')} is a gated repo and the download is not authenticated (no token, or not logged in)"
+    elif m.group("pending"):
+        detail = f"{m.group('pending')} is a gated repo and this account's access request is still awaiting review"
     elif m.group("kind") == "GatedRepo" or "gated repo" in m.group("msg"):
         code = m.group("code")
         detail = f"the model is a gated repo the Hub refused ({code} Client Error)" if code else "the model is a gated repo the Hub refused"
