@@ -121,7 +121,17 @@ def test_a_gated_repo_says_whether_the_account_lacks_access() -> None:
     not_granted = api.diagnose([str(PUBLIC / "2294.log")]).findings[0].summary
     refused = api.diagnose([str(PUBLIC / "2293.log")]).findings[0].summary
     assert "google/gemma-3-4b-pt is a gated repo and this account is not granted access" in not_granted
-    assert "gated repo the Hub refused (401 Client Error)" in refused
+    assert "mistralai/Mistral-7B-Instruct-v0.2 is a gated repo and the download is not authenticated" in refused
+
+
+def test_a_gated_refusal_cut_before_the_hubs_reason_is_still_named(tmp_path) -> None:
+    # ToTheBeginning/PuLID#97, the paste's first two lines: the held refusal is released at the end of the input
+    lines = ["raise _format(GatedRepoError, message, response) from e",
+             "huggingface_hub.errors.GatedRepoError: 401 Client Error. (Request ID: "
+             "Root=1-66f4b037-1bf3d7d219afbc904ee05694;5601d2c9-8fd8-4ed8-b38d-d8a432e1fa59)"]
+    report = diagnose_lines(tmp_path, lines)
+    assert ids(report) == ["hf-model-not-accessible"]
+    assert "(401 Client Error)" in report.findings[0].summary
 
 
 def test_a_successful_op_build_is_no_failure(tmp_path) -> None:

@@ -199,6 +199,22 @@ def _registry_type(m, rec, state):
       r"|You are trying to access a gated repo\."
       r"|Cannot access gated repo for url (?P<gurl>\S+?)\.?$)")
 def _hf_not_accessible(m, rec, state):
+    # huggingface_hub prints `GatedRepoError: 401 Client Error. (...)`, a blank line, `Cannot access gated repo for
+    # url ...` and then the Hub's reason (restricted, not authorized, awaiting review): the first two are held
+    # until the reason, so the finding says why; any other line of this parser releases them as they are
+    held = state.pop("pending", None)
+    near = held is not None and rec.loc.line - held.loc.line <= 3
+    out = [held] if held is not None else []
+    if m.group("gurl") or m.group("kind") == "GatedRepo":
+        if near:
+            out = []  # the refusal's next line: one failure
+        code = m.group("code")
+        first = (f"the Hub refused the gated repo at {m.group('gurl')}" if m.group("gurl")
+                 else f"the model is a gated repo the Hub refused ({code} Client Error)")
+        state["pending"] = _error(m, rec, "hf_model_not_accessible", "hf", first)
+        return out
+    if near and m.group("gated", "oldgated", "pending") != (None, None, None):
+        out = []  # the reason line says the same failure, and why
     if m.group("id"):
         detail = f"{m.group('id')} is neither a local folder nor a model id on the Hub (or a private repo without a token)"
     elif m.group("gated"):
@@ -214,7 +230,7 @@ def _hf_not_accessible(m, rec, state):
         detail = f"the model is a gated repo the Hub refused ({code} Client Error)" if code else "the model is a gated repo the Hub refused"
     else:
         detail = "the Hub has no such repository (or it is private and the download is not authenticated)"
-    return _error(m, rec, "hf_model_not_accessible", "hf", detail)
+    return out + [_error(m, rec, "hf_model_not_accessible", "hf", detail)]
 
 
 PARSER = Parser(
