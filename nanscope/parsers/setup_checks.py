@@ -102,7 +102,7 @@ def _peft_targets(m, rec, state):
 
 
 @rule("resume-checkpoint", ("Can't find a valid checkpoint at", "No valid checkpoint found in output directory"),
-      _TYPE + r"(?P<msg>Can't find a valid checkpoint at (?P<path>\S.*?)\s*$"
+      _TYPE + r"(?P<msg>Can't find a valid checkpoint at (?P<path>\S.*)$"
       r"|No valid checkpoint found in output directory \((?P<dir>[^)]*)\))")
 def _resume_checkpoint(m, rec, state):
     where = (m.group("path") or m.group("dir") or "").strip()
