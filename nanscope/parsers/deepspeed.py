@@ -40,6 +40,7 @@ from nanscope.model import ErrorEvent, LifecycleEvent, ScaleEvent, StepEvent
 from nanscope.parsers.base import Parser, rule, signal_of
 from nanscope.parsers.hf import postfix_loss
 from nanscope.parsers.numbers import to_float, to_int
+from nanscope.parsers.setup_checks import exc_type_before
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)"
 # a tqdm redraw right before the message: "| 378/2724 [13:58:09<86:18:35, 132.44s/it]" (or with a
@@ -151,6 +152,37 @@ def _dtype(m, rec, state):
     )
 
 
+# deepspeed/runtime/config.py DeepSpeedConfig._batch_assertion (every release since 0.3; 0.5.x printed
+# `world_size2 != 1 * 1 * 1` without the space, fixed in deepspeedai/DeepSpeed#1734):
+#   assert train_batch == micro_batch * grad_acc * self.world_size, (f"Check batch related parameters.
+#   train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size {train_batch} != ...")
+# and its siblings `Train batch size: {n} has to be greater than 0`, `Micro batch size per gpu: {n} has to be
+# greater than 0`, `Gradient accumulation steps: {n} has to be greater than 0`, and _set_batch_related_parameters'
+# `Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided`. deepspeed.initialize stops
+# on every rank before the first step. A source line quoting the template (rich's box shows `f"Check batch ...`)
+# is not the assertion: the phrase must not follow a quote. Rich wraps the message: its first line has the phrase.
+_BATCH = re.compile(r"world_size\s*(?P<t>\d+) != (?P<m>\d+) \* (?P<g>\d+) \* (?P<w>\d+)")
+
+
+@rule("batch-config", ("Check batch related parameters", "has to be greater than 0", "train_micro_batch_size_per_gpu needs to be provided"),
+      r"(?<![\"'])(?P<msg>Check batch related parameters\."
+      r"|(?:Train batch size|Micro batch size per gpu|Gradient accumulation steps): -?\d+ has to be greater than 0"
+      r"|Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided)")
+def _batch_config(m, rec, state):
+    msg = rec.text[m.start("msg"):].strip()
+    nums = _BATCH.search(msg)
+    if nums is not None:
+        t, mb, g, w = (int(nums.group(k)) for k in "tmgw")
+        detail = (f"train_batch_size {t} != micro batch {mb} x gradient accumulation {g} x world size {w} "
+                  f"(= {mb * g * w})")
+    else:
+        detail = msg[:200]
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", error="deepspeed_batch_config", message=msg[:400],
+        exc_type=exc_type_before(rec.text, m.start("msg")), fields={"detail": detail},
+    )
+
+
 @rule("launcher-exit", ("exits with return code",), r"sigkill_handler\].* exits with return code = (?P<code>-?\d+)\s*$")
 def _launcher_exit(m, rec, state):
     code = int(m.group("code"))
@@ -173,5 +205,5 @@ PARSER = Parser(
     framework="deepspeed",
     priority=20,
     description="DeepSpeed loss scaler, engine progress and launcher lines",
-    rules=[_hysteresis, _overflow, _grad_overflow, _reducing, _minimum, _progress, _dtype, _launcher_exit, _launcher_kill],
+    rules=[_hysteresis, _overflow, _grad_overflow, _reducing, _minimum, _progress, _dtype, _batch_config, _launcher_exit, _launcher_kill],
 )

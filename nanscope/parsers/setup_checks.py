@@ -1,0 +1,245 @@
+"""Set-up checks of the fine-tuning stack that stop a run before (or at) its first step.
+
+Each rule reads one library's own exception message; the text is the library's template, so the
+rule holds for every model, path and number the template is filled with:
+
+- torch/amp/grad_scaler.py (torch >= 2.3; torch/cuda/amp/grad_scaler.py since 1.6) `_unscale_grads_`:
+  `raise ValueError("Attempting to unscale FP16 gradients.")`: a parameter being trained is itself
+  fp16 (a model loaded in half precision, LoRA weights created in fp16) under the AMP grad scaler.
+- peft src/peft/tuners/tuners_utils.py `inject_adapter` (0.4+; 0.2-0.3 in tuners/lora.py
+  `_find_and_replace`, peft/utils/other.py for modules_to_save): `Target modules {target_modules} not
+  found in the base model. Please check the target modules and try again.` (+ ` Note: You specified
+  'layers_to_transform': ...`), and its siblings `No modules were targeted for adaptation. ...`,
+  `All modules were excluded. This is likely unintended. ...`.
+- transformers trainer.py: `_load_from_checkpoint` `Can't find a valid checkpoint at {path}`, `train`
+  with resume_from_checkpoint=True `No valid checkpoint found in output directory ({output_dir})`.
+- transformers tokenization_utils_base.py `_get_padding_truncation_strategies`: `Asking to pad but the
+  tokenizer does not have a padding token. Please select a token to use as `pad_token` ...`; the 2.x
+  data collator: `You are attempting to pad samples but the tokenizer you are using (GPT2Tokenizer)
+  does not have one.` (a later release: `... does not have a pad token.`).
+- transformers trainer.py `Trainer.__init__` (4.3x+): `You cannot perform fine-tuning on purely
+  quantized models. Please attach trainable adapters on top of the quantized model ...`, and `The model
+  you are trying to fine-tune is quantized with {method} but that quantization method do not support
+  training.`
+- torch/utils/cpp_extension.py `_run_ninja_build` (every release with JIT extensions):
+  `RuntimeError(f"Error building extension '{name}'" [+ ": " + ninja's output])` from
+  `subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.` (`'-j',
+  'N'` added under MAX_JOBS); DeepSpeed's op_builder/builder.py `jit_load`: `Unable to JIT load the
+  {name} op due to ninja not being installed.` / `... due to it not being compatible due to
+  hardware/software issue.`; torch's `Ninja is required to load C++ extensions`.
+- transformers trainer.py `Trainer.compute_loss`: `The model did not return a loss from the inputs, only
+  the following keys: {output keys}. For reference, the inputs it received are {input keys}.`
+- transformers tokenization_utils_base.py `BatchEncoding.convert_to_tensors`: `Unable to create tensor, you
+  should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
+  tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
+  (inputs type `list` where type `int` is expected).` since 4.2x).
+- accelerate accelerator.py `Accelerator.prepare_model`: `You can't train a model that has been loaded in
+  8-bit precision on a different device than the one you're training on. Make sure you loaded the model
+  on the correct device using for example `device_map={'':torch.cuda.current_device()}` ...`, and `You
+  can't train a model that has been loaded in 8-bit precision on multiple devices` (+ ` in any
+  distributed mode. In order to use 8-bit models ...` since 0.20); 4-bit models get the same words.
+- mmengine mmengine/registry/build_functions.py `build_from_cfg`: `KeyError: '{type} is not in the
+  {scope}::{registry} registry. Please check whether the value of `{type}` is correct or it was registered
+  as expected. ...'`; mmcv 1.x mmcv/utils/registry.py: `KeyError: '{type} is not in the {registry}
+  registry'` (re-raised by a parent builder as `"{Parent}: '{type} is not in ...'"`).
+- transformers utils/hub.py `cached_file` (every from_pretrained): `{id} is not a local folder and is not a
+  valid model identifier listed on 'https://huggingface.co/models'` (+ `If this is a private repository,
+  make sure to pass a token ...`), and for a gated repo `You are trying to access a gated repo.`;
+  huggingface_hub utils/_http.py `hf_raise_for_status`: `GatedRepoError: 401 Client Error. (Request ID:
+  ...)`, `Cannot access gated repo for url {url}.`, `Access to model {id} is restricted. You must have access
+  to it and be authenticated to access it. Please log in.` (older: `... You must be authenticated to access
+  it.`; 403: `... is restricted and you are not in the authorized list. Visit ... to ask for access.`),
+  `RepositoryNotFoundError: 401 Client Error.` / `Repository Not Found for url: {url}.`
+
+A message is evidence where it is raised or printed: a source line that quotes it (`raise
+ValueError("Attempting ...")` in a traceback, `f"Check batch ...` in rich's box) is not, so the
+phrase must not follow a quote. The exception type before it is kept when there is one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers.base import Parser, rule
+
+# not right after a quote: a source line quoting the message is no evidence
+_TYPE = r"(?<![\"'])"
+
+# The exception type right before the message (`ValueError: `, `huggingface_hub.errors.GatedRepoError: `), read
+# from a bounded stretch before the match: in the rule's own regex an optional dotted-name group would be
+# retried at every position of a long word (quadratic on a hostile line).
+_TYPE_BEFORE = re.compile(r"(?:^|[^\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning)):\s*$")
+
+
+def exc_type_before(text: str, start: int) -> "str | None":
+    """The exception type that ends right before `start` in `text`, if any (within 160 characters)."""
+    m = _TYPE_BEFORE.search(text[max(0, start - 160):start])
+    return m.group(1) if m else None
+
+
+def _error(m: "re.Match[str]", rec, kind: str, framework: str, detail: str) -> ErrorEvent:
+    msg = rec.text[m.start("msg"):].strip()
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=framework, error=kind, message=msg[:400],
+                      exc_type=exc_type_before(rec.text, m.start("msg")), fields={"detail": detail})
+
+
+@rule("amp-fp16-params", ("Attempting to unscale FP16 gradients",), _TYPE + r"(?P<msg>Attempting to unscale FP16 gradients\.?)")
+def _amp_fp16(m, rec, state):
+    return _error(m, rec, "amp_fp16_params", "pytorch",
+                  "the AMP grad scaler found fp16 gradients: the parameters being trained are fp16 themselves")
+
+
+@rule("peft-target-modules", ("not found in the base model", "No modules were targeted for adaptation",
+                              "All modules were excluded. This is likely unintended"),
+      _TYPE + r"(?P<msg>Target modules (?P<mods>.{0,500}?) not found in the base model\b"
+      r"|No modules were targeted for adaptation\b|All modules were excluded\. This is likely unintended)")
+def _peft_targets(m, rec, state):
+    mods = m.group("mods")
+    detail = (f"PEFT found none of the target modules {mods[:160]} in the model" if mods is not None
+              else "PEFT matched no module to adapt (target_modules / exclude_modules)")
+    return _error(m, rec, "peft_target_modules", "peft", detail)
+
+
+@rule("resume-checkpoint", ("Can't find a valid checkpoint at", "No valid checkpoint found in output directory"),
+      _TYPE + r"(?P<msg>Can't find a valid checkpoint at (?P<path>\S.*)$"
+      r"|No valid checkpoint found in output directory \((?P<dir>[^)]*)\))")
+def _resume_checkpoint(m, rec, state):
+    where = (m.group("path") or m.group("dir") or "").strip()
+    return _error(m, rec, "resume_checkpoint_not_found", "hf", f"the Trainer found no checkpoint it can resume from at {where[:200]}")
+
+
+@rule("tokenizer-no-pad", ("does not have a padding token", "You are attempting to pad samples"),
+      _TYPE + r"(?P<msg>Asking to pad but the tokenizer does not have a padding token"
+      r"|You are attempting to pad samples but the tokenizer you are using \((?P<tok>\w+)\) does not have (?:one|a pad token)\.)")
+def _tokenizer_pad(m, rec, state):
+    tok = m.group("tok")
+    return _error(m, rec, "tokenizer_no_pad_token", "hf",
+                  f"the tokenizer{f' ({tok})' if tok else ''} defines no pad token, and a batch had to be padded")
+
+
+@rule("quantized-no-adapter", ("fine-tuning on purely quantized models", "but that quantization method do not support training"),
+      _TYPE + r"(?P<msg>You cannot perform fine-tuning on purely quantized models"
+      r"|The model you are trying to fine-tune is quantized with (?P<method>\S+) but that quantization method do not support training)")
+def _quantized(m, rec, state):
+    method = m.group("method")
+    detail = (f"the model is quantized with {method}, which cannot be trained" if method
+              else "the model is quantized and has no trainable adapter attached")
+    return _error(m, rec, "quantized_model_no_adapter", "hf", detail)
+
+
+@rule("extension-build", ("Error building extension '", "['ninja', '-v'", "Unable to JIT load the ", "Ninja is required to load C++ extensions"),
+      _TYPE + r"(?P<msg>Error building extension '(?P<name>[^'{}]+)'"
+      r"|Command '\['ninja', '-v'(?:, '-j', '\d+')?\]' returned non-zero exit status \d+"
+      r"|Unable to JIT load the (?P<op>\w+) op due to (?P<why>ninja not being installed|it not being compatible)"
+      r"|Ninja is required to load C\+\+ extensions)")
+def _extension_build(m, rec, state):
+    name = m.group("name") or m.group("op")
+    if m.group("why") and m.group("why").startswith("it not"):
+        detail = f"DeepSpeed's {name} op is not compatible with this hardware / software (see ds_report)"
+    elif m.group("why") or "Ninja is required" in m.group("msg"):
+        detail = "ninja is not installed, so no C++/CUDA extension can be JIT-built"
+    else:
+        detail = f"the JIT build of the C++/CUDA extension{f' {name}' if name else ''} failed (ninja's compile)"
+    return _error(m, rec, "extension_build_failed", "pytorch", detail)
+
+
+@rule("model-no-loss", ("The model did not return a loss from the inputs",),
+      _TYPE + r"(?P<msg>The model did not return a loss from the inputs, only the following keys: (?P<out>[\w,]*)\."
+      r"(?: For reference, the inputs it received are (?P<inp>[\w,]*))?)")
+def _model_no_loss(m, rec, state):
+    inputs = m.group("inp")
+    detail = (f"the model returned only {m.group('out')}: the batch ({inputs}) has no labels" if inputs
+              else f"the model returned only {m.group('out')} and no loss")
+    return _error(m, rec, "model_returned_no_loss", "hf", detail)
+
+
+@rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",),
+      _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b)")
+def _batch_not_padded(m, rec, state):
+    feat = re.search(r"Perhaps your features \(`(?P<f>[^`]+)` in this case\)", rec.text)
+    detail = ("the batch's sequences differ in length (or are not token ids) and were not padded"
+              + (f"; the feature `{feat.group('f')}` is nested or not tokenized" if feat else ""))
+    return _error(m, rec, "batch_not_padded", "hf", detail)
+
+
+@rule("quantized-device-map", ("has been loaded in 8-bit precision on",),
+      _TYPE + r"(?P<msg>You can't train a model that has been loaded in 8-bit precision on "
+      r"(?P<where>a different device than the one you're training on|multiple devices))")
+def _quantized_device_map(m, rec, state):
+    if m.group("where").startswith("multiple"):
+        detail = "the quantized model is spread over several GPUs (device_map) and the job runs distributed"
+    else:
+        detail = "the quantized model was loaded on another GPU than the one this process trains on"
+    return _error(m, rec, "quantized_model_device_map", "accelerate", detail)
+
+
+# the message is the KeyError's quoted argument: here the quote before it is the exception's, and the
+# source line that builds it (`f'{obj_type} is not in the {registry.name} registry')`) has no KeyError
+@rule("registry-type", (" registry'", " registry. Please check whether the value of"),
+      r"KeyError: [\"'](?:\w+: [\"'])?(?P<msg>(?P<obj>[\w.]+) is not in the (?:(?P<scope>\w+)::)?(?P<reg>\w+) registry)")
+def _registry_type(m, rec, state):
+    scope = f"{m.group('scope')}::" if m.group("scope") else ""
+    detail = f"the config's type {m.group('obj')} is in no {scope}{m.group('reg')} registry (not imported, or another scope)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="mmengine", error="registry_type_not_found",
+                      message=rec.text[m.start("msg"):].strip()[:400], exc_type="KeyError", fields={"detail": detail})
+
+
+@rule("hf-hub-refusal", ("is not a local folder and is not a", "Access to model ", "GatedRepoError: ",
+                                  "RepositoryNotFoundError: ", "Repository Not Found for url:",
+                                  "You are trying to access a gated repo", "Cannot access gated repo for url",
+                                  "is awaiting a review from the repo authors", " is gated. You must be authenticated"),
+      r"(?P<msg>(?:^|(?<=\s))(?P<id>[^\s{}\"'`]{1,300}) is not a local folder and is not a"
+      r"|Access to model (?P<gated>\S+) is restricted(?P<why>\. You must (?:have access to it and )?be authenticated"
+      r"| and you are not in the authorized list)"
+      r"|Repo model (?P<oldgated>\S+) is gated\. You must be authenticated"
+      r"|Your request to access model (?P<pending>\S+) is awaiting a review from the repo authors"
+      r"|(?P<kind>GatedRepo|RepositoryNotFound)Error: (?P<code>\d{3}) Client Error"
+      r"|Repository Not Found for url: (?P<url>\S+)"
+      r"|You are trying to access a gated repo\."
+      r"|Cannot access gated repo for url (?P<gurl>\S+?)\.?$)")
+def _hf_not_accessible(m, rec, state):
+    # huggingface_hub prints `GatedRepoError: 401 Client Error. (...)`, a blank line, `Cannot access gated repo for
+    # url ...` and then the Hub's reason (restricted, not authorized, awaiting review): the first two are held
+    # until the reason, so the finding says why; any other line of this parser releases them as they are
+    held = state.pop("pending", None)
+    near = held is not None and rec.loc.line - held.loc.line <= 3
+    out = [held] if held is not None else []
+    if m.group("gurl") or m.group("kind") == "GatedRepo":
+        if near:
+            out = []  # the refusal's next line: one failure
+        code = m.group("code")
+        first = (f"the Hub refused the gated repo at {m.group('gurl')}" if m.group("gurl")
+                 else f"the model is a gated repo the Hub refused ({code} Client Error)")
+        state["pending"] = _error(m, rec, "hf_hub_access", "hf", first)
+        return out
+    if near and m.group("gated", "oldgated", "pending") != (None, None, None):
+        out = []  # the reason line says the same failure, and why
+    if m.group("id"):
+        detail = f"{m.group('id')} is neither a local folder nor a model id on the Hub (or a private repo without a token)"
+    elif m.group("gated"):
+        why = ("this account is not granted access" if "authorized list" in m.group("why")
+               else "the download is not authenticated (no token, or not logged in)")
+        detail = f"{m.group('gated')} is a gated repo and {why}"
+    elif m.group("oldgated"):
+        detail = f"{m.group('oldgated')} is a gated repo and the download is not authenticated (no token, or not logged in)"
+    elif m.group("pending"):
+        detail = f"{m.group('pending')} is a gated repo and this account's access request is still awaiting review"
+    elif m.group("kind") == "GatedRepo" or "gated repo" in m.group("msg"):
+        code = m.group("code")
+        detail = f"the model is a gated repo the Hub refused ({code} Client Error)" if code else "the model is a gated repo the Hub refused"
+    else:
+        detail = "the Hub has no such repository (or it is private and the download is not authenticated)"
+    return out + [_error(m, rec, "hf_hub_access", "hf", detail)]
+
+
+PARSER = Parser(
+    name="setup_checks",
+    framework="hf",
+    priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
+    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, "
+                "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
+    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _quantized, _extension_build, _model_no_loss,
+           _batch_not_padded, _quantized_device_map, _registry_type,
+           _hf_not_accessible],
+)
