@@ -468,6 +468,22 @@ def _loss_stopping(m, rec, state):
     return _step_event(rec, "deit", step=None, loss=loss)
 
 
+# Ultralytics YOLOv3 / early YOLOv5 train.py: `if not torch.isfinite(loss): print('WARNING: non-finite
+# loss, ending training ', loss_items); return results` - loss_items the tensor of the box, objectness and
+# class losses and their total, last (`tensor([nan, 0.22070, 0.00000, nan], device='cuda:0')`). Printed
+# right after tqdm's last redraw of the epoch row, on the same line. The stop of the step in progress.
+@rule("yolo-nonfinite-stop", ("non-finite loss, ending training",),
+      r"non-finite loss, ending training\s+tensor\(\[(?P<vals>[^\]]{1,400})\]")
+def _yolo_nonfinite(m, rec, state):
+    vals = [v.strip() for v in m.group("vals").split(",")]
+    loss = to_float(vals[-1]) if vals else None
+    if loss is None or math.isfinite(loss):
+        return None
+    row = re.match(_YOLO_ROW, m.string[: m.start()])  # the epoch row tqdm drew last, when glued before it
+    step = int(row.group("ep")) * int(row.group("nb")) + int(row.group("i")) if row else None
+    return _step_event(rec, "ultralytics", step=step, loss=loss, raw_fields={"loss_items": m.group("vals")})
+
+
 # A training loop's own check raising on a non-finite loss (the loop-author's message, no framework
 # template): IKFlow's training_step `raise ValueError("loss is nan")` (jstmn/ikflow#23), denseReg's
 # `assert not np.isnan(loss_value), 'Model diverged with loss = NaN'` (melonwan/denseReg#21),
@@ -693,5 +709,5 @@ PARSER = Parser(
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
     rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary, _fairseq_epoch_json,
-           _fairseq_overflow, _fairseq_min, _fairseq_inconsistent, _fairseq_gn_table, _fairseq_gn_row, _tf_nan_hook, _lightning_no_loss, _lightning_early_stop, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _detectron2_proposals, _own_loss_check, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo, _mxnet, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _fairseq_inconsistent, _fairseq_gn_table, _fairseq_gn_row, _tf_nan_hook, _lightning_no_loss, _lightning_early_stop, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _detectron2_proposals, _own_loss_check, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo_nonfinite, _yolo, _mxnet, _nanogpt_eval],
 )

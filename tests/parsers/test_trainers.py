@@ -170,3 +170,20 @@ LOOKALIKES = [
 @pytest.mark.parametrize("line", LOOKALIKES)
 def test_lookalikes_make_no_step(tmp_path, line):
     assert steps(tmp_path, line) == []
+
+
+# Ultralytics YOLOv3 / early YOLOv5's stop on a non-finite loss, glued after tqdm's epoch row
+# (sample_logs/public/2141.log, ultralytics/yolov5) and on its own (2143.log)
+_YOLO_STOP = "    16/999     7.38G   0.03433   0.01034   0.01147   0.05613       130       800:  85%|████████▌ | 23/27 [00:15<00:02,  1.66it/s]WARNING: non-finite loss, ending training  tensor([nan, nan, nan, nan], device='cuda:0')"
+
+
+def test_yolo_nonfinite_stop_is_a_nonfinite_step_at_the_row_drawn_last(tmp_path):
+    got = [e for e in steps(tmp_path, _YOLO_STOP) if e.loss is not None and not math.isfinite(e.loss)]
+    assert [(e.framework, e.step) for e in got] == [("ultralytics", 16 * 27 + 23)]
+    alone = steps(tmp_path, "WARNING: non-finite loss, ending training  tensor([nan, nan, 0., nan], device='cuda:0')")
+    assert [math.isnan(e.loss) for e in alone] == [True]  # (its step: the one streams give a step-less row)
+
+
+def test_yolo_stop_line_with_a_finite_total_is_no_stop(tmp_path):
+    got = steps(tmp_path, "WARNING: non-finite loss, ending training  tensor([inf, 0.1, 0.2, 0.3], device='cuda:0')")
+    assert all(e.loss is None or math.isfinite(e.loss) for e in got)
