@@ -1,5 +1,7 @@
 """A model the Hugging Face Hub would not hand over, and a model whose own code transformers will not run
-unasked. Every server (vLLM, SGLang, TGI, Xinference) and trainer loads configs, tokenizers and weights
+unasked. (The refusals' wordings below are read by setup_checks.py's hf-hub-refusal rule, with the reason
+the Hub gives; this file reads the Hub out of reach and trust_remote_code. One signature for all:
+hf-hub-access-failed.) Every server (vLLM, SGLang, TGI, Xinference) and trainer loads configs, tokenizers and weights
 through transformers / huggingface_hub, so these come out of all of them, usually as the last lines of a
 traceback:
 
@@ -49,32 +51,21 @@ def _event(rec, state, kind: str, key: str, fields: dict) -> list[ErrorEvent]:
                        exc_type=exc.group("type") if exc else None, fields={"reason": key, **fields})]
 
 
+# The refusals (gated, not found, not a model id) are read by setup_checks.py's hf-hub-refusal rule, which
+# waits for the Hub's reason (not authenticated / not in the authorized list / awaiting review); this one
+# reads the Hub out of reach.
 @rule(
-    "hub-access",
-    ("You are trying to access a gated repo", "Cannot access gated repo for url", "You must be authenticated to access it",
-     "Repository Not Found for url", "is not a valid model identifier listed on", "We couldn't connect to '",
-     "we cannot find the requested files in the local cache", "outgoing traffic has been disabled"),
-    r"(?P<gated>You are trying to access a gated repo|Cannot access gated repo for url (?P<gurl>\S+?)\.?(?:\s|$)"
-    r"|Repo model (?P<grepo>\S+) is gated\. You must be authenticated to access it)"
-    r"|(?P<nf>Repository Not Found for url: (?P<nurl>\S+?)\.?(?:\s|$)"
-    r"|(?<!\S)(?P<nrepo>\S{1,300}) is not a local folder and is not a valid model identifier listed on)"
-    r"|(?P<net>We couldn't connect to '[^']+' to load this file"
+    "hub-unreachable",
+    ("We couldn't connect to '", "we cannot find the requested files in the local cache", "outgoing traffic has been disabled"),
+    r"We couldn't connect to '[^']+' to load this file"
     r"|we cannot find the requested files in the local cache"
-    r"|outgoing traffic has been disabled)",
+    r"|outgoing traffic has been disabled",
 )
 def _hub_access(m, rec, state):
-    url = m.group("gurl") or m.group("nurl") or ""
-    um = _REPO_URL.search(url or rec.text)
-    repo = m.group("grepo") or m.group("nrepo") or (um.group("repo") if um else None)
-    what = f" {repo}" if repo else ""
-    if m.group("gated"):
-        return _event(rec, state, "hf_hub_access", "gated", {
-            "repo": repo, "detail": f"the repository{what} is gated and the process has no token with access to it"})
-    if m.group("nf"):
-        return _event(rec, state, "hf_hub_access", "not_found", {
-            "repo": repo, "detail": f"the repository{what} was not found (a typo, or private without a token)"})
+    um = _REPO_URL.search(rec.text)
     return _event(rec, state, "hf_hub_access", "no_connection", {
-        "repo": repo, "detail": "the Hub could not be reached and the files are not in the local cache"})
+        "repo": um.group("repo") if um else None,
+        "detail": "the Hub could not be reached and the files are not in the local cache"})
 
 
 @rule(

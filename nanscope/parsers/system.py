@@ -270,11 +270,16 @@ _CRASH_WORDS = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Illegal
 def _shell_crash(m, rec, state):
     if m.group("cmd2") and not m.group("pid"):
         return None  # `Bus error reading ...`: prose, not the shell's one-word report
-    if not first_time(state, ("shell_crash", m.group("word")), rec.loc.line):
+    return _crash_report(m, rec, state, "shell_crash", _CRASH_WORDS, m.group("cmd") or m.group("cmd2"))
+
+
+def _crash_report(m, rec, state, key: str, words: dict, command):
+    """A shell's report of a child that died of a crash signal: one worker_failed per signal word."""
+    if not first_time(state, (key, m.group("word")), rec.loc.line):
         return []
     return _err(rec, "worker_failed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
-                                       "core_dumped": bool(m.group("core")), "command": m.group("cmd") or m.group("cmd2")},
-                signal=_CRASH_WORDS[m.group("word")])
+                                       "core_dumped": bool(m.group("core")), "command": command},
+                signal=words[m.group("word")])
 
 
 # zsh's report of a job that died of a crash signal (Src/jobs.c printjob, with zsh's own lowercase
@@ -293,11 +298,7 @@ _ZSH_CRASH = {"segmentation fault": "SIGSEGV", "bus error": "SIGBUS", "floating 
     match_start=True,
 )
 def _zsh_crash(m, rec, state):
-    if not first_time(state, ("zsh_crash", m.group("word")), rec.loc.line):
-        return []
-    return _err(rec, "worker_failed", {"source": "shell", "pid": int(m.group("pid")) if m.group("pid") else None,
-                                       "core_dumped": bool(m.group("core")), "command": m.group("cmd")},
-                signal=_ZSH_CRASH[m.group("word")])
+    return _crash_report(m, rec, state, "zsh_crash", _ZSH_CRASH, m.group("cmd"))
 
 
 # A progress bar has no newline of its own: the shell's `Killed` lands right after tqdm's last redraw
