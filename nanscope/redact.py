@@ -35,6 +35,9 @@ _PLACEHOLDER = re.compile(r"(?i)example|x{6,}|\*{4,}|<[^>]*>|\[REDACTED|your[_-]
 _HINT = re.compile(r"(?i)hf_|api_org_|wandb|AKIA|ASIA|ABIA|ACCA|A3T|gh[pousr]_|authorization|token|key|secret|passw|sk-|://[^\s/]*@")
 # Names whose value is a secret even when it holds a '/' (AWS secret access keys are base64).
 _SURELY_SECRET = re.compile(r"(?i)secret|private|passw")
+# After a bare `key`, lowercase words joined by '_' (a counter after ':') name a key, not a secret:
+# c10d's `for key: store_based_barrier_key:32`, a dict's `key: model_state_dict`.
+_KEY_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?::\d+)?")
 
 
 def _mask(secret: str) -> str:
@@ -47,6 +50,8 @@ def _looks_secret(value: str, name: str = "") -> bool:
     so `max_tokens: 4096`, `tokenizer: meta-llama/Llama-2-7b` or a file path stays readable. A
     value named secret / private / password may hold '/' (base64), unless it is a path."""
     if value.startswith("[REDACTED") or not (any(c.isalpha() for c in value) and any(c.isdigit() for c in value)):
+        return False
+    if name.lower() == "key" and _KEY_NAME.fullmatch(value):
         return False
     if "/" in value:
         return bool(_SURELY_SECRET.search(name)) and not value.startswith(("/", ".", "~")) and "://" not in value

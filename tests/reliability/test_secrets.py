@@ -52,6 +52,7 @@ SECRET_LINES = [
     (f"ENCRYPTION_KEY={PLAIN_KEY}", PLAIN_KEY),
     (f"ACCESS_KEY={PLAIN_KEY}", PLAIN_KEY),
     (f"PRIVATE_KEY={PLAIN_KEY}", PLAIN_KEY),
+    (f"key: {PLAIN_KEY}", PLAIN_KEY),
     (f"openai.AuthenticationError: Incorrect API key provided: {SK}", SK),
     (f"ValueError: could not load -----BEGIN RSA PRIVATE KEY-----\\n{PEM_BODY}\\n-----END RSA PRIVATE KEY-----", PEM_BODY),
     (f"fatal: unable to access 'https://trainer:{URL_PW}@git.internal.example/repo.git/'", URL_PW),
@@ -70,6 +71,8 @@ KEEP_LINES = [
     "INFO: Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
     "task-sk-1 finished",
     "secret_file: /etc/secrets/aws_credentials_2024",
+    # c10d's store-based barrier (sample_logs/public/2240.log): the key's name, not a secret
+    "RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)",
 ]
 
 
