@@ -149,7 +149,8 @@ def test_windows_line_ends_and_terminal_colours_read_as_the_plain_log(how):
 
 def test_the_keyword_pass_is_split_into_unions_that_find_what_one_union_finds():
     """RE2 leaves its DFA for a much slower engine past a memory budget, which one union of every
-    keyword overran (reader._unions): the unions together find exactly the lines Python's search finds."""
+    keyword overran (reader._unions): the unions, in byte order, together find exactly the lines
+    Python's search finds."""
     import pyarrow as pa
 
     from nanscope.ingest import reader
@@ -157,6 +158,8 @@ def test_the_keyword_pass_is_split_into_unions_that_find_what_one_union_finds():
 
     pf = reader.Prefilter([k for p in all_parsers() for k in p.keywords])
     assert len(pf._re2) > 1 and all(len(u) <= reader._UNION_CHARS for u in pf._re2)
+    alts = [a for u in pf._re2 for a in u.split("|")]
+    assert alts == sorted(alts)  # (adjacent alternatives share their prefix: RE2 factors it)
     lines = [w.encode() + b" tail" for w in pf.words[::7]] + [b"nothing here", b"x" + pf.words[-1].encode()]
     got = pf.holds(pa.array(lines, pa.binary())).to_pylist()
     assert got == [bool(pf.search(line)) for line in lines] and got.count(False) == 1
