@@ -114,3 +114,16 @@ def test_a_pack_named_in_pyproject_is_known_to_explain_and_list(tmp_path):
     (tmp_path / "sub").mkdir()
     assert run_cli("explain", "team-loss-flatline", cwd=tmp_path / "sub").returncode == 0
     assert b"team-loss-flatline" in run_cli("signatures", "list", cwd=tmp_path / "sub").stdout
+
+
+def test_a_failing_example_is_named_at_its_own_line(tmp_path):
+    """`signatures test` points at the [[examples]] header of the example that failed (the
+    blank line before a header once shifted every example up by one, onto the one before)."""
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    wrong = PACK_TOML + '\n[[examples]]\nname = "said to match"\nexpect = "match"\nlog = """\nstep=8, loss=2.5, grad_norm=0.3, lr=0.001\n"""\n'
+    (pack / "team-loss-flatline.toml").write_text(wrong)
+    header = wrong.split("\n").index('name = "said to match"')  # the [[examples]] line before it, 1-based
+    t = run_cli("signatures", "test", str(pack))
+    assert t.returncode == 1, t.stdout
+    assert f"team-loss-flatline.toml:{header}: team-loss-flatline: example 'said to match'".encode() in t.stdout, t.stdout

@@ -149,10 +149,9 @@ def build(data: dict, path: str, text: str) -> tuple[Optional[Signature], list[S
     if not isinstance(raw_examples, list):
         err("[[examples]] must be an array of tables", "examples")
         raw_examples = []
-    search_from = 0
+    lines = _example_lines(text)
     for i, ex in enumerate(raw_examples):
-        line = key_line(text, "examples", search_from)
-        search_from = len(text) if not line else _offset_of_line(text, line) + 1
+        line = lines[i] if i < len(lines) else 0
         for k, required in EXAMPLE_KEYS.items():
             if required and k not in ex:
                 errs.append(SignatureError(f"example {i + 1} needs '{k}'", path, line))
@@ -187,8 +186,15 @@ def build(data: dict, path: str, text: str) -> tuple[Optional[Signature], list[S
     return sig, []
 
 
-def _offset_of_line(text: str, line: int) -> int:
-    pos = 0
-    for _ in range(line - 1):
-        pos = text.index("\n", pos) + 1
-    return pos
+_EXAMPLE_HEAD = re.compile(r"^[ \t]*(?:\[\[[ \t]*examples[ \t]*\]\]|examples[ \t]*=)", re.M)
+
+
+def _example_lines(text: str) -> list[int]:
+    """The line of each `[[examples]]` header (one `examples = [...]` for an inline array), in order."""
+    out: list[int] = []
+    line, at = 1, 0
+    for m in _EXAMPLE_HEAD.finditer(text):
+        line += text.count("\n", at, m.start())
+        at = m.start()
+        out.append(line)
+    return out
