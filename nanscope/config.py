@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tomllib
+from nanscope import tomlfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -111,8 +111,8 @@ def find_config_file(start: Optional[Path] = None) -> Optional[Path]:
 
 def _has_tool_table(path: Path) -> bool:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = tomlfile.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomlfile.TOMLDecodeError):
         # a broken pyproject.toml that mentions the table is ours to report; one that doesn't is not
         try:
             return "[tool.nanscope]" in path.read_text(encoding="utf-8", errors="replace")
@@ -152,8 +152,8 @@ def load_file(path: Path) -> tuple[dict[str, tuple[Any, int]], str]:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot read the config file: {e}") from None
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = tomlfile.loads(text)
+    except tomlfile.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+)", str(e))
         where = f"{path}:{m.group(1)}" if m else str(path)
         raise ConfigError(f"{where}: invalid TOML: {str(e).split(' (at line')[0]}") from None

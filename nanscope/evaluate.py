@@ -25,7 +25,7 @@ finding names the labelled initiating rank), *step* (its first step is the label
 
 from __future__ import annotations
 
-import tomllib
+from nanscope import tomlfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional
@@ -189,8 +189,8 @@ def load_cases(root: Path) -> list[Case]:
     cases: list[Case] = []
     for m in find_manifests(root):
         try:
-            data = tomllib.loads(m.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            data = tomlfile.loads(m.read_text(encoding="utf-8"))
+        except (tomlfile.TOMLDecodeError, UnicodeDecodeError) as e:
             raise NanscopeError(f"{m}: not a valid TOML manifest: {e}") from None
         for table in CASE_TABLES:
             entries = data.get(table, [])

@@ -14,7 +14,7 @@ PKG = Path(__file__).resolve().parent.parent / "nanscope"
 FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("model", ("nanscope", "nanscope.errors", "nanscope.model", "nanscope.redact", "nanscope.rankset",
                "nanscope.columns", "nanscope.keys", "nanscope.stepbatch", "nanscope.metricsrows",
-               "nanscope.parsers.numbers", "nanscope.schema")),
+               "nanscope.parsers.numbers", "nanscope.schema", "nanscope.tomlfile")),
     ("ingest and parsers", ("nanscope.ingest", "nanscope.parsers", "nanscope.follow")),
     ("pipeline", ("nanscope.pipeline", "nanscope.pieces", "nanscope.parallel", "nanscope.dask_scan", "nanscope.scan")),
     ("streams, engine, attribution", ("nanscope.streams", "nanscope.series", "nanscope.signatures",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
+from nanscope import tomlfile
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -32,8 +32,8 @@ def is_bundled_pack(folder: Path) -> bool:
         project = folder.parent / "pyproject.toml"
         if folder.name != "signatures" or not project.is_file() or not (folder.parent / "nanscope").is_dir():
             return False
-        data = tomllib.loads(project.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = tomlfile.loads(project.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomlfile.TOMLDecodeError):
         return False
     return data.get("project", {}).get("name") == "nanscope"
 
@@ -64,8 +64,8 @@ def load_file(path: Path) -> tuple[Optional[Signature], list[SignatureError]]:
     except (OSError, UnicodeDecodeError) as e:
         return None, [SignatureError(f"cannot read: {e}", str(path))]
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = tomlfile.loads(text)
+    except tomlfile.TOMLDecodeError as e:
         line = getattr(e, "lineno", None)
         m = re.search(r"\(at line (\d+)", str(e))
         if line is None and m:
