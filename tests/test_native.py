@@ -332,6 +332,44 @@ def test_engine_batches_equal_single_events_on_persistent_runs(hold, monkeypatch
     assert found["loss-scale-collapse"]["occurrences"] > 5
 
 
+@pytest.mark.parametrize("hold", [5, 64, 1024])
+def test_engine_batches_equal_single_events_on_runs_a_restart_logs_below(hold, monkeypatch):
+    """A run that restarts and logs its steps again below the last one of a non-finite (or
+    overflowing) run still open: the loss-scale machines skip such rows in batches instead of one
+    by one (a 44 MB restarted HF log took 7.7 s, now 1.8 s) and still match what they match event
+    by event, with the scale printed on some bad rows (read one by one) and on none."""
+    monkeypatch.setattr(engine_mod, "HOLD_STEPS", hold)
+    rnd = random.Random(7)
+    out = []
+    for restart in range(3):
+        for s in range(0, 1500, 1 + restart):
+            nan = s >= 1200 - 300 * restart and rnd.random() < 0.9
+            burst = s < 12 and s % 3 != 2  # an overflow burst at the start (a warm-up, unless a loss is NaN)
+            loss_nan = nan or (restart == 1 and s == 4)
+            scale = "" if restart == 1 else f", scale={0.5 if nan and s % 5 == 0 else 2048.0}"
+            out.append(f"[rank0]:step={s}, loss={'nan' if loss_nan else f'{2 + rnd.random():.4f}'}, "
+                       f"grad_norm={'nan' if nan or burst else '0.5'}{scale}")
+    data = "\n".join(out).encode()
+    src = [Source("restarts.log", None, data)]
+    one, many = _diagnose(src, native=False, batch=False), _diagnose(src, native=False, batch=True)
+    assert many == one
+    assert {"nan-persistent", "loss-scale-collapse", "nan-skip-recover"} <= {f["id"] for f in many["findings"]}
+
+
+def test_real_runs_restarted_after_a_fault_give_the_per_line_report(monkeypatch):
+    """Real logs appended as a job restarted in the same file (the fault's log, then a healthy
+    run from step 1): HF Trainer's NaN run, DeepSpeed's loss-scale collapse."""
+    monkeypatch.chdir(ROOT)
+    for first, then in (("sample_logs/hf/trainer_nan_filter_off.log", "sample_logs/hf/trainer_healthy.log"),
+                        ("sample_logs/deepspeed/fp16_scale_collapse.log", "sample_logs/deepspeed/fp16_healthy.log"),
+                        ("sample_logs/deepspeed/fp16_overflow_warmup.log", "sample_logs/deepspeed/fp16_overflow_transient.log")):
+        data = Path(first).read_bytes() + Path(then).read_bytes() + Path(first).read_bytes()
+        src = [Source("restarted.log", None, data)]
+        slow, fast = _diagnose(src, native=False, batch=False), _diagnose(src, native=True, batch=True)
+        assert fast == slow, first
+        assert slow["findings"], first
+
+
 @pytest.mark.parametrize("hold", [7, 1024])
 def test_engine_batches_equal_single_events_on_diverging_curves(hold, monkeypatch):
     """Noisy loss curves that fall, level off and climb back at a random step, one per rank:

@@ -55,6 +55,7 @@ class ScaleRun(Machine):
         self.bad, self.good = self.cond("bad"), self.cond("good")
         self.vbad, self.vgood = self.vcond("bad"), self.vcond("good")
         self.floor_when = self.cond("floor_when") if "floor_when" in spec else None
+        self.vfloor = self.vcond("floor_when") if "floor_when" in spec else None
         self.verdict = spec["verdict"]
         if self.verdict not in ("warmup", "collapse"):
             raise SignatureError("'verdict' is warmup or collapse")
@@ -130,7 +131,8 @@ class ScaleRun(Machine):
     def feed_batch(self, b: Any, emit: Emit) -> None:
         bad, good = self.vbad(b), self.vgood(b)
         spoil = self.vspoil(b) if self.vspoil is not None else np.zeros(len(b), dtype=bool)
-        if bad is None or good is None or spoil is None:
+        floor = self.vfloor(b) if self.vfloor is not None else np.zeros(len(b), dtype=bool)
+        if bad is None or good is None or spoil is None or floor is None:
             return super().feed_batch(b, emit)
         st = self._st(b.stream)
         if st["run"] is None and not bad.any():
@@ -138,12 +140,20 @@ class ScaleRun(Machine):
                 st["good_before"] = True
             return  # the common case: clean steps, no run open
         # A row neither bad nor good (nor spoiling) changes nothing; with no run open a good row only
-        # sets good_before: so only the bad rows, and the good ones while a run is open, go one by one.
+        # sets good_before. With a run open, a stretch of bad rows only extends it (one by one only
+        # where a row prints a loss scale or the floor: _scale reads it), and a good row at or before
+        # the run's last step (or within `gap` of it once the recovery is seen) changes nothing: a
+        # long non-finite run, or a restart that logs its steps again below it, never goes row by row.
         rows = np.nonzero(bad | good | spoil)[0]
         bad_at = np.nonzero(bad)[0]
+        not_bad = np.flatnonzero(~bad[rows])  # positions in rows
+        scale = b.col("loss_scale")
+        one_by_one = floor if scale is None else floor | scale[1]
+        steps = b.step
         k = 0
         while k < len(rows):
-            if st["run"] is None:
+            r = st["run"]
+            if r is None:
                 j = int(np.searchsorted(bad_at, rows[k]))
                 if j == len(bad_at):
                     st["good_before"] = True  # rows[k:] are all good
@@ -152,8 +162,48 @@ class ScaleRun(Machine):
                 if nxt > k:
                     st["good_before"] = True
                 k = nxt
-            self.feed(b.event(int(rows[k])), emit)
-            k += 1
+                self.feed(b.event(int(rows[k])), emit)  # (opens the run)
+                k += 1
+                continue
+            if bad[rows[k]]:
+                at = int(np.searchsorted(not_bad, k))
+                end = int(not_bad[at]) if at < len(not_bad) else len(rows)
+                run_rows = rows[k:end]
+                if one_by_one[run_rows].any():
+                    for i in run_rows.tolist():
+                        self.feed(b.event(i), emit)
+                else:
+                    r["run"].add_rows(b, run_rows)
+                    r["recovery"] = None
+                    if spoil[run_rows].any():
+                        r["spoiled"] = True
+                k = end
+                continue
+            k = self._skip(r, rows, k, bad, good, spoil, steps)
+            if k < len(rows) and not bad[rows[k]]:
+                self.feed(b.event(int(rows[k])), emit)
+                k += 1
+
+    def _skip(self, r: dict, rows: np.ndarray, k: int, bad: np.ndarray, good: np.ndarray, spoil: np.ndarray,
+              steps: np.ndarray) -> int:
+        """With a run open, from rows[k] (not bad): the position of the next row that can change the
+        run (bad, or good past the run's last step, or past `gap` after it once the recovery is
+        seen); the rows before it only spoil the run if one says so. Looked for in windows that
+        double, so each call costs what it skips."""
+        last = r["run"].last_step
+        lim = -np.inf if last is None else last if r["recovery"] is None else last + self.gap
+        w = 64
+        while k < len(rows):
+            seg = rows[k:k + w]
+            hit = np.flatnonzero(bad[seg] | (good[seg] & ~bad[seg] & (steps[seg] > lim)))
+            upto = seg if not len(hit) else seg[:int(hit[0])]
+            if spoil[upto].any():
+                r["spoiled"] = True
+            if len(hit):
+                return k + int(hit[0])
+            k += len(seg)
+            w *= 2
+        return k
 
     def _scale(self, r: dict, ev: Event) -> None:
         old, new = getattr(ev, "old_scale", None), getattr(ev, "new_scale", None)
