@@ -130,6 +130,8 @@ def run_hf(a):
         ddp_backend="gloo" if world > 1 else None,
         seed=a.seed,
         dataloader_num_workers=0,
+        **({"eval_strategy": "steps", "eval_steps": a.eval_steps,
+            "per_device_eval_batch_size": a.batch_size} if a.eval_steps else {}),
     )
 
     ranks = tuple(int(r) for r in a.inject_ranks.split(","))
@@ -142,7 +144,8 @@ def run_hf(a):
         LossOnceTrainer.nan_step = a.inject_step
         LossOnceTrainer.nan_ranks = ranks
 
-    trainer = trainer_cls(model=model, args=args, train_dataset=ds, callbacks=callbacks)
+    eval_ds = RandomTokens(16 * a.batch_size, a.seq_len, vocab, seed=a.seed + 1) if a.eval_steps else None
+    trainer = trainer_cls(model=model, args=args, train_dataset=ds, eval_dataset=eval_ds, callbacks=callbacks)
     trainer.train()
 
 
@@ -229,6 +232,8 @@ def main():
     p.add_argument("--initial-scale-power", type=int, default=16, help="deepspeed fp16 only")
     p.add_argument("--zero-stage", type=int, default=1, help="deepspeed only")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-steps", type=int, default=0,
+                   help="hf: evaluate every N steps on a held-out set of the same kind (0: never)")
     p.add_argument("--output-dir", default="/tmp/nanscope-hf-out")
     a = p.parse_args()
     if a.framework == "hf":

@@ -17,7 +17,7 @@
 #       && $VENV_HF/bin/pip install transformers accelerate
 #   python3 -m venv $VENV_DS && $VENV_DS/bin/pip install torch==2.13.0 \
 #       && echo torch==2.13.0 > pin.txt && $VENV_DS/bin/pip install deepspeed -c pin.txt
-# Usage: sample_logs/generate/make_hf_logs.sh [hf|ds|ds-healthy|all]   (default all)
+# Usage: sample_logs/generate/make_hf_logs.sh [hf|hf-eval|ds|ds-healthy|all]   (default all)
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -79,6 +79,14 @@ if [[ "$WHAT" == hf || "$WHAT" == all ]]; then
     run_log "$OUT_HF" trainer_ddp_nan.log "$VENV_HF" \
         torchrun --standalone --nproc_per_node=2 $T --steps 40 --inject poison --inject-step 20 \
         --inject-ranks 1 --nan-filter on --output-dir "$OD"
+fi
+
+# A healthy run that evaluates every 20 steps: the eval loop's nested tqdm bar (with its cursor-up
+# escapes) and the eval dicts between the training dicts.
+if [[ "$WHAT" == hf || "$WHAT" == all || "$WHAT" == hf-eval ]]; then
+    mkdir -p "$OUT_HF"
+    run_log "$OUT_HF" trainer_healthy_eval.log "$VENV_HF" \
+        python sample_logs/generate/hf_train.py --steps 60 --eval-steps 20 --output-dir "$TMP/hf-out"
 fi
 
 if [[ "$WHAT" == ds || "$WHAT" == all ]]; then
