@@ -16,7 +16,7 @@ import numpy as np
 
 from nanscope.ingest.claimable import Claimable
 from nanscope.ingest.native import NativeLane
-from nanscope.ingest.reader import CHUNK_BYTES, MAX_LINE_BYTES, Claimed, ReadAhead, Source, SyncMark, open_binary, scan_candidates
+from nanscope.ingest.reader import CHUNK_BYTES, MAX_LINE_BYTES, Claimed, HFRun, ReadAhead, Source, SyncMark, open_binary, scan_candidates
 from nanscope.ingest.topology import HEAD_BYTES, learn, local_ranks
 from nanscope.metricsrows import MetricsRows
 from nanscope.ingest.timestamps import parse_ts
@@ -240,6 +240,14 @@ class FileScan:
                 info.event_lines += n
                 formats[found.parser] = formats.get(found.parser, 0) + n
                 yield found
+                continue
+            if found.__class__ is HFRun:  # HF lines read natively after one the lane left per line
+                records.end()
+                key = stream_key(base, name)
+                reach(key, parser_at["hf"])
+                self.held_any = True
+                yield Hold(_hf_progress(found.hf, states[("hf", key)], key, name, base, info,
+                                        tuple(p.name for p in parsers)))
                 continue
             if found.__class__ is SyncMark:
                 yield Sync(found.offset, lineno)

@@ -554,7 +554,7 @@ def _hf_lane_both_ways(log, monkeypatch) -> tuple[list, dict, dict]:
 
     def counting(self, *a):
         got = real_claim(self, *a)
-        taken.append(0 if got is None else len(got[2]))
+        taken.append(sum(len(seg[2]) for seg in got))
         return got
 
     monkeypatch.setattr(HFLane, "claim", counting)
@@ -588,20 +588,35 @@ def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, m
     assert steps["steps"] == 399 and steps["first_step"] == 2 and steps["last_step"] == 400
 
 
-def test_hf_progress_lines_before_a_line_the_lane_does_not_read_are_still_read_natively(tmp_path, monkeypatch):
+def test_hf_progress_lines_around_a_line_the_lane_does_not_read_are_still_read_natively(tmp_path, monkeypatch):
     """A chunk whose HF lines end a training run (the `train_runtime` dict glued to the last bar,
-    from sample_logs/hf) and start another: the lane reads the progress lines up to that line,
-    which and all after it in the chunk go per line, and the dict the lane's last line leaves
-    held is the one the parser releases there; the report is the per-line one."""
+    from sample_logs/hf) and start another: the lane reads the progress lines before and after
+    that line, which alone goes per line between them; the dict the lane's last line before it
+    leaves held is the one the parser releases there, and the report is the per-line one."""
     end = next(ln for ln in (ROOT_PATH / "sample_logs/hf/trainer_nan_filter_off.log").read_bytes().split(b"\n")
                if b"{'train_runtime'" in ln)
     lines = [b"some header line"] + [_hf_bar(i) for i in range(1, 201)] + [end] + [_hf_bar(i) for i in range(1, 120)]
     log = tmp_path / "hf_two_runs.log"
     log.write_bytes(b"\n".join(lines) + b"\n")
     taken, slow, fast = _hf_lane_both_ways(log, monkeypatch)
-    assert sum(taken) == 200
+    assert sum(taken) == 200 + 119
     assert fast == slow
     assert fast["ranks"][0]["steps"] == 200 + 119
+
+
+def test_hf_lines_of_a_run_that_evaluates_are_read_natively_between_its_eval_lines(tmp_path, monkeypatch):
+    """A real Trainer run that evaluates every 20 steps (sample_logs/hf/trainer_healthy_eval.log:
+    nested eval bars, eval dicts), restarted in the same file many times: the lane reads the
+    training lines between every two lines it leaves per line (the eval dicts, the restart's
+    first bar glued to a warning), not only those before the first; the report is the per-line one."""
+    run = (ROOT_PATH / "sample_logs/hf/trainer_healthy_eval.log").read_bytes()
+    log = tmp_path / "evals.log"
+    log.write_bytes(run * 40)
+    taken, slow, fast = _hf_lane_both_ways(log, monkeypatch)
+    assert fast == slow
+    assert fast["ranks"][0]["steps"] == 60 * 40 and not fast["findings"]
+    per_run = sum(1 for ln in run.split(b"\n") if b"{'loss'" in ln)
+    assert sum(taken) >= 0.9 * per_run * 40  # (the lines the lane reads: nearly every training dict)
 
 
 def test_vllm_stats_between_trainer_steps_take_the_per_line_step_without_cutting_the_rows(tmp_path, monkeypatch):

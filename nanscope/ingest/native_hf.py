@@ -88,39 +88,46 @@ class HFLane:
         self._keywords = tuple({k for p in self.parsers for k in p.keywords})  # the prefilter's words
         self._rules = {r.name: r for r in hf.rules}
 
-    def claim(self, cand, rest: np.ndarray, lines: list, kinds: list, max_line: int) -> Optional[tuple]:
+    def claim(self, cand, rest: np.ndarray, lines: list, kinds: list, max_line: int) -> list:
         """The chunk's HF progress lines among cand[rest] (`lines` their bytes, `kinds` their
-        (keywords, plain) from Prefilter.sort), up to its first hf line this lane does not read
-        (a dict alone, a bar with text glued to it, the `train_runtime` dict): (their columns,
-        their texts, their indices into rest), or None when that is the first. The lines from
-        there on stay per line: the pipeline takes the lane's lines before the chunk's per-line
-        candidates, so the dict the last one leaves held is the one the hf parser holds when it
-        reads the next hf line. Lines a step reader took never touch the hf parser's state."""
+        (keywords, plain) from Prefilter.sort) that this lane reads, in segments: each ends at an
+        hf line the lane does not read (a dict alone, a bar with text glued to it, an eval dict,
+        the `train_runtime` dict, the start of a restarted run), which stays per line between two
+        segments. Each segment: (its columns, its texts, its indices into rest, whether an hf line
+        the lane left comes before it). The pipeline hands out the first segment, when none comes
+        before it, ahead of the chunk's per-line candidates and each other one in line order among
+        them (reader._runs), so the dict a segment leaves held is the one the hf parser holds when
+        it reads the next hf line. Lines a step reader took never touch the hf parser's state."""
         if not self.ok:
-            return None
+            return []
         mine = self._mine
         for kind in set(kinds):  # (a batch holds a few kinds of lines)
             if kind[0] not in mine:
                 mine[kind[0]] = any(w in self.words for w in kind[0])
         hfish = [i for i, kind in enumerate(kinds) if mine[kind[0]]]
         if not hfish:
-            return None
+            return []
         pa, pc, pool = _arrow()
         at = np.array(hfish, dtype=np.int64)
         sub = pc.take(cand, pa.array(rest[at]), memory_pool=pool)
         ok = sliced(pc.match_substring_regex, sub, _LINE_NOCAP, memory_pool=pool).to_numpy(zero_copy_only=False)
         mine_at: list = []
         shapes = []
+        cuts: list = []  # (where in mine_at a segment starts, whether a line left per line is before it)
+        left = False
         for j, i in enumerate(hfish):
             shape = self._verified(lines[i].translate(DIGIT0), lines[i]) if ok[j] and not (
                 max_line and len(lines[i]) > max_line) else None
             if shape is not None:
+                if not cuts or left:
+                    cuts.append((len(mine_at), left))
+                left = False
                 mine_at.append(j)
                 shapes.append(shape)
             elif not self._elsewhere(lines[i]):
-                break  # (this line and the rest of the chunk's hf lines go per line)
+                left = True  # (this line stays per line: the segment after it starts anew)
         if not mine_at:
-            return None
+            return []
         if len(mine_at) < len(hfish):
             at = at[mine_at]
             sub = pc.take(sub, pa.array(mine_at, type=pa.int64()), memory_pool=pool)
@@ -141,7 +148,10 @@ class HFLane:
             vals = floats(values[k])
             cols[name] = vals
             cols[f"raw_fields.{k}"] = vals
-        return cols, Lines(sub), at
+        texts = Lines(sub)
+        ends = [c for c, _ in cuts[1:]] + [len(at)]
+        return [({k: v[a:b] for k, v in cols.items()}, texts.slice(a, b - a), at[a:b], after)
+                for (a, after), b in zip(cuts, ends)]
 
     def _elsewhere(self, row: bytes) -> bool:
         """Is this a line of another stream than the input's own (a rank's `11: Train: 5%|...`),

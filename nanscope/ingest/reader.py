@@ -538,11 +538,15 @@ class Prefilter:
         rest_lines = (cand if len(rest) == n else _take(cand, rest)).to_pylist()
         kinds = [self.sort(line) for line in rest_lines]  # (found keywords, plain)
         keep = np.ones(len(rest), dtype=bool)
-        hf = None
+        hf = None  # the lane's first segment of HF lines, when no hf line left per line is before it
+        hf_runs: list = []  # its other segments, handed out in line order among the per-line candidates
         if lane is not None and lane.hf.ok:
-            hf = lane.hf.claim(cand, rest, rest_lines, kinds, max_line)
-            if hf is not None:
-                keep[hf[2]] = False
+            for cols, texts, at_hf, after in lane.hf.claim(cand, rest, rest_lines, kinds, max_line):
+                keep[at_hf] = False
+                if hf is None and not after and not hf_runs:
+                    hf = (cols, texts, at_hf)
+                else:
+                    hf_runs.append(HFRun(lns[rest[at_hf]], cols, texts))
         learn: list = []
         groups: dict = {}
         for i, (f, plain) in enumerate(kinds):
@@ -592,8 +596,8 @@ class Prefilter:
             out_lines = [out_lines[i] for i in order]
             out_found = [out_found[i] for i in order]
         out_idx = lns[pos].tolist()
-        if made:
-            return (*_runs(out_idx, out_lines, out_found, made), payload)
+        if made or hf_runs:
+            return (*_runs(out_idx, out_lines, out_found, made + hf_runs), payload)
         return out_idx, out_lines, out_found, payload
 
     def _warm(self, cand, rest: "Any", lane: Any, found: list) -> "Any":
@@ -944,6 +948,22 @@ class Claimed:
         self.payload = payload
 
 
+class HFRun:
+    """The `found` slot of an item that carries a segment of HF progress lines the lane read
+    (native_hf.HFLane.claim) after an hf line it left per line: (their line numbers, columns,
+    texts), handed out at its first line among the per-line candidates, as one item (_runs sees
+    a run of one row there, so it never cuts it)."""
+
+    __slots__ = ("hf", "lines")
+
+    def __init__(self, lns: Any, cols: dict, texts: Any):
+        self.hf = (lns, cols, texts)
+        self.lines = lns[:1]
+
+    def __len__(self) -> int:
+        return 1
+
+
 class _Held:
     """Candidates of consecutive big regions, not yet handed to the native lane: it takes them
     CLAIM_BYTES of input at a time (fewer when the candidates reach CLAIM_CANDIDATES bytes: a log
@@ -1122,7 +1142,7 @@ def _per_line(idx: list, cands: list, found: list, prefilter: Prefilter, info: I
     \r or NUL in it is split into its pieces (each with its own keywords), an over-long one cut."""
     term = _TERMINATOR.split
     for ln, line, f in zip(idx, cands, found):
-        if f.__class__ is MetricsRows:
+        if f.__class__ is MetricsRows or f.__class__ is HFRun:
             yield ln, line, f
             continue
         if b"\r" in line or b"\x00" in line:
