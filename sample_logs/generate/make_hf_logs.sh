@@ -17,7 +17,7 @@
 #       && $VENV_HF/bin/pip install transformers accelerate
 #   python3 -m venv $VENV_DS && $VENV_DS/bin/pip install torch==2.13.0 \
 #       && echo torch==2.13.0 > pin.txt && $VENV_DS/bin/pip install deepspeed -c pin.txt
-# Usage: sample_logs/generate/make_hf_logs.sh [hf|hf-eval|ds|ds-healthy|all]   (default all)
+# Usage: sample_logs/generate/make_hf_logs.sh [hf|hf-eval|hf-long|ds|ds-healthy|all]   (default all)
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -87,6 +87,14 @@ if [[ "$WHAT" == hf || "$WHAT" == all || "$WHAT" == hf-eval ]]; then
     mkdir -p "$OUT_HF"
     run_log "$OUT_HF" trainer_healthy_eval.log "$VENV_HF" \
         python sample_logs/generate/hf_train.py --steps 60 --eval-steps 20 --output-dir "$TMP/hf-out"
+fi
+
+# A longer healthy run (1000 steps, eval every 100): once the loss is small, batch 8's per-step loss
+# has one-step outliers many times its median that come straight back (no spike that stays up).
+if [[ "$WHAT" == hf || "$WHAT" == all || "$WHAT" == hf-long ]]; then
+    mkdir -p "$OUT_HF"
+    run_log "$OUT_HF" trainer_healthy_long_eval.log "$VENV_HF" \
+        python sample_logs/generate/hf_train.py --steps 1000 --eval-steps 100 --output-dir "$TMP/hf-out"
 fi
 
 if [[ "$WHAT" == ds || "$WHAT" == all ]]; then

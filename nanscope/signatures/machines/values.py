@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from nanscope.errors import SignatureError
 from nanscope.model import Event
 from nanscope.signatures.machines.base import Emit, Machine, field_getter, field_vector, resolve
 
@@ -51,7 +52,12 @@ class _ValueMachine(Machine):
 
 
 class Spike(_ValueMachine):
-    """A finite value more than `factor` times the median of the previous `window` values.
+    """A finite value more than `factor` times the median of the previous `window` values; with
+    `hold`, only when the median of the `hold` values after it is still above that (or the input
+    ends first), or with `returned` only when it is back at or below it: a small batch's per-step
+    loss is noisy enough to reach many times its median for one step and come straight back (a
+    real HF Trainer run, batch 8, has such one-step outliers up to 28 times its median), while a
+    spike that hurt the weights stays up.
 
     With fewer than `min_history` values before it (an excerpt, a log that prints every few hundred
     steps), a value counts only with `short_factor` set: at least `short_factor` times the median of
@@ -63,7 +69,7 @@ class Spike(_ValueMachine):
     name = "spike"
     PARAMS = {"field": (True, "str"), "factor": (False, "float"), "window": (False, "int"),
               "min_history": (False, "int"), "when": (False, "condition"), "short_factor": (False, "float"),
-              "short_grad_factor": (False, "float")}
+              "short_grad_factor": (False, "float"), "hold": (False, "int"), "returned": (False, "bool")}
 
     def __init__(self, sig_id: str, spec: dict):
         super().__init__(sig_id, spec)
@@ -72,9 +78,14 @@ class Spike(_ValueMachine):
         self.min_history = int(self.num("min_history", 10))
         self.short_factor = float(self.num("short_factor", 0.0))  # 0: no spike before min_history
         self.short_grad_factor = float(self.num("short_grad_factor", 100.0))
+        self.hold = int(self.num("hold", 0))  # 0: a spike counts at once
+        self.returned = spec.get("returned", False)
+        if not isinstance(self.returned, bool) or (self.returned and self.hold <= 0):
+            raise SignatureError("'returned' is true or false, and needs 'hold'")
 
     def _state(self, stream: Any) -> dict:
-        return self.state.setdefault(stream, {"hist": deque(maxlen=self.window), "cool": 0, "grads": []})
+        return self.state.setdefault(stream, {"hist": deque(maxlen=self.window), "cool": 0, "grads": [],
+                                              "pending": None})
 
     def _short(self, st: dict, ev: Event, v: float, emit: Emit) -> None:
         """The check of a value with a short history (see the class doc)."""
@@ -96,20 +107,52 @@ class Spike(_ValueMachine):
     def feed_value(self, ev: Event, v: float, emit: Emit) -> None:
         st = self._state(ev.stream)
         hist = st["hist"]
-        if len(hist) < self.min_history and self.short_factor > 0:
+        if st["pending"] is not None:  # a value after a spike that waits for `hold` of them
+            st["pending"][3].append(v)
+            if len(st["pending"][3]) >= self.hold:
+                self._decide(st, emit)
+        elif len(hist) < self.min_history and self.short_factor > 0:
             self._short(st, ev, v, emit)
         elif st["cool"] > 0:
             st["cool"] -= 1
         elif len(hist) >= self.min_history:
             med = statistics.median(hist)
             if med > 0 and v > self.factor * med:
-                emit(self.match(ev, [ev], value=v, baseline=med, ratio=v / med))
-                st["cool"] = self.window
+                if self.hold:
+                    st["pending"] = [ev, v, med, []]
+                else:
+                    emit(self.match(ev, [ev], value=v, baseline=med, ratio=v / med))
+                    st["cool"] = self.window
         hist.append(v)
+
+    def _decide(self, st: dict, emit: Emit) -> bool:
+        """A spike held for the values after it: reported if they stay up (or there are none: the
+        input ended at it); with `returned`, only if they came back within the trend (a lone
+        outlier)."""
+        ev, v, med, after = st["pending"]
+        st["pending"] = None
+        back = bool(after) and statistics.median(after) <= self.factor * med
+        if back != self.returned:
+            return False
+        emit(self.match(ev, [ev], value=v, baseline=med, ratio=v / med))
+        st["cool"] = max(0, self.window - len(after))
+        return True
+
+    def finish(self, emit: Emit) -> None:
+        for st in self.state.values():
+            if st["pending"] is not None:
+                self._decide(st, emit)
 
     def feed_values(self, b: Any, rows: Any, xs: Any, emit: Emit) -> None:
         st = self._state(b.stream)
         hist = st["hist"]
+        taken = 0  # the first values, the ones a spike held from the batch before waits for
+        if st["pending"] is not None:
+            taken = min(len(xs), self.hold - len(st["pending"][3]))
+            st["pending"][3].extend(xs[:taken].tolist())
+            if len(st["pending"][3]) >= self.hold:
+                self._decide(st, emit)
+            st["cool"] += taken  # (skipped below as the values the cool-down skips)
         if self.short_factor > 0 and len(hist) < self.min_history:
             # the first values of a stream, one by one (at most min_history of them)
             k = min(len(xs), self.min_history - len(hist))
@@ -142,12 +185,20 @@ class Spike(_ValueMachine):
             cand = np.nonzero((have >= self.min_history) & (med > 0) & (xs > self.factor * med))[0]
         free = st["cool"]  # the first index checked again
         for j in cand.tolist():
-            if j < free:
+            if j < free or st["pending"] is not None:
                 continue
             v, base = float(xs[j]), float(med[j])
             ev = b.event(int(rows[j]))
-            emit(self.match(ev, [ev], value=v, baseline=base, ratio=v / base))
-            free = j + w + 1
+            if not self.hold:
+                emit(self.match(ev, [ev], value=v, baseline=base, ratio=v / base))
+                free = j + w + 1
+                continue
+            after = xs[j + 1: j + 1 + self.hold].tolist()
+            st["pending"] = [ev, v, base, after]
+            if len(after) < self.hold:
+                free = m  # (the next batch's first values decide it)
+                continue
+            free = j + 1 + (w if self._decide(st, emit) else self.hold)
         st["cool"] = max(0, free - m)
         hist.clear()
         hist.extend(allv[-w:].tolist())
