@@ -131,8 +131,12 @@ _CLASSIFY = [
     # one_graph or config.fail_on_recompile_limit_hit): FailOnRecompileLimitHit (torch >= 2.5; 2.3-2.4
     # FailOnCacheLimitHit), "recompile_limit reached with fullgraph=True. Excessive recompilations ...",
     # "cache_size_limit reached, because fail_on_recompile_limit_hit = True this is a HARD failure",
-    # "Hard failure due to fullgraph=True".
-    (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"), "compile_failed"),
+    # "Hard failure due to fullgraph=True". The same limit reached inside a fullgraph frame raises dynamo's
+    # Unsupported subclass CacheLimitExceeded ("cache_size_limit reached", torch 2.2-2.5), renamed
+    # RecompileLimitExceeded with config.recompile_limit (torch >= 2.6; torch/_dynamo/exc.py).
+    # torch_npu's triton_heuristics raises Exception("Triton compilation failed") when no config compiles.
+    (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"
+                r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b"), "compile_failed"),
     # torch/csrc/autograd/saved_variable.cpp SavedVariable::unpack, every release since 0.4 (1.x+ appends
     # ": [torch.cuda.FloatTensor [4, 512]], which is output 0 of XBackward0, is at version 2; expected version 1
     # instead. Hint: ..."): a tensor saved for the backward pass was modified in place after it was saved.
@@ -434,6 +438,9 @@ def _exception(m, rec, state):
     if tb is None and not msg:
         return None  # a bare word like "ValueError" on its own line is not an exception report
     kind = classify(exc_type, msg, frame, saving)
+    shown = state.pop("notebook_exc", None)
+    if kind == "compile_failed" and shown is not None and shown[0] == exc_type.rsplit(".", 1)[-1]:
+        return _release(state)  # the notebook header already reported this exception
     fields = {"traceback_line": tb, "raised_in": frame or None} if tb else None
     if tb and thread is not None:
         fields["thread"] = thread
@@ -716,12 +723,47 @@ def _short_detail(detail: str) -> str:
     return re.split(r" (?:There are some potential root causes|Some common causes include)", detail)[0]
 
 
-# BackendCompilerFailed and FailOn{Recompile,Cache}LimitHit do not end in Error: their lines are read by
-# the exception builder all the same.
-_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit"),
-                       LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*(?:BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit))"
+# BackendCompilerFailed, FailOn{Recompile,Cache}LimitHit and {Cache,Recompile}LimitExceeded do not end in
+# Error: their lines are read by the exception builder all the same.
+_COMPILE_TYPES = r"BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit|(?:Cache|Recompile)LimitExceeded"
+_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit", "LimitExceeded"),
+                       LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*(?:" + _COMPILE_TYPES + r"))"
                        r"(?::[ \t]*(?P<msg>.*))?$",
                        match_start=True)(_exception.build)
+
+
+# IPython / Jupyter print an uncaught exception as a rule of dashes, then the exception's class padded to a
+# column and `Traceback (most recent call last)` (IPython/core/ultratb.py VerboseTB.prepare_header), the frames
+# (`Cell In[5], line 3`, `File ~/...py:120, in f(x)`), and only then `Type: message`. A paste cut before that
+# last line still names the class in the header. For torch.compile's own exceptions the class is the whole
+# diagnosis (their message adds nothing the class does not say), so the header is reported; the final line
+# of the same exception, when it follows, is then not reported a second time.
+@rule("notebook-compile-header", ("BackendCompilerFailed", "InductorError", "LimitHit", "LimitExceeded"),
+      r"^(?P<type>(?:\w+\.)*(?:" + _COMPILE_TYPES + r"|InductorError))[ ]{2,}Traceback \(most recent call last\)",
+      match_start=True)
+def _notebook_compile_header(m, rec, state):
+    exc_type = m.group("type")
+    out = _release(state)
+    state["notebook_exc"] = (exc_type.rsplit(".", 1)[-1], rec.loc.line)
+    what = " (dynamo reached its recompile limit)" if "Limit" in exc_type else ""
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
+                          message=f"{exc_type}{what}, raised in a notebook cell", exc_type=exc_type))
+    return out
+
+
+# torch/_inductor/runtime/triton_heuristics.py CachingAutotuner._precompile_config (torch 2.1+): when
+# triton.compile raises, inductor logs `log.exception("Triton compilation failed: %s\n%s\nmetadata: %s",
+# kernel_name, fn.src, compile_meta)` and re-raises. The kernel name ends the first line, e.g.
+# `E0429 11:10:24.821000 558924 ...triton_heuristics.py:539] [0/0] Triton compilation failed: triton_red_fused_...`;
+# the kernel source follows on the next lines.
+@rule("triton-compile-failed", ("Triton compilation failed: ",),
+      r"(?<![\w\\])Triton compilation failed: (?P<kernel>[A-Za-z_]\w*)[ \t]*$")
+def _triton_compile_failed(m, rec, state):
+    out = _release(state)
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
+                          message=f"inductor could not compile the Triton kernel {m.group('kernel')}",
+                          fields={"kernel": m.group("kernel")}))
+    return out
 
 
 PARSER = Parser(
@@ -729,7 +771,8 @@ PARSER = Parser(
     framework="python",
     priority=80,
     description="Python tracebacks and exception lines",
-    rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _ray_actor_name,
+    rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
+           _triton_compile_failed, _compile_raised, _ray_actor_name,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _exception,
            _weights_only_bare, _extension_bare],
 )

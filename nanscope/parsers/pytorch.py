@@ -23,6 +23,10 @@ is not one. Examples, all seen in real scripts:
                                           Learning-to-See-in-the-Dark and its forks: bare counts, then
                                           nothing but pairs; two counts are epoch and batch, and the
                                           batch restarts each epoch, so the line is numbered in order)
+  2018-03-23 15:40:22,720:INFO: train loss:nan
+                                          (`logger.info("train loss:{}".format(loss))` under a logging
+                                          stamp: a record that is a loss and nothing else is a step line;
+                                          it has no counter, its place in the log orders it)
 """
 
 from __future__ import annotations
@@ -83,6 +87,25 @@ def only_pairs(text: str) -> bool:
     return _PAIRS_ONLY_REST.fullmatch(PAIR.sub("", text)) is not None
 
 
+# A Python logging stamp in front of a record: asctime (`%Y-%m-%d %H:%M:%S,mmm`, optionally in brackets), then
+# an optional levelname and logger name, joined by the `:`, ` - `, ` | ` or spaces people put in their formats:
+# `2018-03-23 15:40:22,720:INFO: `, `2021-08-07 02:16:27 - INFO - __main__ - `, `[2024-01-02 10:00:00] INFO: `.
+_LOG_STAMP = re.compile(
+    r"^[ \t]*\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?"
+    r"(?:[ \t]*(?:[:|-][ \t]*)?\[?(?:DEBUG|INFO|WARNING|WARN)\]?)?(?:[ \t]*(?:[:|-][ \t]*)?[A-Za-z_][\w.]*(?=[ \t]*[:|-][ \t]))?"
+    r"[ \t]*[:|-]?[ \t]*")
+
+
+def _loss_record(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]:
+    """{"loss": 0} for a logging record whose whole message is one loss pair (`train loss:nan`), else None."""
+    if len(keys) != 1 or keys[0] not in LOSS_KEYS:
+        return None
+    stamp = _LOG_STAMP.match(text)
+    if stamp is None or stamp.end() == 0 or not only_pairs(text[stamp.end():]):
+        return None
+    return {"loss": 0}
+
+
 @rule("step-line", ("loss", "Loss", "LOSS", "xent:"), PAIR.pattern, re.I)
 def _step(m: "re.Match[str]", rec, state):
     fields: dict[str, str] = {}
@@ -91,7 +114,7 @@ def _step(m: "re.Match[str]", rec, state):
     keys = list(fields)
     lead = _lead(rec.text)
     where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(rec.text) else None)
-             or (classify(keys + ["step"]) if lead is not None else None))
+             or (classify(keys + ["step"]) if lead is not None else None) or _loss_record(rec.text, keys))
     if where is None:
         return None
     vals = list(fields.values())
