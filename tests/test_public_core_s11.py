@@ -109,3 +109,88 @@ def test_a_loss_that_is_a_whole_logging_record_is_read_and_its_nan_run_found(tmp
 def test_the_same_records_with_finite_losses_are_clean(tmp_path):
     assert ids(diagnose(tmp_path, SEQ_TAGGING[:5])) == []
 
+
+
+# Round 2: three classes that had no signature. The shapes / dtypes in the message are the diagnosis.
+
+def test_a_linear_layer_sized_for_another_width_is_a_shape_mismatch_not_a_generic_exception(tmp_path):
+    # thu-ml/TurboDiffusion#62
+    r = diagnose(tmp_path, [
+        '  File "/root/miniconda3/envs/comfy/lib/python3.10/site-packages/torch/nn/modules/linear.py", line 125, in forward',
+        "    return F.linear(input, self.weight, self.bias)",
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (77x768 and 4096x5120)",
+    ])
+    assert ids(r) == ["tensor-shape-mismatch"]
+    assert "(77x768 and 4096x5120)" in r.findings[0].summary
+
+
+def test_a_loss_whose_labels_have_another_batch_size_after_a_trained_epoch_is_a_shape_mismatch(tmp_path):
+    # xinge008/Cylinder3D#128: the epoch trains, its last (partial) batch fails in cross_entropy
+    r = diagnose(tmp_path, [
+        "  0%|          | 0/1136 [00:00<?, ?it/s]epoch 0 iter     0, loss: 4.095",
+        "",
+        " 88%|████████▊ | 1000/1136 [22:35<02:54,  1.29s/it]epoch 0 iter  1000, loss: 1.071",
+        "",
+        "100%|█████████▉| 1135/1136 [25:31<00:01,  1.11s/it]Traceback (most recent call last):",
+        '  File "train_cylinder_asym.py", line 167, in <module>',
+        "    main(args)",
+        '  File "/home/USER/anaconda3/envs/pytorch/lib/python3.7/site-packages/torch/nn/functional.py", line 2998, in '
+        "cross_entropy",
+        "    return torch._C._nn.cross_entropy_loss(input, target, weight, _Reduction.get_enum(reduction), ignore_index, "
+        "label_smoothing)",
+        "ValueError: Expected input batch_size (4) to match target batch_size (1).",
+    ])
+    assert ids(r) == ["tensor-shape-mismatch"]
+
+
+def test_a_checkpoint_of_other_shapes_stays_state_dict_mismatch(tmp_path):
+    # the state-dict line names "size mismatch for <param>": not an op's operands
+    r = diagnose(tmp_path, [
+        "RuntimeError: Error(s) in loading state_dict for InteractE:",
+        "        size mismatch for conv_filt: copying a param with shape torch.Size([96, 1, 11, 11]) from checkpoint, "
+        "the shape in current model is torch.Size([96, 1, 9, 9]).",
+    ])
+    assert ids(r) == ["state-dict-mismatch"]
+
+
+def test_a_float_only_extension_kernel_under_bf16_is_a_dtype_mismatch(tmp_path):
+    # OpenGVLab/DCNv4#24
+    r = diagnose(tmp_path, [
+        'DCNv4/functions/dcnv4_func.py", line 125, in backward',
+        "ext.dcnv4_backward(*args)",
+        "RuntimeError: expected scalar type Float but found BFloat16",
+    ])
+    assert ids(r) == ["dtype-mismatch"]
+
+
+def test_ignite_logging_the_exception_without_its_type_still_names_the_class_once(tmp_path):
+    # Chenrj233/LMEDR#8: ignite's two records of one exception
+    r = diagnose(tmp_path, [
+        "Current run is terminating due to exception: Expected object of scalar type Long but got scalar type Int for "
+        "argument #2 'target' in call to _thnn_nll_loss_forward",
+        "Engine run is terminating due to exception: Expected object of scalar type Long but got scalar type Int for "
+        "argument #2 'target' in call to _thnn_nll_loss_forward",
+    ])
+    assert ids(r) == ["dtype-mismatch"]
+    assert len(r.findings[0].evidence) == 1
+
+
+def test_conv_input_and_weight_on_two_devices_stay_device_mismatch(tmp_path):
+    # kyegomez/LiqudNet#7 (the device-mismatch signature's own example)
+    r = diagnose(tmp_path, [
+        "    return F.conv2d(input, weight, bias, self.stride,",
+        "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same",
+    ])
+    assert ids(r) == ["device-mismatch"]
+
+
+def test_the_dataloader_timing_out_is_its_own_failure_not_a_dead_worker(tmp_path):
+    # pytorch/pytorch#68643
+    r = diagnose(tmp_path, [
+        '  File "/usr/local/miniconda/envs/build/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1139, '
+        "in _get_data",
+        "    raise RuntimeError('DataLoader timed out after {} seconds'.format(self._timeout))",
+        "RuntimeError: DataLoader timed out after 5 seconds",
+    ])
+    assert ids(r) == ["dataloader-timeout"]
+    assert int(api.exit_code(r)) == 1  # findings, not "all retryable infrastructure faults" (3): the workers are stuck

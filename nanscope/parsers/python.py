@@ -218,6 +218,65 @@ _CLASSIFY = [
     # implementation for this GPU's architecture (pre-Ampere, or a GPU newer than the build knows: sm_120 in builds
     # that predate Blackwell). A library that only warns and falls back prints it as a warning, not an exception.
     (re.compile(r"FlashAttention only supports (?:Ampere|Turing) GPUs or newer"), "cuda_arch_unsupported"),
+    # The operands of an op do not have shapes that fit: the model's code or its input is wrong, the same way on
+    # every run. ATen's shape checks, by op:
+    #  - aten/src/ATen/native/LinearAlgebra.cpp addmm / mm (torch >= 1.9): "mat1 and mat2 shapes cannot be
+    #    multiplied (AxB and CxD)"; 1.x THC/TH: "size mismatch, m1: [A x B], m2: [C x D] at ...";
+    #    torch/_meta_registrations.py (fake tensors under torch.compile): "a and b must have same reduction dim,
+    #    but got [A, B] X [C, D].";
+    #  - aten/src/ATen/ExpandUtils.cpp infer_size: "The size of tensor a (A) must match the size of tensor b (B)
+    #    at non-singleton dimension D" (elementwise ops); expand: "The expanded size of the tensor (A) must match
+    #    the existing size (B) at non-singleton dimension D.";
+    #  - aten/src/ATen/native/Convolution.cpp check_input_shape_forward: "Given groups=G, weight of size [..],
+    #    expected input[..] to have C channels, but got K channels instead" (also "Given transposed=1, weight of
+    #    size ..."); the input's rank: "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of
+    #    size: [..]" (torch >= 1.11), "Expected 4-dimensional input for 4-dimensional weight [..], but got
+    #    3-dimensional input of size [..] instead" (1.x);
+    #  - aten/src/ATen/native/LossNLL.cpp (and torch/nn/functional.py nll_loss of 1.x): "Expected input batch_size
+    #    (A) to match target batch_size (B)."; torch/nn/functional.py binary_cross_entropy_with_logits: "Target
+    #    size (torch.Size([..])) must be the same as input size (torch.Size([..]))"; binary_cross_entropy (torch
+    #    >= 1.x ValueError): "Using a target size (..) that is different to the input size (..) is deprecated.
+    #    Please ensure they have the same size.";
+    #  - aten/src/ATen/InferSize.h infer_size_impl (view / reshape): "shape '[..]' is invalid for input of size N";
+    #  - aten/src/ATen/native/TensorShape.cpp cat: "Sizes of tensors must match except in dimension D. Expected
+    #    size A but got size B for tensor number I in the list." (1.x: "... Got A and B in dimension D").
+    # Not load_state_dict's "size mismatch for <param>: copying a param with shape" (state_dict_mismatch above).
+    (re.compile(r"mat1 and mat2 shapes cannot be multiplied \(|\bsize mismatch, m1: \["
+                r"|a and b must have same reduction dim, but got \["
+                r"|The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at non-singleton dimension"
+                r"|The expanded size of the tensor \(-?\d+\) must match the existing size \(\d+\) at non-singleton dimension"
+                r"|weight of size \[[\d, ]*\], expected input\[[\d, ]*\] to have \d+ channels, but got \d+ channels instead"
+                r"|Expected \dD \(unbatched\) or \dD \(batched\) input to \w+, but got input of size"
+                r"|Expected \d-dimensional input for \d-dimensional weight \["
+                r"|Expected input batch_size \(\d+\) to match target batch_size \(\d+\)"
+                r"|Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same as input size"
+                r"|Using a target size \(torch\.Size\(\[[\d, ]*\]\)\) that is different to the input size \(torch\.Size\(\[[\d, ]*\]\)\) is deprecated"
+                r"|shape '\[[-\d, ]*\]' is invalid for input of size \d+"
+                r"|Sizes of tensors must match except in dimension \d+"), "tensor_shape_mismatch"),
+    # The operands of an op have different dtypes (an fp32 input into a bf16/fp16 model, float class labels, an
+    # extension kernel that dispatches float only under autocast). ATen: "expected scalar type Half but found
+    # Float" (c10 / TensorIterator checks, every release; the inverse order on some ops); torch 2.0 addmm:
+    # "expected m1 and m2 to have the same dtype, but got: float != c10::Half" (2.1+: "expected mat1 and mat2 to
+    # have the same dtype, but got: ..."); aten/src/ATen/native/LinearAlgebra.cpp (2.0+): "mat1 and mat2 must have
+    # the same dtype" (2.2+: ", but got Float and Half"), bmm: "self and mat2 must have the same dtype"; the 1.x
+    # TH argument check: "Expected object of scalar type Long but got scalar type Float for argument #2 'target'
+    # in call to _thnn_nll_loss_forward"; aten/src/ATen/TensorUtils.cpp checkScalarType(s): "Expected tensor for
+    # argument #1 'indices' to have (one of the following )scalar type(s): Long, Int; but got
+    # torch.cuda.FloatTensor instead (while checking arguments for embedding)"; torch/csrc/autograd/engine.cpp
+    # validate_outputs: "Found dtype Double but expected Float" (a backward that returns another dtype);
+    # TensorIterator: "result type Float can't be cast to the desired output type Long" (an in-place op or out=).
+    # Convolution's "Input type (A) and weight type (B) should be the same" with both on one device: classify().
+    (re.compile(r"\bexpected scalar type \w+ but found \w+"
+                r"|\bexpected (?:m1 and m2|mat1 and mat2) to have the same dtype"
+                r"|\b(?:mat1 and mat2|self and mat2) must have the same dtype"
+                r"|Expected object of scalar type \w+ but got scalar type \w+ for argument"
+                r"|Expected tensor for argument #\d+ '\w+' to have (?:scalar type \w+|one of the following scalar types: [\w, ]+); but got \S+ instead"
+                r"|\bFound dtype \w+ but expected \w+"
+                r"|\bresult type \w+ can't be cast to the desired output type \w+", re.I), "dtype_mismatch"),
+    # torch/utils/data/dataloader.py _MultiProcessingDataLoaderIter._try_get_data with timeout > 0 (every
+    # release; f-string since 1.x, .format before): "DataLoader timed out after {self._timeout} seconds": no
+    # worker delivered the next batch within the DataLoader's timeout.
+    (re.compile(r"DataLoader timed out after \d+(?:\.\d+)? seconds"), "dataloader_timeout"),
 ]
 
 
@@ -292,6 +351,8 @@ def classify(exc_type: str, message: str, frame: str = "", saving: bool = False)
             return kind
     if _device_pair(message):
         return "device_mismatch"
+    if _TYPE_PAIR.search(message):
+        return "dtype_mismatch"  # both on one device (or named by dtype only): the dtypes differ
     if frame and _CHECKPOINT_FRAMES.search(frame) and exc_type.rsplit(".", 1)[-1] in (
             "EOFError", "UnpicklingError", "RuntimeError", "OSError", "ValueError", "SafetensorError"):
         return "checkpoint_save_failed" if saving else "checkpoint_corrupt"
@@ -751,6 +812,23 @@ def _notebook_compile_header(m, rec, state):
     return out
 
 
+# pytorch-ignite ignite/engine/engine.py Engine._internal_run (and _run_once_on_dataset in 0.4):
+# `self.logger.error(f"Engine run is terminating due to exception: {e}")` (0.4.x also "Current run is terminating
+# due to exception: {e}"), then the exception is re-raised. The record carries str(e) without the type, so the
+# message alone classifies it; the two records of one exception report one failure.
+@rule("ignite-terminating", ("run is terminating due to exception: ",),
+      r"\b(?:Engine|Current) run is terminating due to exception: (?P<msg>\S.*)$")
+def _ignite_terminating(m, rec, state):
+    msg = m.group("msg").strip()
+    if state.get("ignite_msg") == msg:
+        return None
+    state["ignite_msg"] = msg
+    out = _release(state)
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="ignite", error=classify("", msg), message=msg,
+                          fields={"source": "ignite"}))
+    return out
+
+
 # torch/_inductor/runtime/triton_heuristics.py CachingAutotuner._precompile_config (torch 2.1+): when
 # triton.compile raises, inductor logs `log.exception("Triton compilation failed: %s\n%s\nmetadata: %s",
 # kernel_name, fn.src, compile_meta)` and re-raises. The kernel name ends the first line, e.g.
@@ -772,7 +850,7 @@ PARSER = Parser(
     priority=80,
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
-           _triton_compile_failed, _compile_raised, _ray_actor_name,
+           _triton_compile_failed, _ignite_terminating, _compile_raised, _ray_actor_name,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _exception,
            _weights_only_bare, _extension_bare],
 )
