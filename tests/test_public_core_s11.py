@@ -194,3 +194,72 @@ def test_the_dataloader_timing_out_is_its_own_failure_not_a_dead_worker(tmp_path
     ])
     assert ids(r) == ["dataloader-timeout"]
     assert int(api.exit_code(r)) == 1  # findings, not "all retryable infrastructure faults" (3): the workers are stuck
+
+
+# Round 3: a CPU-only torch, host memory in Windows' and c10's wordings, two autograd misuses with no signature.
+
+def test_a_cpu_only_torch_asked_for_cuda_is_no_usable_gpu(tmp_path):
+    # EagleW/Describing_a_Knowledge_Base#8
+    r = diagnose(tmp_path, [
+        '  File "C:\\Users\\Anaconda3\\lib\\site-packages\\torch\\cuda\\__init__.py", line 210, in _lazy_init',
+        '    raise AssertionError("Torch not compiled with CUDA enabled")',
+        "AssertionError: Torch not compiled with CUDA enabled",
+    ])
+    assert ids(r) == ["cuda-no-device"]
+
+
+def test_the_raise_line_alone_is_not_the_exception(tmp_path):
+    # the source line of the raise quotes the message; only the exception line reports it (asafamr/bertwsi#1)
+    assert ids(diagnose(tmp_path, ['raise AssertionError("Torch not compiled with CUDA enabled")'])) == []
+
+
+def test_windows_commit_limit_is_host_memory_in_any_language(tmp_path):
+    # thu-ml/tianshou#297 and yassouali/pytorch-segmentation#118 (a Chinese Windows)
+    for line in ("OSError: [WinError 1455] The paging file is too small for this operation to complete",
+                 'OSError: [WinError 1455] 页面文件太小，无法完成操作。 Error loading "F:\\anaconda3\\envs\\pytorch\\lib\\'
+                 'site-packages\\torch\\lib\\caffe2_detectron_ops_gpu.dll" or one of its dependencies.'):
+        assert ids(diagnose(tmp_path, [line])) == ["host-oom"], line
+
+
+def test_c10s_cpu_allocator_in_its_windows_wording_is_host_memory(tmp_path):
+    # Comfy-Org/Nvidia_RTX_Nodes_ComfyUI#13
+    r = diagnose(tmp_path, ["RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough "
+                            "memory: you tried to allocate 31850496000 bytes."])
+    assert ids(r) == ["host-oom"]
+
+
+def test_backward_of_a_per_gpu_loss_is_its_own_failure(tmp_path):
+    # WisconsinAIVision/MaskPoint#7
+    r = diagnose(tmp_path, [
+        "2023-03-16 18:37:25,684 - pretrain_shapenet - INFO - Using Data parallel ...",
+        "Traceback (most recent call last):",
+        '  File "main.py", line 116, in <module>',
+        "    main()",
+        '  File "/export/home/USER/anaconda3/envs/maskpoint/lib/python3.7/site-packages/torch/autograd/__init__.py", '
+        "line 50, in _make_grads",
+        '    raise RuntimeError("grad can be implicitly created only for scalar outputs")',
+        "RuntimeError: grad can be implicitly created only for scalar outputs",
+    ])
+    assert ids(r) == ["autograd-nonscalar-backward"]
+
+
+def test_a_slice_assignment_into_a_parameter_is_a_leaf_in_place_write(tmp_path):
+    # PingoLH/FCHarDNet#61
+    r = diagnose(tmp_path, [
+        "Traceback (most recent call last):",
+        '  File ".\\test.py", line 107, in <module>',
+        "    cconv.weight[:,:,:,:] = W[:,:,:,:]",
+        "RuntimeError: a view of a leaf Variable that requires grad is being used in an in-place operation.",
+    ])
+    assert ids(r) == ["autograd-leaf-inplace"]
+
+
+def test_a_saved_tensor_modified_in_place_stays_its_own_class(tmp_path):
+    # ziqi92/Modof#5
+    r = diagnose(tmp_path, [
+        "RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: "
+        "[torch.cuda.FloatTensor [27, 32]], which is output 0 of ReluBackward0, is at version 1; expected version 0 "
+        "instead. Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
+        "variable in question was changed in there or anywhere later. Good luck!",
+    ])
+    assert ids(r) == ["autograd-inplace-modified"]

@@ -56,7 +56,15 @@ _CLASSIFY = [
     (re.compile(r"No executable batch size found, reached zero"), "cuda_oom"),
     # Python's builtin MemoryError, never the tail of another name: `module 'torch' has no attribute
     # 'OutOfMemoryError'` (an old torch missing the CUDA OOM class) is an AttributeError, not host memory.
-    (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|(?<![\w])MemoryError\b"), "host_oom"),
+    # c10/core/impl/alloc_cpu.cpp alloc_cpu: posix_memalign failed, "DefaultCPUAllocator: can't allocate memory: you
+    # tried to allocate N bytes. Error code 12 (Cannot allocate memory)"; where _aligned_malloc / malloc returned
+    # NULL (Windows, and releases before 1.2): "DefaultCPUAllocator: not enough memory: you tried to allocate N
+    # bytes." (1.x: "... Buy new RAM!"). Windows refuses a commit beyond RAM + paging file with ERROR_COMMITMENT_LIMIT:
+    # Python's "OSError: [WinError 1455] The paging file is too small for this operation to complete" (the text is
+    # localised, the code is not), typically while DataLoader workers or other spawned processes load torch's CUDA
+    # DLLs ("Error loading ...\\torch\\lib\\cudnn_cnn_infer64_8.dll or one of its dependencies").
+    (re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory"
+                r"|(?<![\w])MemoryError\b|\[WinError 1455\]"), "host_oom"),
     # gloo's and NCCL's own wordings are the nccl parser's; these are Python's socket errors.
     (re.compile(r"ConnectionResetError|Connection reset by peer|Broken pipe|ECONNRESET"), "peer_connection_lost"),
     # The rendezvous store never saw every process: torch/csrc/distributed/c10d/TCPStore.cpp raises
@@ -148,6 +156,18 @@ _CLASSIFY = [
     # freed. Specify retain_graph=True when calling backward the first time."; 0.x: "..., but the buffers have
     # already been freed."): a second backward over a graph the first one freed.
     (re.compile(r"Trying to backward through the graph a second time"), "autograd_graph_freed"),
+    # torch/autograd/__init__.py _make_grads, every release: backward() without a gradient argument on a tensor
+    # of more than one element: 'raise RuntimeError("grad can be implicitly created only for scalar outputs")'
+    # (torch >= 2.1 also "grad can be implicitly created only for real scalar outputs but got torch.complex64").
+    # The loss was left per sample / per GPU (nn.DataParallel gathers one loss per replica).
+    (re.compile(r"grad can be implicitly created only for (?:real )?scalar outputs"), "autograd_nonscalar_backward"),
+    # torch/csrc/autograd/VariableTypeUtils.h check_inplace, every release since 0.4: an in-place op (x += ...,
+    # x[...] = ..., p.add_(...), a ReLU(inplace=True) on an input) on a leaf tensor that requires grad (a
+    # Parameter, an input made with requires_grad=True), outside torch.no_grad(): "a leaf Variable that requires
+    # grad is being used in an in-place operation." and, on a slice of one, "a view of a leaf Variable that
+    # requires grad is being used in an in-place operation."
+    (re.compile(r"\ba (?:view of a )?leaf Variable that requires grad is being used in an in-place operation"),
+     "autograd_leaf_inplace"),
     # torch/csrc/autograd/autograd.cpp run_backward / _make_grads: "element {i} of tensors does not require grad and
     # does not have a grad_fn" (backward() of a tensor outside any graph), for autograd.grad "One of the
     # differentiated Tensors does not require grad"; torch 0.3: "there are no graph nodes that require computing
@@ -206,7 +226,11 @@ _CLASSIFY = [
     # does not exist here: "Attempting to deserialize object on CUDA device 3 but torch.cuda.device_count() is 1.
     # Please use torch.load with map_location to map your storages to an existing device." Raised inside
     # torch.load, but nothing is wrong with the file (ahead of the checkpoint-frame rule in classify()).
-    (re.compile(r"Attempting to deserialize object on an? \w+ device but torch\.\w+\.is_available\(\) is False"),
+    (re.compile(r"Attempting to deserialize object on an? \w+ device but torch\.\w+\.is_available\(\) is False"
+                # torch/cuda/__init__.py _lazy_init, every release: 'raise AssertionError("Torch not compiled with CUDA
+                # enabled")': the installed torch is a CPU-only build (pip's default wheel on Windows before the CUDA
+                # index, conda's cpu package, macOS), and the code asked for a CUDA device.
+                r"|Torch not compiled with CUDA enabled"),
      "cuda_no_device"),
     (re.compile(r"Attempting to deserialize object on \w+ device \d+ but torch\.\w+\.device_count\(\) is \d+"
                 # aten/src/ATen/native/mps: a tensor of an MPS op left on the CPU ("Placeholder storage has not been
