@@ -88,20 +88,36 @@ def only_pairs(text: str) -> bool:
 
 
 # A Python logging stamp in front of a record: asctime (`%Y-%m-%d %H:%M:%S,mmm`, optionally in brackets), then
-# an optional levelname and logger name, joined by the `:`, ` - `, ` | ` or spaces people put in their formats:
-# `2018-03-23 15:40:22,720:INFO: `, `2021-08-07 02:16:27 - INFO - __main__ - `, `[2024-01-02 10:00:00] INFO: `.
-_LOG_STAMP = re.compile(
-    r"^[ \t]*\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?"
-    r"(?:[ \t]*(?:[:|-][ \t]*)?\[?(?:DEBUG|INFO|WARNING|WARN)\]?)?(?:[ \t]*(?:[:|-][ \t]*)?[A-Za-z_][\w.]*(?=[ \t]*[:|-][ \t]))?"
-    r"[ \t]*[:|-]?[ \t]*")
+# optionally the levelname and a logger name, joined by the `:`, ` - `, ` | ` or spaces people put in their formats:
+# `2018-03-23 15:40:22,720:INFO: `, `2021-08-07 02:16:27 - __main__ - INFO - `, `[2024-01-02 10:00:00] INFO: `.
+# Read piecewise (a stamp, then at most three words) so no pattern repeats whitespace next to another.
+_LOG_STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?")
+_STAMP_WORD = re.compile(r"\[?(?:DEBUG|INFO|WARNING|WARN)\]?(?=[\s:|-])|[A-Za-z_][\w.]{0,63}(?=[ \t]+-[ \t])")
+_STAMP_SEP = " \t:|-"
+
+
+def _after_stamp(text: str) -> Optional[str]:
+    """The message of a record that starts with a logging stamp, or None when the line has no stamp."""
+    text = text.lstrip()
+    m = _LOG_STAMP.match(text)
+    if m is None:
+        return None
+    rest = text[m.end():]
+    for _ in range(3):
+        rest = rest.lstrip(_STAMP_SEP)
+        w = _STAMP_WORD.match(rest)
+        if w is None:
+            break
+        rest = rest[w.end():]
+    return rest.lstrip(_STAMP_SEP)
 
 
 def _loss_record(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]:
     """{"loss": 0} for a logging record whose whole message is one loss pair (`train loss:nan`), else None."""
     if len(keys) != 1 or keys[0] not in LOSS_KEYS:
         return None
-    stamp = _LOG_STAMP.match(text)
-    if stamp is None or stamp.end() == 0 or not only_pairs(text[stamp.end():]):
+    rest = _after_stamp(text)
+    if rest is None or not only_pairs(rest):
         return None
     return {"loss": 0}
 
