@@ -106,7 +106,7 @@ def test_device_mismatch_in_every_wording(tmp_path, line):
 ])
 def test_a_dtype_mismatch_on_one_device_is_not_a_device_mismatch(tmp_path, line):
     f = first(tmp_path, line)
-    assert f.id == "uncaught-exception"
+    assert f.id == "dtype-mismatch"
 
 
 def test_weights_only_refusal_is_not_a_corrupt_file(tmp_path):

@@ -56,7 +56,15 @@ _CLASSIFY = [
     (re.compile(r"No executable batch size found, reached zero"), "cuda_oom"),
     # Python's builtin MemoryError, never the tail of another name: `module 'torch' has no attribute
     # 'OutOfMemoryError'` (an old torch missing the CUDA OOM class) is an AttributeError, not host memory.
-    (re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|(?<![\w])MemoryError\b"), "host_oom"),
+    # c10/core/impl/alloc_cpu.cpp alloc_cpu: posix_memalign failed, "DefaultCPUAllocator: can't allocate memory: you
+    # tried to allocate N bytes. Error code 12 (Cannot allocate memory)"; where _aligned_malloc / malloc returned
+    # NULL (Windows, and releases before 1.2): "DefaultCPUAllocator: not enough memory: you tried to allocate N
+    # bytes." (1.x: "... Buy new RAM!"). Windows refuses a commit beyond RAM + paging file with ERROR_COMMITMENT_LIMIT:
+    # Python's "OSError: [WinError 1455] The paging file is too small for this operation to complete" (the text is
+    # localised, the code is not), typically while DataLoader workers or other spawned processes load torch's CUDA
+    # DLLs ("Error loading ...\\torch\\lib\\cudnn_cnn_infer64_8.dll or one of its dependencies").
+    (re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory"
+                r"|(?<![\w])MemoryError\b|\[WinError 1455\]"), "host_oom"),
     # gloo's and NCCL's own wordings are the nccl parser's; these are Python's socket errors.
     (re.compile(r"ConnectionResetError|Connection reset by peer|Broken pipe|ECONNRESET"), "peer_connection_lost"),
     # The rendezvous store never saw every process: torch/csrc/distributed/c10d/TCPStore.cpp raises
@@ -131,8 +139,12 @@ _CLASSIFY = [
     # one_graph or config.fail_on_recompile_limit_hit): FailOnRecompileLimitHit (torch >= 2.5; 2.3-2.4
     # FailOnCacheLimitHit), "recompile_limit reached with fullgraph=True. Excessive recompilations ...",
     # "cache_size_limit reached, because fail_on_recompile_limit_hit = True this is a HARD failure",
-    # "Hard failure due to fullgraph=True".
-    (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"), "compile_failed"),
+    # "Hard failure due to fullgraph=True". The same limit reached inside a fullgraph frame raises dynamo's
+    # Unsupported subclass CacheLimitExceeded ("cache_size_limit reached", torch 2.2-2.5), renamed
+    # RecompileLimitExceeded with config.recompile_limit (torch >= 2.6; torch/_dynamo/exc.py).
+    # torch_npu's triton_heuristics raises Exception("Triton compilation failed") when no config compiles.
+    (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"
+                r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b"), "compile_failed"),
     # torch/csrc/autograd/saved_variable.cpp SavedVariable::unpack, every release since 0.4 (1.x+ appends
     # ": [torch.cuda.FloatTensor [4, 512]], which is output 0 of XBackward0, is at version 2; expected version 1
     # instead. Hint: ..."): a tensor saved for the backward pass was modified in place after it was saved.
@@ -144,6 +156,18 @@ _CLASSIFY = [
     # freed. Specify retain_graph=True when calling backward the first time."; 0.x: "..., but the buffers have
     # already been freed."): a second backward over a graph the first one freed.
     (re.compile(r"Trying to backward through the graph a second time"), "autograd_graph_freed"),
+    # torch/autograd/__init__.py _make_grads, every release: backward() without a gradient argument on a tensor
+    # of more than one element: 'raise RuntimeError("grad can be implicitly created only for scalar outputs")'
+    # (torch >= 2.1 also "grad can be implicitly created only for real scalar outputs but got torch.complex64").
+    # The loss was left per sample / per GPU (nn.DataParallel gathers one loss per replica).
+    (re.compile(r"grad can be implicitly created only for (?:real )?scalar outputs"), "autograd_nonscalar_backward"),
+    # torch/csrc/autograd/VariableTypeUtils.h check_inplace, every release since 0.4: an in-place op (x += ...,
+    # x[...] = ..., p.add_(...), a ReLU(inplace=True) on an input) on a leaf tensor that requires grad (a
+    # Parameter, an input made with requires_grad=True), outside torch.no_grad(): "a leaf Variable that requires
+    # grad is being used in an in-place operation." and, on a slice of one, "a view of a leaf Variable that
+    # requires grad is being used in an in-place operation."
+    (re.compile(r"\ba (?:view of a )?leaf Variable that requires grad is being used in an in-place operation"),
+     "autograd_leaf_inplace"),
     # torch/csrc/autograd/autograd.cpp run_backward / _make_grads: "element {i} of tensors does not require grad and
     # does not have a grad_fn" (backward() of a tensor outside any graph), for autograd.grad "One of the
     # differentiated Tensors does not require grad"; torch 0.3: "there are no graph nodes that require computing
@@ -202,7 +226,11 @@ _CLASSIFY = [
     # does not exist here: "Attempting to deserialize object on CUDA device 3 but torch.cuda.device_count() is 1.
     # Please use torch.load with map_location to map your storages to an existing device." Raised inside
     # torch.load, but nothing is wrong with the file (ahead of the checkpoint-frame rule in classify()).
-    (re.compile(r"Attempting to deserialize object on an? \w+ device but torch\.\w+\.is_available\(\) is False"),
+    (re.compile(r"Attempting to deserialize object on an? \w+ device but torch\.\w+\.is_available\(\) is False"
+                # torch/cuda/__init__.py _lazy_init, every release: 'raise AssertionError("Torch not compiled with CUDA
+                # enabled")': the installed torch is a CPU-only build (pip's default wheel on Windows before the CUDA
+                # index, conda's cpu package, macOS), and the code asked for a CUDA device.
+                r"|Torch not compiled with CUDA enabled"),
      "cuda_no_device"),
     (re.compile(r"Attempting to deserialize object on \w+ device \d+ but torch\.\w+\.device_count\(\) is \d+"
                 # aten/src/ATen/native/mps: a tensor of an MPS op left on the CPU ("Placeholder storage has not been
@@ -214,6 +242,65 @@ _CLASSIFY = [
     # implementation for this GPU's architecture (pre-Ampere, or a GPU newer than the build knows: sm_120 in builds
     # that predate Blackwell). A library that only warns and falls back prints it as a warning, not an exception.
     (re.compile(r"FlashAttention only supports (?:Ampere|Turing) GPUs or newer"), "cuda_arch_unsupported"),
+    # The operands of an op do not have shapes that fit: the model's code or its input is wrong, the same way on
+    # every run. ATen's shape checks, by op:
+    #  - aten/src/ATen/native/LinearAlgebra.cpp addmm / mm (torch >= 1.9): "mat1 and mat2 shapes cannot be
+    #    multiplied (AxB and CxD)"; 1.x THC/TH: "size mismatch, m1: [A x B], m2: [C x D] at ...";
+    #    torch/_meta_registrations.py (fake tensors under torch.compile): "a and b must have same reduction dim,
+    #    but got [A, B] X [C, D].";
+    #  - aten/src/ATen/ExpandUtils.cpp infer_size: "The size of tensor a (A) must match the size of tensor b (B)
+    #    at non-singleton dimension D" (elementwise ops); expand: "The expanded size of the tensor (A) must match
+    #    the existing size (B) at non-singleton dimension D.";
+    #  - aten/src/ATen/native/Convolution.cpp check_input_shape_forward: "Given groups=G, weight of size [..],
+    #    expected input[..] to have C channels, but got K channels instead" (also "Given transposed=1, weight of
+    #    size ..."); the input's rank: "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of
+    #    size: [..]" (torch >= 1.11), "Expected 4-dimensional input for 4-dimensional weight [..], but got
+    #    3-dimensional input of size [..] instead" (1.x);
+    #  - aten/src/ATen/native/LossNLL.cpp (and torch/nn/functional.py nll_loss of 1.x): "Expected input batch_size
+    #    (A) to match target batch_size (B)."; torch/nn/functional.py binary_cross_entropy_with_logits: "Target
+    #    size (torch.Size([..])) must be the same as input size (torch.Size([..]))"; binary_cross_entropy (torch
+    #    >= 1.x ValueError): "Using a target size (..) that is different to the input size (..) is deprecated.
+    #    Please ensure they have the same size.";
+    #  - aten/src/ATen/InferSize.h infer_size_impl (view / reshape): "shape '[..]' is invalid for input of size N";
+    #  - aten/src/ATen/native/TensorShape.cpp cat: "Sizes of tensors must match except in dimension D. Expected
+    #    size A but got size B for tensor number I in the list." (1.x: "... Got A and B in dimension D").
+    # Not load_state_dict's "size mismatch for <param>: copying a param with shape" (state_dict_mismatch above).
+    (re.compile(r"mat1 and mat2 shapes cannot be multiplied \(|\bsize mismatch, m1: \["
+                r"|a and b must have same reduction dim, but got \["
+                r"|The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at non-singleton dimension"
+                r"|The expanded size of the tensor \(-?\d+\) must match the existing size \(\d+\) at non-singleton dimension"
+                r"|weight of size \[[\d, ]*\], expected input\[[\d, ]*\] to have \d+ channels, but got \d+ channels instead"
+                r"|Expected \dD \(unbatched\) or \dD \(batched\) input to \w+, but got input of size"
+                r"|Expected \d-dimensional input for \d-dimensional weight \["
+                r"|Expected input batch_size \(\d+\) to match target batch_size \(\d+\)"
+                r"|Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same as input size"
+                r"|Using a target size \(torch\.Size\(\[[\d, ]*\]\)\) that is different to the input size \(torch\.Size\(\[[\d, ]*\]\)\) is deprecated"
+                r"|shape '\[[-\d, ]*\]' is invalid for input of size \d+"
+                r"|Sizes of tensors must match except in dimension \d+"), "tensor_shape_mismatch"),
+    # The operands of an op have different dtypes (an fp32 input into a bf16/fp16 model, float class labels, an
+    # extension kernel that dispatches float only under autocast). ATen: "expected scalar type Half but found
+    # Float" (c10 / TensorIterator checks, every release; the inverse order on some ops); torch 2.0 addmm:
+    # "expected m1 and m2 to have the same dtype, but got: float != c10::Half" (2.1+: "expected mat1 and mat2 to
+    # have the same dtype, but got: ..."); aten/src/ATen/native/LinearAlgebra.cpp (2.0+): "mat1 and mat2 must have
+    # the same dtype" (2.2+: ", but got Float and Half"), bmm: "self and mat2 must have the same dtype"; the 1.x
+    # TH argument check: "Expected object of scalar type Long but got scalar type Float for argument #2 'target'
+    # in call to _thnn_nll_loss_forward"; aten/src/ATen/TensorUtils.cpp checkScalarType(s): "Expected tensor for
+    # argument #1 'indices' to have (one of the following )scalar type(s): Long, Int; but got
+    # torch.cuda.FloatTensor instead (while checking arguments for embedding)"; torch/csrc/autograd/engine.cpp
+    # validate_outputs: "Found dtype Double but expected Float" (a backward that returns another dtype);
+    # TensorIterator: "result type Float can't be cast to the desired output type Long" (an in-place op or out=).
+    # Convolution's "Input type (A) and weight type (B) should be the same" with both on one device: classify().
+    (re.compile(r"\bexpected scalar type \w+ but found \w+"
+                r"|\bexpected (?:m1 and m2|mat1 and mat2) to have the same dtype"
+                r"|\b(?:mat1 and mat2|self and mat2) must have the same dtype"
+                r"|Expected object of scalar type \w+ but got scalar type \w+ for argument"
+                r"|Expected tensor for argument #\d+ '\w+' to have (?:scalar type \w+|one of the following scalar types: [\w, ]+); but got \S+ instead"
+                r"|\bFound dtype \w+ but expected \w+"
+                r"|\bresult type \w+ can't be cast to the desired output type \w+", re.I), "dtype_mismatch"),
+    # torch/utils/data/dataloader.py _MultiProcessingDataLoaderIter._try_get_data with timeout > 0 (every
+    # release; f-string since 1.x, .format before): "DataLoader timed out after {self._timeout} seconds": no
+    # worker delivered the next batch within the DataLoader's timeout.
+    (re.compile(r"DataLoader timed out after \d+(?:\.\d+)? seconds"), "dataloader_timeout"),
 ]
 
 
@@ -288,6 +375,8 @@ def classify(exc_type: str, message: str, frame: str = "", saving: bool = False)
             return kind
     if _device_pair(message):
         return "device_mismatch"
+    if _TYPE_PAIR.search(message):
+        return "dtype_mismatch"  # both on one device (or named by dtype only): the dtypes differ
     if frame and _CHECKPOINT_FRAMES.search(frame) and exc_type.rsplit(".", 1)[-1] in (
             "EOFError", "UnpicklingError", "RuntimeError", "OSError", "ValueError", "SafetensorError"):
         return "checkpoint_save_failed" if saving else "checkpoint_corrupt"
@@ -434,6 +523,9 @@ def _exception(m, rec, state):
     if tb is None and not msg:
         return None  # a bare word like "ValueError" on its own line is not an exception report
     kind = classify(exc_type, msg, frame, saving)
+    shown = state.pop("notebook_exc", None)
+    if kind == "compile_failed" and shown is not None and shown[0] == exc_type.rsplit(".", 1)[-1]:
+        return _release(state)  # the notebook header already reported this exception
     fields = {"traceback_line": tb, "raised_in": frame or None} if tb else None
     if tb and thread is not None:
         fields["thread"] = thread
@@ -716,12 +808,64 @@ def _short_detail(detail: str) -> str:
     return re.split(r" (?:There are some potential root causes|Some common causes include)", detail)[0]
 
 
-# BackendCompilerFailed and FailOn{Recompile,Cache}LimitHit do not end in Error: their lines are read by
-# the exception builder all the same.
-_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit"),
-                       LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*(?:BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit))"
+# BackendCompilerFailed, FailOn{Recompile,Cache}LimitHit and {Cache,Recompile}LimitExceeded do not end in
+# Error: their lines are read by the exception builder all the same.
+_COMPILE_TYPES = r"BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit|(?:Cache|Recompile)LimitExceeded"
+_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit", "LimitExceeded"),
+                       LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*(?:" + _COMPILE_TYPES + r"))"
                        r"(?::[ \t]*(?P<msg>.*))?$",
                        match_start=True)(_exception.build)
+
+
+# IPython / Jupyter print an uncaught exception as a rule of dashes, then the exception's class padded to a
+# column and `Traceback (most recent call last)` (IPython/core/ultratb.py VerboseTB.prepare_header), the frames
+# (`Cell In[5], line 3`, `File ~/...py:120, in f(x)`), and only then `Type: message`. A paste cut before that
+# last line still names the class in the header. For torch.compile's own exceptions the class is the whole
+# diagnosis (their message adds nothing the class does not say), so the header is reported; the final line
+# of the same exception, when it follows, is then not reported a second time.
+@rule("notebook-compile-header", ("BackendCompilerFailed", "InductorError", "LimitHit", "LimitExceeded"),
+      r"^(?P<type>(?:\w+\.)*(?:" + _COMPILE_TYPES + r"|InductorError))[ ]{2,}Traceback \(most recent call last\)",
+      match_start=True)
+def _notebook_compile_header(m, rec, state):
+    exc_type = m.group("type")
+    out = _release(state)
+    state["notebook_exc"] = (exc_type.rsplit(".", 1)[-1], rec.loc.line)
+    what = " (dynamo reached its recompile limit)" if "Limit" in exc_type else ""
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
+                          message=f"{exc_type}{what}, raised in a notebook cell", exc_type=exc_type))
+    return out
+
+
+# pytorch-ignite ignite/engine/engine.py Engine._internal_run (and _run_once_on_dataset in 0.4):
+# `self.logger.error(f"Engine run is terminating due to exception: {e}")` (0.4.x also "Current run is terminating
+# due to exception: {e}"), then the exception is re-raised. The record carries str(e) without the type, so the
+# message alone classifies it; the two records of one exception report one failure.
+@rule("ignite-terminating", ("run is terminating due to exception: ",),
+      r"\b(?:Engine|Current) run is terminating due to exception: (?P<msg>\S.*)$")
+def _ignite_terminating(m, rec, state):
+    msg = m.group("msg").strip()
+    if state.get("ignite_msg") == msg:
+        return None
+    state["ignite_msg"] = msg
+    out = _release(state)
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="ignite", error=classify("", msg), message=msg,
+                          fields={"source": "ignite"}))
+    return out
+
+
+# torch/_inductor/runtime/triton_heuristics.py CachingAutotuner._precompile_config (torch 2.1+): when
+# triton.compile raises, inductor logs `log.exception("Triton compilation failed: %s\n%s\nmetadata: %s",
+# kernel_name, fn.src, compile_meta)` and re-raises. The kernel name ends the first line, e.g.
+# `E0429 11:10:24.821000 558924 ...triton_heuristics.py:539] [0/0] Triton compilation failed: triton_red_fused_...`;
+# the kernel source follows on the next lines.
+@rule("triton-compile-failed", ("Triton compilation failed: ",),
+      r"(?<![\w\\])Triton compilation failed: (?P<kernel>[A-Za-z_]\w*)[ \t]*$")
+def _triton_compile_failed(m, rec, state):
+    out = _release(state)
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
+                          message=f"inductor could not compile the Triton kernel {m.group('kernel')}",
+                          fields={"kernel": m.group("kernel")}))
+    return out
 
 
 PARSER = Parser(
@@ -729,7 +873,8 @@ PARSER = Parser(
     framework="python",
     priority=80,
     description="Python tracebacks and exception lines",
-    rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _compile_raised, _ray_actor_name,
+    rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
+           _triton_compile_failed, _ignite_terminating, _compile_raised, _ray_actor_name,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _exception,
            _weights_only_bare, _extension_bare],
 )

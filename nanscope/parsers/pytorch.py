@@ -23,6 +23,10 @@ is not one. Examples, all seen in real scripts:
                                           Learning-to-See-in-the-Dark and its forks: bare counts, then
                                           nothing but pairs; two counts are epoch and batch, and the
                                           batch restarts each epoch, so the line is numbered in order)
+  2018-03-23 15:40:22,720:INFO: train loss:nan
+                                          (`logger.info("train loss:{}".format(loss))` under a logging
+                                          stamp: a record that is a loss and nothing else is a step line;
+                                          it has no counter, its place in the log orders it)
 """
 
 from __future__ import annotations
@@ -83,6 +87,41 @@ def only_pairs(text: str) -> bool:
     return _PAIRS_ONLY_REST.fullmatch(PAIR.sub("", text)) is not None
 
 
+# A Python logging stamp in front of a record: asctime (`%Y-%m-%d %H:%M:%S,mmm`, optionally in brackets), then
+# optionally the levelname and a logger name, joined by the `:`, ` - `, ` | ` or spaces people put in their formats:
+# `2018-03-23 15:40:22,720:INFO: `, `2021-08-07 02:16:27 - __main__ - INFO - `, `[2024-01-02 10:00:00] INFO: `.
+# Read piecewise (a stamp, then at most three words) so no pattern repeats whitespace next to another.
+_LOG_STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?")
+_STAMP_WORD = re.compile(r"\[?(?:DEBUG|INFO|WARNING|WARN)\]?(?=[\s:|-])|[A-Za-z_][\w.]{0,63}(?=[ \t]+-[ \t])")
+_STAMP_SEP = " \t:|-"
+
+
+def _after_stamp(text: str) -> Optional[str]:
+    """The message of a record that starts with a logging stamp, or None when the line has no stamp."""
+    text = text.lstrip()
+    m = _LOG_STAMP.match(text)
+    if m is None:
+        return None
+    rest = text[m.end():]
+    for _ in range(3):
+        rest = rest.lstrip(_STAMP_SEP)
+        w = _STAMP_WORD.match(rest)
+        if w is None:
+            break
+        rest = rest[w.end():]
+    return rest.lstrip(_STAMP_SEP)
+
+
+def _loss_record(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]:
+    """{"loss": 0} for a logging record whose whole message is one loss pair (`train loss:nan`), else None."""
+    if len(keys) != 1 or keys[0] not in LOSS_KEYS:
+        return None
+    rest = _after_stamp(text)
+    if rest is None or not only_pairs(rest):
+        return None
+    return {"loss": 0}
+
+
 @rule("step-line", ("loss", "Loss", "LOSS", "xent:"), PAIR.pattern, re.I)
 def _step(m: "re.Match[str]", rec, state):
     fields: dict[str, str] = {}
@@ -91,7 +130,7 @@ def _step(m: "re.Match[str]", rec, state):
     keys = list(fields)
     lead = _lead(rec.text)
     where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(rec.text) else None)
-             or (classify(keys + ["step"]) if lead is not None else None))
+             or (classify(keys + ["step"]) if lead is not None else None) or _loss_record(rec.text, keys))
     if where is None:
         return None
     vals = list(fields.values())
