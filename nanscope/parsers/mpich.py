@@ -16,9 +16,18 @@ MPICH2 mpd (src/pm/mpd/mpiexec.py, 1.0 - 1.4; `job_aborted_early`):
   print '  exit status of rank %d: return code %d ' % (msg['rank'], exit_status)
   (the job id carries the mpd host and port: `rank 3 in job 1958  bb36_58821   caused collective abort ...`)
 
-MPICH Hydra (src/pm/hydra/ui/mpich/mpiexec.c, 1.1+; no rank, only a PID and host in the banner before it):
+MPICH Hydra (src/pm/hydra/ui/mpich/mpiexec.c, 1.1+), after its banner (pmiserv: the first process that ended
+badly; MPICH 3.x prints its PID and host, Intel MPI's Hydra and MPICH 4 its rank and the signal):
+  =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES
+  =   PID 4774 RUNNING AT IIPLab-WS1                       |  =   RANK 1 PID 27494 RUNNING AT node1
+  =   EXIT CODE: 139                                       |  =   KILLED BY SIGNAL: 11 (Segmentation fault)
+  =   CLEANING UP REMAINING PROCESSES
+  =   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES
   YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)     (3.x+)
   APPLICATION TERMINATED WITH THE EXIT STRING: Hangup (signal 1)                      (1.x - 2.x)
+The banner's EXIT CODE of a process a signal ended is the signal's number (`EXIT CODE: 9` then `Killed (signal
+9)`, `EXIT CODE: 11` then `Segmentation fault (signal 11)` in the threads), 128 + N when a shell in between
+reported it (139, 134); other small codes are the program's own exit status.
 
 The first death a launcher reports with a signal a process gets from its own fault (SIGSEGV, SIGBUS, SIGFPE,
 SIGILL, SIGABRT) is marked `first_observed`, as Open MPI's aborted-job report is (openmpi.py): the launcher
@@ -85,10 +94,59 @@ def _mpd_exit(m, rec, state):
                       fields={"source": "mpd", "job": head[2], "first_observed": first})
 
 
+_BANNER_SPAN = 4  # lines from BAD TERMINATION to its EXIT CODE / KILLED BY SIGNAL
+_RAW_SIGNALS = (4, 6, 7, 8, 9, 11, 15)  # EXIT CODE values read as the signal that ended the process
+
+
+@rule("hydra-bad-termination", ("BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",),
+      r"^=\s+BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\s*$", match_start=True)
+def _hydra_banner(m, rec, state):
+    state["hydra_banner"] = {"line": rec.loc.line, "rank": None, "pid": None, "node": None}
+    return []
+
+
+@rule("hydra-running-at", ("RUNNING AT",),
+      r"^=\s+(?:RANK (?P<rank>\d+) )?PID (?P<pid>\d+) RUNNING AT (?P<node>\S+)\s*$", match_start=True)
+def _hydra_running_at(m, rec, state):
+    banner = state.get("hydra_banner")
+    if banner is None or rec.loc.line - banner["line"] > _BANNER_SPAN:
+        return None
+    banner.update(rank=int(m.group("rank")) if m.group("rank") else None, pid=int(m.group("pid")), node=m.group("node"))
+    return []
+
+
+@rule("hydra-banner-exit", ("=   EXIT CODE:", "=   KILLED BY SIGNAL:"),
+      r"^=\s+(?:EXIT CODE: (?P<code>\d+)|KILLED BY SIGNAL: (?P<sig>\d+)(?: \((?P<name>[^)]*)\))?)\s*$", match_start=True)
+def _hydra_banner_exit(m, rec, state):
+    banner = state.pop("hydra_banner", None)
+    if banner is None or rec.loc.line - banner["line"] > _BANNER_SPAN:
+        return None
+    state["hydra_reported"] = rec.loc.line
+    extra = {"node": banner["node"], "pid": banner["pid"]}
+    if m.group("sig") is not None:
+        num = int(m.group("sig"))
+    else:
+        code = int(m.group("code"))
+        num = code - 128 if code > 128 and code - 128 in SIGNALS else code if code in _RAW_SIGNALS else None
+        if num is None:
+            first = not state.get("mpich_fault_seen")
+            state["mpich_fault_seen"] = True
+            return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="worker_failed", message=rec.text.strip(),
+                              exitcode=code, rank=banner["rank"], fields={"source": "hydra", "first_observed": first, **extra})
+    if banner["rank"] is None:
+        sig = SIGNALS.get(num, f"SIG{num}")
+        return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="worker_failed", message=rec.text.strip(),
+                          signal=sig, fields={"source": "hydra", "first_observed": False, **extra})
+    return _death(rec, state, banner["rank"], num, "hydra", **extra)
+
+
 @rule("hydra-exit-string", ("TERMINATED WITH THE EXIT STRING",),
       r"^(?:YOUR )?APPLICATION TERMINATED WITH THE EXIT STRING: (?P<what>.*?) \(signal (?P<sig>\d+)\)\s*$",
       match_start=True)
 def _hydra_exit(m, rec, state):
+    reported = state.get("hydra_reported")
+    if reported is not None and 0 <= rec.loc.line - reported <= 8:
+        return []  # mpiexec's own exit after the banner that already named the process's end
     num = int(m.group("sig"))
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="worker_failed", message=rec.text.strip(),
                       signal=SIGNALS.get(num, f"SIG{num}"),
@@ -99,6 +157,6 @@ PARSER = Parser(
     name="mpich",
     framework=FW,
     priority=12,
-    description="MPICH-family launchers: HPE Cray PALS `rank N died from signal S`, mpd's collective abort, Hydra's exit string",
-    rules=[_pals_died, _mpd_abort, _mpd_exit, _hydra_exit],
+    description="MPICH-family launchers: HPE Cray PALS `rank N died from signal S`, mpd's collective abort, Hydra's BAD TERMINATION banner and exit string",
+    rules=[_pals_died, _mpd_abort, _mpd_exit, _hydra_banner, _hydra_running_at, _hydra_banner_exit, _hydra_exit],
 )

@@ -109,3 +109,44 @@ def test_lookalikes(tmp_path):
             "the rank 3 died from signal 9 issue is tracked elsewhere, see below\n"
             "exit status of rank 3: killed by signal 9\n")  # no mpd head before it
     assert _events(tmp_path, text) == []
+
+
+def test_hydra_banner_exit_code_is_the_signal(tmp_path):
+    # IntelligentSoftwareSystems/Galois#37 (2423.log): 139 = 128 + SIGSEGV, a shell between reported it
+    (ev,) = _events(tmp_path, "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                              "=   PID 4774 RUNNING AT IIPLab-WS1\n"
+                              "=   EXIT CODE: 139\n"
+                              "=   CLEANING UP REMAINING PROCESSES\n")
+    assert (ev.error, ev.signal, ev.rank, ev.fields["node"], ev.fields["pid"]) == ("worker_failed", "SIGSEGV", None, "IIPLab-WS1", 4774)
+
+
+def test_hydra_banner_and_its_exit_string_are_one_event(tmp_path):
+    # openai/jukebox#155 (2424.log): EXIT CODE 9, then mpiexec's own `Killed (signal 9)`
+    evs = _events(tmp_path, "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                            "=   PID 9665 RUNNING AT NeuroRTX6000\n"
+                            "=   EXIT CODE: 9\n"
+                            "=   CLEANING UP REMAINING PROCESSES\n"
+                            "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\n"
+                            "===================================================================================\n"
+                            "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n")
+    assert [(e.error, e.signal) for e in evs] == [("worker_failed", "SIGKILL")]
+
+
+def test_hydra_banner_with_the_rank(tmp_path):
+    # the Intel MPI / MPICH 4 banner: `=   RANK 1 PID 27494 RUNNING AT node1` / `=   KILLED BY SIGNAL: 11 (Segmentation fault)`
+    # (verbatim from an HPC site's public FAQ page of MPI errors, in the search index)
+    report = _report(tmp_path, "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                               "=   RANK 1 PID 27494 RUNNING AT node1\n"
+                               "=   KILLED BY SIGNAL: 11 (Segmentation fault)\n")
+    assert [(f["id"], f["initiating_rank"]) for f in report["findings"]][:1] == [("worker-segfault", 1)]
+
+
+def test_hydra_exit_code_of_the_program_itself(tmp_path):
+    (ev,) = _events(tmp_path, "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                              "=   PID 1 RUNNING AT host\n"
+                              "=   EXIT CODE: 1\n")
+    assert (ev.exitcode, ev.signal) == (1, None)
+
+
+def test_an_exit_code_line_without_the_banner_is_nothing(tmp_path):
+    assert _events(tmp_path, "=   EXIT CODE: 9\n=   PID 9665 RUNNING AT NeuroRTX6000\n") == []
