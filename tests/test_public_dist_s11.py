@@ -35,6 +35,12 @@ def _report(name: str):
     ("2422.log", "process-killed"),            # Hydra's banner: EXIT CODE: 9, the run out of memory (MPLBM-UT#92)
     ("2423.log", "worker-segfault"),           # Hydra's banner: EXIT CODE: 139, then the proxies abort (Galois#37)
     ("2424.log", "process-killed"),            # EXIT CODE: 9 and mpiexec's Killed (signal 9) (jukebox#155)
+    ("2425.log", "dist-backend-unavailable"),  # Windows: no NCCL built in, two workers' tracebacks interleaved (pytorch#116080)
+    ("2426.log", "dist-backend-unavailable"),  # torch 2.2+'s 'NCCL support is not compiled' timeout warning (pytorch#159742)
+    ("2427.log", "store-libuv-unsupported"),   # torchrun's TCPStore on a Windows 2.5 wheel, indented paste (fluxgym#302)
+    ("2428.log", "store-libuv-unsupported"),   # the same behind a runner's clipped '39] [INFO] ' (fluxgym#82)
+    ("2429.log", "process-group-not-initialized"),  # an evaluation's all_reduce without the launcher (InstructSeg#7)
+    ("2430.log", "process-group-not-initialized"),  # torch 1.x RuntimeError under IPython's traceback (mmsegmentation#809)
     ("2420.log", "dist-env-not-set"),          # env:// rendezvous: MASTER_ADDR expected, but not set (pytorch#39832)
     ("2421.log", "dist-env-not-set"),          # RANK, under loguru-style traceback annotations (DAMO-YOLO#63)
 ])
@@ -86,3 +92,22 @@ def test_the_first_env_wording_and_the_raise_line(tmp_path):
     assert ids(report) == ["dist-env-not-set"]
     assert "WORLD_SIZE" in report.findings[0].summary
     assert "dist-env-not-set" not in ids(diagnose_lines(tmp_path, ['    raise _env_error("RANK")']))
+
+
+@pytest.mark.parametrize("line", [
+    # the source lines a traceback shows, quoting the messages (pytorch#116080, #159742, mmsegmentation#809)
+    'raise RuntimeError("Distributed package doesn\'t have NCCL " "built in")',
+    '  warnings.warn("Attempted to get default timeout for nccl backend, but NCCL support is not compiled")',
+    '--> 358         raise RuntimeError("Default process group has not been initialized, "',
+    "        self._store = TCPStore(  # type: ignore[call-arg]",
+])
+def test_quoted_source_lines_are_not_the_errors(tmp_path, line):
+    assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+def test_set_up_errors_keep_the_rank_prefix(tmp_path):
+    # the rank is the process that printed it (torch's [rankN]: prefix), one event per process
+    report = diagnose_lines(tmp_path, [
+        "[rank1]: ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
+    ])
+    assert [(f.id, f.initiating_rank) for f in report.findings] == [("process-group-not-initialized", 1)]

@@ -217,30 +217,11 @@ def _rendezvous_closed(m, rec, state):
                       fields={"agent_error": True})
 
 
-# torch/distributed/rendezvous.py `_env_rendezvous_handler` (torch 1.0+: `_env_error(var)` = `_rendezvous_error(
-# "env:// rendezvous: " + f"environment variable {var} expected, but not set")`, a ValueError "Error initializing
-# torch.distributed using " + msg): init_process_group / init_rpc with init_method env:// (the default) in a
-# process that no launcher started, so RANK, WORLD_SIZE, MASTER_ADDR or MASTER_PORT is missing. The first
-# wording of pytorch/pytorch#11782 (torch 1.0 previews) said `env:// rendezvous: WORLD_SIZE not set`. The
-# exception's own line only: `raise _env_error("RANK")` in the traceback above it names no variable's absence.
-@rule(
-    "env-rendezvous-unset",
-    ("expected, but not set", "env:// rendezvous: "),
-    r"(?P<type>ValueError|RuntimeError): (?:Error initializing torch\.distributed using )?env:// rendezvous: "
-    r"(?:environment variable (?P<var>[A-Z_]+) expected, but not set|(?P<old>[A-Z_]+) not set)",
-)
-def _env_unset(m, rec, state):
-    var = m.group("var") or m.group("old")
-    return ErrorEvent(loc=rec.loc, text=rec.text, framework="torchrun", error="dist_env_not_set",
-                      message=rec.text[m.start("type"):].strip(), exc_type=m.group("type"),
-                      fields={"variable": var, "init_method": "env://"})
-
-
 PARSER = Parser(
     name="torchrun",
     framework="torchrun",
     priority=10,
     description="torchrun / torch.distributed.elastic agent lines and ChildFailedError blocks",
     rules=[_agent_failed, _death_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback,
-           _error_handler_head, _error_handler_message, _rendezvous_closed, _env_unset],
+           _error_handler_head, _error_handler_message, _rendezvous_closed],
 )
