@@ -41,6 +41,8 @@ def _report(name: str):
     ("2428.log", "store-libuv-unsupported"),   # the same behind a runner's clipped '39] [INFO] ' (fluxgym#82)
     ("2429.log", "process-group-not-initialized"),  # an evaluation's all_reduce without the launcher (InstructSeg#7)
     ("2430.log", "process-group-not-initialized"),  # torch 1.x RuntimeError under IPython's traceback (mmsegmentation#809)
+    ("2431.log", "collective-desync"),         # NET/Socket : message truncated (nccl#268)
+    ("2432.log", "collective-desync"),         # NET/Socket : peer ... message truncated :, wrapped (nccl#626)
     ("2420.log", "dist-env-not-set"),          # env:// rendezvous: MASTER_ADDR expected, but not set (pytorch#39832)
     ("2421.log", "dist-env-not-set"),          # RANK, under loguru-style traceback annotations (DAMO-YOLO#63)
 ])

@@ -649,6 +649,28 @@ def _net_ib_size_check(m, rec, state):
         "local_size": int(m.group("local")), "remote_size": int(m.group("remote")), "size_check": True})
 
 
+# The socket transport's receive-side check (src/transport/net_socket.cc, every 2.x): the peer sends more than this
+# rank posted, and the receive fails (ncclInternalError; ncclInvalidUsage since 2.12, NVIDIA/nccl#605):
+#   NET/Socket : message truncated : receiving %d bytes instead of %d                      (2.4 - 2.9)
+#   NET/Socket : peer %s message truncated : receiving %d bytes instead of %d              (2.10 - 2.11)
+#   ... instead of %d. If you believe your socket network is in a healthy state, there may be a mismatch in
+#   collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks      (2.12+)
+# NCCL's own reading (and the maintainers', NVIDIA/nccl#626): the ranks' collectives or protocol settings differ.
+# A paste may wrap the WARN after `message truncated :`; its head alone is the check's.
+@rule(
+    "nccl-socket-truncated",
+    ("message truncated",),
+    r"NET/Socket : (?:peer (?P<peer>\S+) )?message truncated\b(?: : receiving (?P<got>\d+) bytes instead of (?P<want>\d+))?",
+)
+def _socket_truncated(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    if not first_time(state, ("socket_truncated", m.group("peer")), rec.loc.line):
+        return []
+    return _error(rec, "collective_desync", fields={
+        "backend": "nccl", "state": "size_mismatch", "transport": "socket", "peer": m.group("peer"),
+        "received_bytes": to_int(m.group("got")), "expected_bytes": to_int(m.group("want"))})
+
+
 # NCCL 2.4.2 - 2.7.6 src/init.cc ncclCommGetAsyncError, from the kernels' own check that all ranks run the same
 # collective (comm->fatalDevError):
 #   WARN("Mismatched collective detected, please check your collective calls at and around rank %d. You can use
@@ -1153,6 +1175,6 @@ PARSER = Parser(
     rules=[_watchdog_timeout, _pg_status, _store_barrier_timeout, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
-           _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
+           _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )

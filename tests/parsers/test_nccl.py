@@ -170,6 +170,12 @@ REAL = [
     # NVIDIA/nccl#214: the same, several ranks of one node (node-8x-v100-nvlink-1, device 3)
     ("node-8x-v100-nvlink-1:39719:39719 [3] init.cu:1197 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 11. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs",
      "collective_desync", None, None, {"pg_rank": 11}),
+    # NVIDIA/nccl#268 (2431.log): 2.4's socket size check
+    ("hvd1:2918:3333 [0] external/nccl_archive/src/transport/net_socket.cc:200 NCCL WARN NET/Socket : message truncated : receiving 696320 bytes instead of 32768",
+     "collective_desync", None, None, {"transport": "socket", "received_bytes": 696320, "expected_bytes": 32768, "peer": None}),
+    # NVIDIA/nccl#626 (2432.log): the 2.10 wording, wrapped by the paste after its colon
+    ("transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 192.168.161.30<59210> message truncated :",
+     "collective_desync", None, None, {"peer": "192.168.161.30<59210>", "received_bytes": None}),
     # [SRC] NVIDIA/nccl v2.4.8-1 src/init.cc:1256 rendered: the suspected form
     ("node1:1234:1234 [0] init.cc:1256 NCCL WARN Your program may be hanging, this may be caused by a collective mismatch around rank 3. Please check your collective calls at and around this rank. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs",
      "collective_desync", None, None, {"pg_rank": 3, "suspected": True}),
