@@ -71,9 +71,9 @@ def _pals_died(m, rec, state):
 
 
 @rule("mpd-collective-abort", ("caused collective abort of all ranks",),
-      r"^rank (?P<rank>\d+) in job (?P<job>.+?)\s+caused collective abort of all ranks\s*$", match_start=True)
+      r"^rank (?P<rank>\d+) in job (?P<job>\d+)(?: +\S+)? +caused collective abort of all ranks\s*$", match_start=True)
 def _mpd_abort(m, rec, state):
-    state["mpd_abort"] = (int(m.group("rank")), rec.loc.line, m.group("job").split()[0])
+    state["mpd_abort"] = (int(m.group("rank")), rec.loc.line, m.group("job"))
     return []
 
 
