@@ -162,6 +162,12 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                 root.confidence = "medium"
                 root.decided_by = (f"tier 2: the first line of {root.id}{when} names no process; the finding's own "
                                    f"evidence names rank {own}, the only rank in the input")
+            elif (task := _srun_task_hit(root, ranks)) is not None:
+                root.initiating_rank = task
+                root.confidence = "medium"
+                root.decided_by = (f"tier 2: the scheduler's first line of {root.id}{when} names no task; srun's record "
+                                   f"of the same failure names task {task} (SLURM_PROCID {task}, the rank srun gave that "
+                                   f"process), the only rank in the input")
             elif not ranks:
                 root.decided_by = f"one process: the input has no rank prefixes (the first primary error: {root.id}{when})"
             else:
@@ -354,6 +360,27 @@ def _sole_named_rank(f: Finding, ranks: set) -> Optional[int]:
                 named.add(ev.rank)
             elif ev.rank is not None:
                 return None
+    if len(named) == 1 and ranks == named:
+        return next(iter(named))
+    return None
+
+
+def _srun_task_hit(f: Finding, ranks: set) -> Optional[int]:
+    """The task srun names for a failure whose first line is the scheduler's own (slurmstepd's
+    `Detected 1 oom-kill event(s) in step N.0 cgroup`, no task), when srun's record of it
+    (`srun: error: node: task 4: Out Of Memory`, src/srun/step_launch.c) names one task and no other
+    rank is in the input: srun numbers its tasks by SLURM_PROCID, the MPI rank of a step launched
+    by srun. Under a launcher that srun starts once per node (torchrun, DeepSpeed) the task is a
+    node's agent, and the input then shows the workers' own ranks, so this does not apply."""
+    named: set = set()
+    for m in f.matches:
+        for ev in m.events:
+            if ev.rank is None:
+                continue
+            fields = getattr(ev, "fields", None) or {}
+            if fields.get("source") != "srun" or len(fields.get("tasks") or ()) != 1:
+                return None
+            named.add(ev.rank)
     if len(named) == 1 and ranks == named:
         return next(iter(named))
     return None

@@ -69,9 +69,47 @@ def test_a_root_without_a_rank_says_so_in_words():
     assert f["decided_by"] == "one process: the input has no rank prefixes (the first primary error: vllm-preemption-pressure)"
     # count_within counted three stats lines with a full cache and a queue: the summary says 3
     assert f["summary"].startswith("KV cache pressure: 3 preemption(s) or stats line(s)")
+    # slurmstepd's line names no task, but srun's record of the same kill does (task 4, the only rank in the input)
     slurm = _report("sample_logs/system/slurm_oom_cgroup_old.log")["findings"][0]
-    assert slurm["initiating_rank"] is None
-    assert "was printed by a process that names no rank" in slurm["decided_by"]
+    assert slurm["initiating_rank"] == 4
+    assert "srun's record of the same failure names task 4" in slurm["decided_by"]
     every = [g["decided_by"] for path in ("sample_logs/system/slurm_oom_stepid.log", "sample_logs/faults/checkpoint_corrupt.log")
              for g in _report(path)["findings"]]
     assert every and not any("rank None" in d for d in every)
+
+
+def _report_text(tmp_path, text: str) -> dict:
+    p = tmp_path / "job.log"
+    p.write_text(text, encoding="utf-8")
+    return _report(str(p))
+
+
+def test_slurm_oom_takes_srun_task_as_the_rank(tmp_path):
+    # hafs-community/HAFS#101 (sample_logs/public/2407.log): slurmstepd's line names no task, srun's names task 4
+    r = _report_text(tmp_path, (
+        "slurmstepd: error: Detected 1 oom-kill event(s) in step 3495064.0 cgroup. Some of your processes may have been "
+        "killed by the cgroup out-of-memory handler.\n"
+        "srun: error: Orion-01-01: task 4: Out Of Memory\n"
+        "srun: Terminating job step 3495064.0\n"))
+    top = r["findings"][0]
+    assert (top["id"], top["initiating_rank"]) == ("host-oom", 4)
+    assert "task 4" in top["decided_by"]
+
+
+def test_srun_task_range_names_no_rank(tmp_path):
+    # chrisknewman/tusas#149 (2408.log): three tasks hit, none of them is "the" rank
+    r = _report_text(tmp_path, (
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks have been OOM Killed.\n"
+        "srun: error: nid001277: tasks 1-3: Out Of Memory\n"))
+    assert (r["findings"][0]["id"], r["findings"][0]["initiating_rank"]) == ("host-oom", None)
+
+
+def test_srun_task_is_not_claimed_when_the_workers_print_their_own_ranks(tmp_path):
+    # under a per-node launcher the task is a node's agent: with the workers' ranks in the input, no claim
+    r = _report_text(tmp_path, (
+        "slurmstepd: error: Detected 1 oom-kill event(s) in step 3495064.0 cgroup. Some of your processes may have been "
+        "killed by the cgroup out-of-memory handler.\n"
+        "srun: error: Orion-01-01: task 1: Out Of Memory\n"
+        "[rank5]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+        "by peer [127.0.0.1]:41364\n"))
+    assert next(f for f in r["findings"] if f["id"] == "host-oom")["initiating_rank"] != 1

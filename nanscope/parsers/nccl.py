@@ -623,6 +623,77 @@ def _ib_async(m, rec, state):
 #   ib_mlx5_log.c:139  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)
 #   rc_verbs_iface.c:63   FATAL: send completion with error: transport retry counter exceeded
 #   dc_verbs.c:633  UCX  ERROR Send completion with error on qp 0x10e55: transport retry counter exceeded syndrome 0x81
+# The IB transport's sanity check of an RDMA write against the receiver's posted buffer (src/transport/net_ib.cc
+# ncclIbIsend, 2.3 - 2.19; the comment above it: "Sanity checks to catch user collective call count/size
+# mismatches plus any potential programming errors"); the send fails with ncclInvalidUsage:
+#   NET/IB : collective mismatch error local size %d remote %d addr %lx rkey %x seq %x/%x            (2.3 - 2.9)
+#   NET/IB : peer %s collective mismatch error local size %d remote %d addr %lx rkey %x seq %x/%x   (2.10 - 2.11)
+#   NET/IB : req %d/%d tag %x peer %s collective mismatch error, local size %d remote size %d        (2.12 - 2.19)
+# In the threads it comes from the path between two nodes far more often than from the program (NICs forced to
+# relaxed PCI write ordering, fixed by NCCL_IB_DISABLE=1 or the NIC setting: NVIDIA/nccl#531, #615, #969), so
+# it is read as an IB transport failure with the peer named; the signature says to check the sizes too.
+@rule(
+    "nccl-net-ib-size-check",
+    ("collective mismatch error",),
+    r"NET/IB\w*\s*:\s*(?:req (?P<req>\d+)/\d+ tag \w+ )?(?:peer (?P<peer>\S+) )?collective mismatch error,? "
+    r"local size (?P<local>\d+) remote(?: size)? (?P<remote>\d+)",
+)
+def _net_ib_size_check(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    peer = m.group("peer")
+    if not first_time(state, ("net_ib_size", peer), rec.loc.line):
+        return []
+    host = re.sub(r"<\d+>$", "", peer) if peer else None
+    return _error(rec, "nccl_network", fields={
+        "peer": peer, "peer_host": host, "code": None, "reason": "collective mismatch error",
+        "local_size": int(m.group("local")), "remote_size": int(m.group("remote")), "size_check": True})
+
+
+# The socket transport's receive-side check (src/transport/net_socket.cc, every 2.x): the peer sends more than this
+# rank posted, and the receive fails (ncclInternalError; ncclInvalidUsage since 2.12, NVIDIA/nccl#605):
+#   NET/Socket : message truncated : receiving %d bytes instead of %d                      (2.4 - 2.9)
+#   NET/Socket : peer %s message truncated : receiving %d bytes instead of %d              (2.10 - 2.11)
+#   ... instead of %d. If you believe your socket network is in a healthy state, there may be a mismatch in
+#   collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks      (2.12+)
+# NCCL's own reading (and the maintainers', NVIDIA/nccl#626): the ranks' collectives or protocol settings differ.
+# A paste may wrap the WARN after `message truncated :`; its head alone is the check's.
+@rule(
+    "nccl-socket-truncated",
+    ("message truncated",),
+    r"NET/Socket : (?:peer (?P<peer>\S+) )?message truncated\b(?: : receiving (?P<got>\d+) bytes instead of (?P<want>\d+))?",
+)
+def _socket_truncated(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    if not first_time(state, ("socket_truncated", m.group("peer")), rec.loc.line):
+        return []
+    return _error(rec, "collective_desync", fields={
+        "backend": "nccl", "state": "size_mismatch", "transport": "socket", "peer": m.group("peer"),
+        "received_bytes": to_int(m.group("got")), "expected_bytes": to_int(m.group("want"))})
+
+
+# NCCL 2.4.2 - 2.7.6 src/init.cc ncclCommGetAsyncError, from the kernels' own check that all ranks run the same
+# collective (comm->fatalDevError):
+#   WARN("Mismatched collective detected, please check your collective calls at and around rank %d. You can use
+#         NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs", comm->rank)   -> ncclInvalidUsage
+#   WARN("Your program may be hanging, this may be caused by a collective mismatch around rank %d. Please check your
+#         collective calls at and around this rank. ...", comm->rank)                          (suspected: no error)
+# comm->rank is the printing process's own rank in that communicator: where the mismatch was seen, not the rank
+# whose code path differs, so it is kept as fields['pg_rank'] and never claimed as the initiating rank.
+@rule(
+    "nccl-mismatched-collective",
+    ("Mismatched collective detected", "may be caused by a collective mismatch around rank"),
+    r"WARN (?:(?P<asserted>Mismatched collective detected, please check your collective calls at and around rank)"
+    r"|Your program may be hanging, this may be caused by a collective mismatch around rank) (?P<rank>\d+)",
+)
+def _nccl_mismatched(m, rec, state):
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    if not first_time(state, ("nccl_mismatch",), rec.loc.line):
+        return []
+    return _error(rec, "collective_desync", fields={
+        "pg_rank": int(m.group("rank")), "state": "nccl_device_check", "backend": "nccl",
+        "suspected": m.group("asserted") is None})
+
+
 @rule(
     "ucx-retry-exceeded",
     ("Transport retry count exceeded", "transport retry counter exceeded"),
@@ -696,11 +767,17 @@ def _ofi(m, rec, state):
 #   Net : connecting to address X with family N is neither AF_INET(2) nor AF_INET6(10)   (2.12; 2.18+
 #                                                          "ncclSocketInit: connecting to address ...": no usable
 #                                                          interface, e.g. NCCL_SOCKET_IFNAME naming none)
-#   Bootstrap : no socket interface found                 (src/bootstrap.cc, 2.x: ncclInternalError)
+#   Bootstrap : no socket interface found                 (src/bootstrap.cc, 2.4 - 2.30: ncclInternalError,
+#                                                          ncclInvalidUsage on the newest releases)
 #   NET/Socket : No usable listening interface found      (bootstrap.cc with NCCL_COMM_ID: ncclSystemError)
 #   NET/Socket : no interface found                       (transport/net_socket.cc, the last network to try)
 #   (NET/IB : No IP interface found. is not one of them: NCCL goes on to the socket transport)
 # Only a line with NCCL's WARN header counts (`NCCL WARN`, or `<file>.h|cc|cu:<line> WARN` of the old releases).
+# The last three say that NCCL found no interface it may use at all (ncclFindInterfaces matched none: the
+# NCCL_SOCKET_IFNAME given names no interface of this host, or the host has only lo / docker*): a set-up error
+# of this process, `nccl_no_interface`, not a failed call. Torch (NCCL >= 2.13) prints the same WARN text again,
+# without the header, as the `Last error:` of its DistBackendError (`ncclInternalError: Internal check
+# failed.` / `Last error:` / `Bootstrap : no socket interface found`); that bare line counts as well.
 _SOCK_WARN = re.compile(
     r"(?:NCCL WARN |\.(?:h|cc|cu):\d+ WARN )(?:(?:Net|ncclSocketInit|socketStartConnect) ?: )?"
     r"(?:Call to (?P<call>[a-z_]+) failed : (?P<cerr>.*)"
@@ -729,13 +806,38 @@ def _nccl_socket_failed(m, rec, state):
         reason = f"no usable network interface ({m.group('noif')})"
     else:
         reason = f"no usable network interface (address family {m.group('fam')})"
+    if m.group("noif") is not None:
+        return _no_interface(rec, state, m.group("noif"))
     if not first_time(state, ("nccl_socket", reason), rec.loc.line):
         return []
-    internal = m.group("fam") is not None or (m.group("noif") or "").endswith(("no socket interface found", "no interface found"))
+    internal = m.group("fam") is not None
     fields = {"code": "ncclInternalError" if internal else "ncclSystemError", "reason": reason, "transport": "socket"}
     if m.group("peer") is not None:
         fields["peer"] = m.group("peer")
     return _error(rec, "nccl_error", fields=fields)
+
+
+_NO_INTERFACE = ("Bootstrap : no socket interface found", "NET/Socket : No usable listening interface found",
+                 "NET/Socket : no interface found")
+
+
+def _no_interface(rec, state, text: str):
+    """One event per process for NCCL's "no interface" WARN and torch's `Last error:` echo of it."""
+    state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    if not first_time(state, ("nccl_no_interface",), rec.loc.line):
+        return []
+    listening = text.startswith("NET/Socket : No usable listening")
+    return _error(rec, "nccl_no_interface", fields={
+        "code": "ncclSystemError" if listening else "ncclInternalError", "reason": text, "transport": "socket",
+        "phase": "bootstrap" if not text.endswith("no interface found") else "net_socket",
+        "comm_id": listening})
+
+
+@rule("nccl-no-interface-last-error", _NO_INTERFACE,
+      r"^(?P<noif>" + "|".join(re.escape(t) for t in _NO_INTERFACE) + r")\.?\s*$", match_start=True)
+def _no_interface_last_error(m, rec, state):
+    # torch's DistBackendError repeats ncclGetLastError() on a line of its own after `Last error:`
+    return _no_interface(rec, state, m.group("noif"))
 
 
 # NVIDIA/nccl src/proxy.cc proxyServiceInitOp / proxyProgressAsync (2.12+): the proxy thread of a rank could not
@@ -1073,6 +1175,6 @@ PARSER = Parser(
     rules=[_watchdog_timeout, _pg_status, _store_barrier_timeout, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
-           _nccl_error_detail, _nccl_socket_failed, _nccl_proxy_failed, _net_ib, _ib_async, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
+           _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )

@@ -143,7 +143,42 @@ REAL = [
      "collective_timeout", 0, {"timeout_ms": 30000}, {"failed_ranks": [1, 2], "pg_rank": 0}),
     # [SRC] NVIDIA/nccl src/bootstrap.cc (2.7 - 2.30) rendered: no interface for the bootstrap
     ("node1:1234:1234 [0] bootstrap.cc:45 NCCL WARN Bootstrap : no socket interface found",
-     "nccl_error", None, None, {"code": "ncclInternalError", "reason": "no usable network interface (Bootstrap : no socket interface found)"}),
+     "nccl_no_interface", None, None, {"code": "ncclInternalError", "reason": "Bootstrap : no socket interface found", "phase": "bootstrap"}),
+    # pytorch/pytorch#29482 (2405.log): NCCL 2.4's WARN with the file tag
+    ("gpu617:22841:22841 [0] bootstrap.cc:37 NCCL WARN Bootstrap : no socket interface found",
+     "nccl_no_interface", None, None, {"transport": "socket", "comm_id": False}),
+    # EvolvingLMMs-Lab/open-r1-multimodal#7 (2403.log): torch's `Last error:` echo, under its rank prefix
+    ("[rank0]: Bootstrap : no socket interface found",
+     "nccl_no_interface", 0, None, {"code": "ncclInternalError"}),
+    # [SRC] NVIDIA/nccl src/bootstrap.cc with NCCL_COMM_ID (2.4 - 2.30) and src/transport/net_socket.cc, rendered
+    ("node1:1234:1234 [0] bootstrap.cc:120 NCCL WARN NET/Socket : No usable listening interface found",
+     "nccl_no_interface", None, None, {"code": "ncclSystemError", "comm_id": True}),
+    ("node1:1234:1234 [0] transport/net_socket.cc:61 NCCL WARN NET/Socket : no interface found",
+     "nccl_no_interface", None, None, {"phase": "net_socket"}),
+    # NVIDIA/nccl#969 (2400.log): 2.12 - 2.19's IB size check, behind a pdsh host prefix
+    ("10.10.23.10: so-ucloud-10-10-23-10:1307367:1307586 [0] transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size 496640 remote size 65536",
+     "nccl_network", None, None, {"peer": "10.10.23.6<58683>", "peer_host": "10.10.23.6", "local_size": 496640, "remote_size": 65536, "size_check": True}),
+    # NVIDIA/nccl#615 (2401.log): the 2.3 - 2.9 wording, no peer
+    ("train-run-env3-list2-parallel-0:15483:15645 [0] transport/net_ib.cc:665 NCCL WARN NET/IB : collective mismatch error local size 546816 remote 524288 addr 7ff7d1530000 rkey 2553d seq 14/1c",
+     "nccl_network", None, None, {"peer": None, "local_size": 546816, "remote_size": 524288}),
+    # [SRC] NVIDIA/nccl v2.10.3-1 src/transport/net_ib.cc:684 rendered: the peer before the words
+    ("node1:1234:1300 [0] transport/net_ib.cc:684 NCCL WARN NET/IB : peer 10.0.0.2<41234> collective mismatch error local size 65536 remote 32768 addr 7f00 rkey 1a seq 3/4",
+     "nccl_network", None, None, {"peer_host": "10.0.0.2", "local_size": 65536, "remote_size": 32768}),
+    # NVIDIA/nccl#296 (2402.log): 2.4's kernel check; the rank it names is the printing one, not claimed
+    ("init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs",
+     "collective_desync", None, None, {"pg_rank": 39, "state": "nccl_device_check", "suspected": False}),
+    # NVIDIA/nccl#214: the same, several ranks of one node (node-8x-v100-nvlink-1, device 3)
+    ("node-8x-v100-nvlink-1:39719:39719 [3] init.cu:1197 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 11. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs",
+     "collective_desync", None, None, {"pg_rank": 11}),
+    # NVIDIA/nccl#268 (2431.log): 2.4's socket size check
+    ("hvd1:2918:3333 [0] external/nccl_archive/src/transport/net_socket.cc:200 NCCL WARN NET/Socket : message truncated : receiving 696320 bytes instead of 32768",
+     "collective_desync", None, None, {"transport": "socket", "received_bytes": 696320, "expected_bytes": 32768, "peer": None}),
+    # NVIDIA/nccl#626 (2432.log): the 2.10 wording, wrapped by the paste after its colon
+    ("transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 192.168.161.30<59210> message truncated :",
+     "collective_desync", None, None, {"peer": "192.168.161.30<59210>", "received_bytes": None}),
+    # [SRC] NVIDIA/nccl v2.4.8-1 src/init.cc:1256 rendered: the suspected form
+    ("node1:1234:1234 [0] init.cc:1256 NCCL WARN Your program may be hanging, this may be caused by a collective mismatch around rank 3. Please check your collective calls at and around this rank. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs",
+     "collective_desync", None, None, {"pg_rank": 3, "suspected": True}),
     # [SRC] NVIDIA/nccl src/proxy.cc INFO, v2.14-HEAD, with NCCL's host:pid:tid prefix, under torchrun --tee
     ("[default0]:node0:2211:2290 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
      "peer_connection_lost", 0, None, {"peer_local_rank": 1, "nccl_info": True}),
@@ -251,6 +286,12 @@ LOOKALIKES = [
     # a retried connect's INFO and a user's prose about a failed call carry no NCCL WARN header
     "node0:2211:2211 [0] NCCL INFO Call to connect returned Connection refused, retrying",
     "WARNING: Call to connect failed : Connection timed out",
+    # the socket transport's interface count and a working bootstrap (maskrcnn-benchmark#628, NVIDIA/nccl#1866)
+    "55d3479b71fb:91:91 [0] NCCL INFO NET/Socket : 1 interfaces found",
+    "cl4-gpu03-vm:1134070:1134070 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to enp9s0np0",
+    "cl4-gpu03-vm:1134070:1134070 [0] NCCL INFO Bootstrap: Using enp9s0np0:10.99.0.2<0>",
+    # prose about the error is not the bare echo of it
+    "I get Bootstrap : no socket interface found when NCCL_SOCKET_IFNAME=eth0 is set",
 ]
 
 
@@ -298,3 +339,20 @@ def test_gloo_connect_full_mesh_failure_is_a_lost_peer(line):
     assert evs[0].fields["peer"] is None or evs[0].fields["peer"].startswith("[127.0.0.1]:")
     # `1: [default0]:` alone: node 1, local rank 0; node 0 is not in the text, so no global rank
     assert (evs[0].rank, evs[0].origin.local_rank) == (None, 0)
+
+
+def test_no_interface_after_torch_error_is_one_primary_finding_on_its_rank(tmp_path):
+    # EvolvingLMMs-Lab/open-r1-multimodal#7 (2403.log): the NCCL error and its `Last error:` are one incident;
+    # the new signature names it and takes the generic nccl-error's place, rank 0 from the prefix
+    from nanscope import api
+    p = tmp_path / "x.log"
+    p.write_text("""[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2588, internal error - please report this issue to the NCCL developers, NCCL version 2.21.5
+[rank0]: ncclInternalError: Internal check failed.
+[rank0]: Last error:
+[rank0]: Bootstrap : no socket interface found
+""", encoding="utf-8")
+    report = api.diagnose([str(p)])
+    assert [f.id for f in report.findings] == ["nccl-no-socket-interface"]
+    assert report.findings[0].initiating_rank == 0
+    assert "NCCL_SOCKET_IFNAME" in report.findings[0].fix
+    assert "Bootstrap : no socket interface found" in report.findings[0].summary
