@@ -17,6 +17,11 @@ rule holds for every model, path and number the template is filled with:
   tokenizer does not have a padding token. Please select a token to use as `pad_token` ...`; the 2.x
   data collator: `You are attempting to pad samples but the tokenizer you are using (GPT2Tokenizer)
   does not have one.` (a later release: `... does not have a pad token.`).
+- transformers tokenization_utils_base.py `get_chat_template` (4.43+, when the class default templates were
+  removed): `Cannot use chat template functions because tokenizer.chat_template is not set and no template
+  argument was passed! ...` (4.4x wording: `Cannot use apply_chat_template() because tokenizer.chat_template is
+  not set ...`); processing_utils.py `ProcessorMixin.apply_chat_template`: `No chat template is set for this
+  processor. Please either set the `chat_template` attribute, or provide a chat template as an argument.`
 - transformers trainer.py `Trainer.__init__` (4.3x+): `You cannot perform fine-tuning on purely
   quantized models. Please attach trainable adapters on top of the quantized model ...`, and `The model
   you are trying to fine-tune is quantized with {method} but that quantization method do not support
@@ -116,6 +121,16 @@ def _tokenizer_pad(m, rec, state):
     tok = m.group("tok")
     return _error(m, rec, "tokenizer_no_pad_token", "hf",
                   f"the tokenizer{f' ({tok})' if tok else ''} defines no pad token, and a batch had to be padded")
+
+
+@rule("tokenizer-no-chat-template", ("because tokenizer.chat_template is not set", "No chat template is set for this processor"),
+      _TYPE + r"(?P<msg>Cannot use (?:chat template functions|apply_chat_template\(\)) because tokenizer\.chat_template is not set"
+      r"|No chat template is set for this processor\b)")
+def _no_chat_template(m, rec, state):
+    what = "processor" if "processor" in m.group("msg") else "tokenizer"
+    return _error(m, rec, "tokenizer_no_chat_template", "hf",
+                  f"apply_chat_template was called but the {what} has no chat_template (a base model's tokenizer, "
+                  "or a checkpoint saved without one) and none was passed")
 
 
 @rule("quantized-no-adapter", ("fine-tuning on purely quantized models", "but that quantization method do not support training"),
@@ -237,9 +252,9 @@ PARSER = Parser(
     name="setup_checks",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
-    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, "
+    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, chat templates, "
                 "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
-    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _quantized, _extension_build, _model_no_loss,
+    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _no_chat_template, _quantized, _extension_build, _model_no_loss,
            _batch_not_padded, _quantized_device_map, _registry_type,
            _hf_not_accessible],
 )
