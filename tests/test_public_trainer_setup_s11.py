@@ -1,0 +1,122 @@
+"""Trainer set-up failures first seen in the blind public round 2450-2467 (session 11): removed trainer
+arguments, W&B runs that cannot start, tokenizers without a chat template, datasets that cannot be read,
+Lightning callbacks monitoring a metric nobody logs, and XLA's device OOM. Each is named by its own class
+instead of a generic uncaught exception.
+
+Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied
+verbatim from the thread named in the comment.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import diagnose_lines, ids, run_cli
+from nanscope import api
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("2450.log", "trainer-argument-unsupported"),  # a notebook traceback, SFTTrainer after trl 0.12
+    ("2451.log", "trainer-argument-unsupported"),  # TrainingArguments after transformers 4.46
+    ("2452.log", "wandb-init-failed"),  # wandb's ERROR line, the paste cut inside wandb's reraise
+    ("2453.log", "wandb-init-failed"),
+    ("2454.log", "tokenizer-no-chat-template"),  # [rank0]: prefix
+    ("2455.log", "tokenizer-no-chat-template"),  # the 4.4x wording
+    ("2456.log", "tokenizer-no-chat-template"),  # then PyTorch's destroy_process_group warning
+    ("2457.log", "cuda-oom"),  # JAX, XLA's BufferAssignment stats after it
+    ("2458.log", "cuda-oom"),
+    ("2459.log", "dataset-load-failed"),  # the reader's error printed twice (tqdm line, logger)
+    ("2460.log", "dataset-load-failed"),  # under xtuner / mmengine's runner
+    ("2461.log", "monitored-metric-missing"),
+    ("2462.log", "monitored-metric-missing"),  # a progress bar after it
+    ("2463.log", "monitored-metric-missing"),  # pytorch_lightning 1.x wording
+])
+def test_set_up_failure_is_named_first_and_not_as_a_generic_exception(name: str, expected: str) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report) == [expected]
+
+
+@pytest.mark.parametrize("name", ["2464.log", "2465.log", "2466.log", "2467.log"])
+def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
+    # Lightning's max_steps stop with wandb retrying uploads, tokenizer length warnings, HF Trainer dicts with an
+    # eval dict, a LoRA run whose grad_norm moves between 2 and 15
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_a_removed_argument_says_what_replaced_it() -> None:
+    summary = api.diagnose([str(PUBLIC / "2451.log")]).findings[0].summary
+    assert "TrainingArguments.__init__() does not take 'evaluation_strategy'" in summary
+    assert "use eval_strategy" in summary
+
+
+def test_python_3_8_names_no_class_so_only_known_removed_arguments_count(tmp_path) -> None:
+    # huggingface/transformers#7974 (transformers 3.3, Python 3.6): the argument names the trainer API
+    assert ids(diagnose_lines(tmp_path, ["TypeError: __init__() got an unexpected keyword argument 'evaluation_strategy'"])) \
+        == ["trainer-argument-unsupported"]
+    # facebookresearch/pytext#152: some other constructor, a plain uncaught TypeError
+    other = ids(diagnose_lines(tmp_path, ["TypeError: __init__() got an unexpected keyword argument 'dtype'"]))
+    assert "trainer-argument-unsupported" not in other
+
+
+def test_xla_oom_says_how_much_it_asked_for() -> None:
+    summary = api.diagnose([str(PUBLIC / "2457.log")]).findings[0].summary
+    assert "4.44 GiB (4770354232 bytes)" in summary
+
+
+def test_torch_xla_prints_the_tpu_oom_on_every_line_of_its_block_one_finding(tmp_path) -> None:
+    # pytorch/xla#3470
+    lines = [
+        "2022-04-04 00:27:49.642380: E tensorflow/compiler/xla/xla_client/xla_util.cc:88]   (1) RESOURCE_EXHAUSTED: "
+        "Attempting to reserve 6.48G at the bottom of memory. That was not possible. There are 6.78G free, 0B reserved, "
+        "and 3.33G reservable.",
+        "2022-04-04 00:27:49.642414: E tensorflow/compiler/xla/xla_client/xla_util.cc:88]   OP_REQUIRES failed at "
+        "tpu_execute_op.cc:266 : RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory. That was not "
+        "possible. There are 6.78G free, 0B reserved, and 3.33G reservable.",
+    ]
+    report = diagnose_lines(tmp_path, lines)
+    assert ids(report) == ["cuda-oom"]
+    assert len(report.findings[0].evidence) == 1
+    assert "6.48GB for the program in the TPU's memory" in report.findings[0].summary
+
+
+def test_the_datasets_wrapper_after_the_readers_error_is_the_same_failure() -> None:
+    report = api.diagnose([str(PUBLIC / "2459.log")])
+    assert len(report.findings[0].evidence) == 1
+    assert "(ArrowInvalid: JSON parse error: Column() changed from object to array in row 0)" in report.findings[0].summary
+
+
+def test_the_monitor_names_the_metric_the_callback_waited_for() -> None:
+    summary = api.diagnose([str(PUBLIC / "2461.log")]).findings[0].summary
+    assert "ModelCheckpoint monitors 'val/usdr'" in summary
+
+
+@pytest.mark.parametrize("line", [
+    # the raise's source line in a traceback (michael-wzhu/ChatMed#8)
+    'raise DatasetGenerationError("An error occurred while generating the dataset") from e',
+    # transformers' processing_utils.py source line, as a traceback shows it
+    '                    "No chat template is set for this processor. Please either set the `chat_template` attribute, "',
+    # Lightning warns before validation ran, and the run goes on (invoke-ai/InvokeAI#608)
+    "UserWarning: `ModelCheckpoint(monitor='val/loss_simple_ema')` could not find the monitored key in the returned "
+    "metrics: ['train/loss_simple', 'train/loss_simple_step', 'train/loss_vlb', 'train/loss_vlb_step', 'train/loss', "
+    "'train/loss_step', 'global_step', 'epoch', 'step']. HINT: Did you call `log('val/loss_simple_ema', value)` in the "
+    "`LightningModule`?",
+    # wandb retrying an upload in a healthy run (uzh-rpg/RVT#40)
+    "Epoch 2: : 25832it [1:35:47,  4.49it/s, loss=2.23, v_num=3hqp]wandb: Network error (TransientError), entering retry loop.",
+    # wandb's login source line (wandb/sdk/wandb_login.py) in a traceback
+    '    raise UsageError("api_key not configured (no-tty). call " + directive)',
+])
+def test_quotes_warnings_and_retries_are_no_failure(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+def test_cli_exits_non_zero_and_the_json_names_the_class() -> None:
+    proc = run_cli("diagnose", str(PUBLIC / "2453.log"), "--format", "json")
+    assert proc.returncode == 1
+    finding = json.loads(proc.stdout)["findings"][0]
+    assert finding["id"] == "wandb-init-failed"
+    assert "no API key" in finding["summary"]
