@@ -120,3 +120,51 @@ def test_cli_exits_non_zero_and_the_json_names_the_class() -> None:
     finding = json.loads(proc.stdout)["findings"][0]
     assert finding["id"] == "wandb-init-failed"
     assert "no API key" in finding["summary"]
+
+
+# --- round 2470-2482 --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, expected", [
+    ("2470.log", "flash-attention-unavailable"),
+    ("2471.log", "dataset-load-failed"),  # LLaMA-Factory's registry, started outside the repo
+    ("2472.log", "dataset-load-failed"),  # LLamaTuner's dataset_info.yaml, a shell prompt around it
+    ("2473.log", "dataset-load-failed"),  # the registry itself not found
+    ("2474.log", "loss-shape-mismatch"),  # a notebook traceback
+    ("2475.log", "loss-shape-mismatch"),  # the last, smaller batch of the first epoch, tqdm around it
+    ("2476.log", "loss-shape-mismatch"),  # torch 1.x nll_loss
+    ("2477.log", "loss-shape-mismatch"),  # BCEWithLogits
+    ("2478.log", "loss-shape-mismatch"),
+    ("2479.log", "loss-shape-mismatch"),  # binary_cross_entropy's 'is deprecated' ValueError
+    ("2480.log", "loss-shape-mismatch"),  # Keras 2's target check, no exception type
+])
+def test_round_2_set_up_failure_is_named_first_and_alone(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+@pytest.mark.parametrize("name", ["2481.log", "2482.log"])
+def test_round_2_healthy_runs_stay_clean(name: str) -> None:
+    # LLaMA-Factory's final train metrics; Keras 2.0 epochs on a plateau
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_the_loss_says_which_shapes_disagree() -> None:
+    assert "predictions for 4 samples and targets for 1" in api.diagnose([str(PUBLIC / "2475.log")]).findings[0].summary
+    assert "targets [1, 3, 256, 256] for predictions [1, 1, 256, 256]" in \
+        api.diagnose([str(PUBLIC / "2477.log")]).findings[0].summary
+
+
+def test_flash_attention_says_why_it_cannot_be_used() -> None:
+    summary = api.diagnose([str(PUBLIC / "2470.log")]).findings[0].summary
+    assert "the flash_attn package is not installed" in summary
+
+
+@pytest.mark.parametrize("line", [
+    # transformers' modeling_utils.py source line in a traceback
+    '            preface = "FlashAttention2 has been toggled on, but it cannot be used due to the following error:"',
+    # LLaMA-Factory's parser.py source line in a traceback (hiyouga/LlamaFactory#7703)
+    '    raise ValueError(f"Undefined dataset {name} in {DATA_CONFIG}.")',
+    # torch's functional.py source line in a traceback (milesial/Pytorch-UNet#244)
+    '    raise ValueError("Target size ({}) must be the same as input size ({})".format(target.size(), input.size()))',
+])
+def test_round_2_source_lines_are_no_evidence(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == []

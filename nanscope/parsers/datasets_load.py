@@ -15,6 +15,11 @@ huggingface/datasets, by module (the texts are the library's templates, filled w
 - data_files.py: `FileNotFoundError: Unable to find '{pattern}'` (older: `Unable to resolve any data file that
   matches '{pattern}'`); load.py: `DatasetNotFoundError: Dataset '{id}' doesn't exist on the Hub or cannot be
   accessed.` (older `Couldn't find a dataset script at {path} or any data file in the same directory.`).
+- the fine-tuning wrappers' dataset registries, which name every dataset in a dataset_info file: LLaMA-Factory
+  src/llamafactory/data/parser.py `get_dataset_list`: `Undefined dataset {name} in {DATA_CONFIG}.` (older
+  `"Undefined dataset {} in {}.".format(...)`, `... in dataset_info.json.`) and `Cannot open {config_path} due to
+  {err}.` (the registry not found: started outside the repo, a wrong dataset_dir); LLamaTuner's
+  `Undefined dataset {} in {}` (dataset_info.yaml).
 
 The reader's error and the DatasetGenerationError that wraps it are one failure: the first one read holds
 the reason (the file and pyarrow's words), the wrapper adds nothing, so it is not reported again.
@@ -84,10 +89,24 @@ def _not_found(m, rec, state):
     return _event(m, rec, state, detail, "missing")
 
 
+@rule("dataset-registry", ("Undefined dataset ", "dataset_info.json due to "),
+      _TYPE + r"(?P<msg>Undefined dataset (?P<name>\S{1,300}) in (?P<cfg>\S{0,300}dataset_info\.(?:json|yaml))"
+      r"|Cannot open (?P<open>\S{0,300}dataset_info\.json) due to (?P<err>.{1,300}?)\.?$)")
+def _registry(m, rec, state):
+    if m.group("name"):
+        detail = (f"the dataset {m.group('name')} is not defined in {m.group('cfg')} (a name or file the registry does not "
+                  "list, or the run started in another directory than the one holding that registry)")
+    else:
+        detail = (f"the dataset registry {m.group('open')} cannot be opened ({m.group('err')[:160]}): the run started "
+                  "outside the project directory, or dataset_dir points elsewhere")
+    return _event(m, rec, state, detail, "registry")
+
+
 PARSER = Parser(
     name="datasets_load",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
-    description="Hugging Face datasets failing to build the data: unreadable files, mixed columns, empty splits, missing files",
-    rules=[_read_file, _json_records, _generation, _empty, _not_found],
+    description="Hugging Face datasets failing to build the data: unreadable files, mixed columns, empty splits, missing files, "
+                "and the fine-tuning wrappers' dataset registries (dataset_info.json)",
+    rules=[_read_file, _json_records, _generation, _empty, _not_found, _registry],
 )
