@@ -168,3 +168,48 @@ def test_flash_attention_says_why_it_cannot_be_used() -> None:
 ])
 def test_round_2_source_lines_are_no_evidence(tmp_path, line: str) -> None:
     assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+# --- round 2483-2491 --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, expected", [
+    ("2483.log", "grpo-batch-generations-mismatch"),  # [rank1]: prefix, 7 processes
+    ("2484.log", "grpo-batch-generations-mismatch"),
+    ("2485.log", "grpo-batch-generations-mismatch"),
+    ("2486.log", "bitsandbytes-setup-failed"),  # the message on the line after 'RuntimeError:'
+    ("2487.log", "bitsandbytes-setup-failed"),  # 0.3x wording
+    ("2488.log", "bitsandbytes-setup-failed"),  # 0.43+: no exception line in the excerpt
+    ("2489.log", "trainer-config-invalid"),  # axolotl's pydantic model
+])
+def test_round_3_set_up_failure_is_named_first_and_alone(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+def test_trl_ppo_metric_rows_stay_clean() -> None:
+    assert ids(api.diagnose([str(PUBLIC / "2491.log")])) == []
+
+
+def test_grpo_says_how_the_batch_and_the_groups_disagree() -> None:
+    summary = api.diagnose([str(PUBLIC / "2483.log")]).findings[0].summary
+    assert "7 processes x 1 per device = 7 completions" in summary
+    assert "groups of 8 generations per prompt" in summary
+
+
+def test_hf_argument_parser_lists_the_unknown_options(tmp_path) -> None:
+    # an open-instruct DPO write-up: a flag no dataclass declares
+    report = diagnose_lines(tmp_path, ["ValueError: Some specified arguments are not used by the HfArgumentParser: "
+                                       "['--gradient_checkpointing']"])
+    assert ids(report) == ["trainer-config-invalid"]
+    assert "['--gradient_checkpointing']" in report.findings[0].summary
+
+
+@pytest.mark.parametrize("line", [
+    # rich's box shows bitsandbytes' cextension.py source (bmaltais/kohya_ss#1523)
+    "│   21 │   │   CUDA Setup failed despite GPU being available. Please run the following command     │",
+    # trl's grpo_trainer.py source line (quoted in huggingface/trl#3061)
+    '              f"The global train batch size ({num_processes} x {args.per_device_train_batch_size}) must be evenly "',
+    # transformers' hf_argparser.py source line
+    '        raise ValueError(f"Some specified arguments are not used by the HfArgumentParser: {unknown_args}")',
+])
+def test_round_3_source_lines_are_no_evidence(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == []
