@@ -213,3 +213,29 @@ def test_hf_argument_parser_lists_the_unknown_options(tmp_path) -> None:
 ])
 def test_round_3_source_lines_are_no_evidence(tmp_path, line: str) -> None:
     assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+# --- round 2490, 2492-2498 --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, expected", [
+    ("2490.log", "bitsandbytes-setup-failed"),  # transformers' bnb quantizer, a Colab notebook
+    ("2492.log", "dependency-missing"),  # accelerate for the Trainer, a notebook traceback
+    ("2493.log", "dependency-missing"),
+    ("2494.log", "flash-attention-unavailable"),  # trust_remote_code's check_imports
+    ("2495.log", "flash-attention-unavailable"),
+    ("2496.log", "dependency-missing"),  # accelerate and bitsandbytes, the 4.3x wording
+    ("2497.log", "dependency-missing"),  # BitsAndBytesConfig and an old bitsandbytes
+])
+def test_round_4_dependency_failure_is_named_first_and_alone(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+def test_the_trainers_start_block_stays_clean() -> None:
+    assert ids(api.diagnose([str(PUBLIC / "2498.log")])) == []
+
+
+def test_the_dependency_finding_names_the_package_and_version() -> None:
+    summary = api.diagnose([str(PUBLIC / "2493.log")]).findings[0].summary
+    assert "accelerate>=0.21.0" in summary
+    summary = api.diagnose([str(PUBLIC / "2497.log")]).findings[0].summary
+    assert "bitsandbytes>=0.39.0" in summary
