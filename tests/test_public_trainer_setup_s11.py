@@ -239,3 +239,16 @@ def test_the_dependency_finding_names_the_package_and_version() -> None:
     assert "accelerate>=0.21.0" in summary
     summary = api.diagnose([str(PUBLIC / "2497.log")]).findings[0].summary
     assert "bitsandbytes>=0.39.0" in summary
+
+
+def test_long_hostile_words_before_the_templates_are_read_without_backtracking(tmp_path) -> None:
+    # synthetic (robustness): a very long word right before each template's literal, which an unbounded name group
+    # would retry at every position; the lines are no failure of these classes
+    word = "A" * 30000
+    lines = [word + "() got an unexpected keyword argument 'evaluation_strategy'",
+             "9" * 30000 + "x validation error for AxolotlConfig",
+             word + "x is required for a normal functioning of this module, but found a==1",
+             word + "x requires the SentencePiece library but it was not found in your environment",
+             word + "x does not support Flash Attention 2.0 yet"]
+    report = diagnose_lines(tmp_path, lines)
+    assert not {"trainer-argument-unsupported", "trainer-config-invalid"} & set(ids(report))

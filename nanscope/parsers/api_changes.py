@@ -42,17 +42,25 @@ _RENAMED = {
 }
 
 
+# the callee's (qualified) name, read from a bounded stretch before `()`: in the rule's own regex an optional
+# dotted-name group would be retried at every position of a long word (quadratic on a hostile line)
+_CALLEE = re.compile(r"(?:^|[^\w.\"'])((?:([A-Za-z_]\w*)\.)?([A-Za-z_]\w*))$")
+
+
 @rule("trainer-unexpected-argument", ("got an unexpected keyword argument '",),
-      r"(?<![\"'\w.])(?P<msg>(?:(?P<cls>[A-Za-z_]\w*)\.)?(?P<fn>[A-Za-z_]\w*)\(\) got an unexpected keyword argument "
-      r"'(?P<arg>\w+)')")
+      r"\(\) got an unexpected keyword argument '(?P<arg>\w+)'")
 def _unexpected_argument(m, rec, state):
-    cls, fn, arg = m.group("cls"), m.group("fn"), m.group("arg")
+    callee = _CALLEE.search(rec.text[max(0, m.start() - 200):m.start()])
+    if callee is None:
+        return None
+    cls, fn, arg = callee.group(2), callee.group(3), m.group("arg")
+    start = m.start() - len(callee.group(1))
     if cls is not None:
         if not _TRAINER_API.match(cls):
             return None  # some other function: the generic exception reader's
     elif fn != "__init__" or arg not in _RENAMED:
         return None
-    before = rec.text[:m.start("msg")].rstrip()
+    before = rec.text[:start].rstrip()
     if before and not before.endswith(("TypeError:", "Error:")):
         return None  # not the exception line (a sentence, a log message quoting it)
     where = f"{cls}.{fn}()" if cls else f"{fn}()"
@@ -60,7 +68,7 @@ def _unexpected_argument(m, rec, state):
     detail = (f"{where} does not take {arg!r}: the script was written for another release of the library than the one "
               f"installed" + (f" ({hint})" if hint else " (the argument was removed, renamed or not yet added)"))
     return ErrorEvent(loc=rec.loc, text=rec.text, framework="hf", error="trainer_argument_unsupported",
-                      message=rec.text[m.start("msg"):].strip()[:400], exc_type="TypeError",
+                      message=rec.text[start:].strip()[:400], exc_type="TypeError",
                       fields={"detail": detail, "argument": arg, "callee": where})
 
 

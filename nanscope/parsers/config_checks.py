@@ -29,7 +29,7 @@ _CONFIG_MODEL = re.compile(r"Axolotl\w*|\w*(?:Arguments|Args|TrainingConfig|Trai
 @rule("config-invalid", ("are not used by the HfArgumentParser", " for AxolotlConfig", " for AxolotlInputConfig",
                          "validation error for ", "validation errors for "),
       r"(?<![\"'])(?P<msg>Some (?P<what>specified arguments|keys) are not used by the HfArgumentParser: (?P<args>\[.{0,300}?\])"
-      r"|(?P<n>\d+) validation errors? for (?P<model>\w+)\b)")
+      r"|(?<!\d)(?P<n>\d{1,6}) validation errors? for (?P<model>\w{1,120})\b)")
 def _config_invalid(m, rec, state):
     if m.group("model"):
         if not _CONFIG_MODEL.fullmatch(m.group("model")):

@@ -44,8 +44,8 @@ def _event(m, rec, state, kind: str, detail: str, framework: str = "hf"):
       r"|Using `(?:bitsandbytes` (?P<bits>\d)-bit quantization|load_in_8bit=True`) requires (?:(?P<needacc>Accelerate)|the latest version of bitsandbytes)"
       r"|(?P<b4>4) bit quantization requires bitsandbytes>=(?P<bver>[\w.]+)"
       r"|This modeling file requires the following packages that were not found in your environment: (?P<pkgs>[\w.\-, ]{1,300}?)\. Run"
-      r"|(?P<req>[\w.\-]+(?:[<>=!]=?[\w.]+)?) is required for a normal functioning of this module, but found (?P<found>[\w.\-]+==[\w.+\-]+)"
-      r"|(?P<obj>\w+) requires the (?P<lib>[\w\-]+(?: [\w\-]+)?) library but it was not found in your environment)")
+      r"|(?<![\w.\-])(?P<req>[\w.\-]{1,100}(?:[<>=!]=?[\w.]{1,40})?) is required for a normal functioning of this module, but found (?P<found>[\w.\-]{1,100}==[\w.+\-]{1,40})"
+      r"|(?<!\w)(?P<obj>\w{1,120}) requires the (?P<lib>[\w\-]{1,60}(?: [\w\-]{1,60})?) library but it was not found in your environment)")
 def _dependency(m, rec, state):
     g = m.group
     if g("acc"):

@@ -150,7 +150,7 @@ _FA2_WHY = (("seems to be not installed", "the flash_attn package is not install
                                       "does not support Flash Attention 2.0 yet",
                                       "Flash Attention 2 is not available. Please refer to the documentation of https://github.com/Dao-AILab"),
       _TYPE + r"(?P<msg>FlashAttention2 has been toggled on, but it cannot be used due to the following error:"
-      r"|(?P<model>[A-Z]\w+) does not support Flash Attention 2\.0 yet"
+      r"|(?<!\w)(?P<model>[A-Z]\w{1,120}) does not support Flash Attention 2\.0 yet"
       r"|Flash Attention 2 is not available\. Please refer to the documentation of https://github\.com/Dao-AILab)")
 def _flash_attention(m, rec, state):
     if m.group("model"):
