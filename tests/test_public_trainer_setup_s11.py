@@ -252,3 +252,24 @@ def test_long_hostile_words_before_the_templates_are_read_without_backtracking(t
              word + "x does not support Flash Attention 2.0 yet"]
     report = diagnose_lines(tmp_path, lines)
     assert not {"trainer-argument-unsupported", "trainer-config-invalid"} & set(ids(report))
+
+
+@pytest.mark.parametrize("line, expected", [
+    # TF 2 / Keras 3 graph error inside a dice loss (DebeshJha/ResUNetPlusPlus#17)
+    ("ValueError: Dimensions must be equal, but are 196608 and 65536 for '{{node compile_loss/dice_loss/mul}} = "
+     "Mul[T=DT_FLOAT](compile_loss/dice_loss/flatten_8_1/Reshape, compile_loss/dice_loss/flatten_9_1/Reshape)' with input "
+     "shapes: [?,196608], [?,65536].", ["loss-shape-mismatch"]),
+    # TF 1.x wording of the same check in a focal loss (PRBonn/bonnet#42)
+    ("tensorflow.python.framework.errors_impl.InvalidArgumentError: Dimensions must be equal, but are 1867776 and 1800000 "
+     "for 'train_model/model/loss_0/loss/Pow' (op: 'Pow') with input shapes: [1867776,3], [1800000,3].",
+     ["loss-shape-mismatch"]),
+])
+def test_tensorflow_dimension_checks_on_a_loss_node(tmp_path, line: str, expected: list) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == expected
+
+
+def test_a_dimension_check_on_another_op_is_not_the_loss(tmp_path) -> None:
+    # allenai/bi-att-flow#123: an LSTM MatMul, the model's own shapes
+    line = ("ValueError: Dimensions must be equal, but are 900 and 300 for 'model_0/prepro/u1/fw/fw/while/basic_lstm_cell/"
+            "MatMul_6' (op: 'MatMul') with input shapes: [?,900], [300,400].")
+    assert "loss-shape-mismatch" not in ids(diagnose_lines(tmp_path, [line]))

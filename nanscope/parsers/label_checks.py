@@ -21,7 +21,8 @@ Targets of another shape than the predictions (loss-shape-mismatch), as each los
   `... This will likely lead to incorrect results due to broadcasting.` is a UserWarning and is not read).
 - TensorFlow tensor_shape.py `assert_is_compatible_with` under Keras losses: `ValueError: Shapes (None, 10) and
   (None, 1) are incompatible`; the graph's `Dimensions must be equal, but are 2 and 3 for '{{node
-  binary_crossentropy/mul}} ...'` (read only when the node is a loss's).
+  binary_crossentropy/mul}} ...'` (TF 1.x: `... for 'model/loss_0/loss/Pow' (op: 'Pow') ...`), read only when the
+  node is a loss's (a MatMul of the model is not the targets).
 - Keras 3 keras/src/backend/*/nn.py: `Arguments `target` and `output` must have the same shape. Received:
   target.shape=..., output.shape=...`, and `Argument `output` must have rank (ndim) `target.ndim - 1`.`
   (sparse_categorical_crossentropy given one-hot labels); Keras 2.0-2.3 training_utils.py: `A target array with
@@ -74,7 +75,7 @@ _LOSS_NODE = re.compile(r"crossentropy|loss|squared_error|absolute_error|hinge|f
       r"|Target size \((?P<bt>" + _TSIZE + r")\) must be the same as input size \((?P<bi>" + _TSIZE + r")\)"
       r"|Using a target size \((?P<dt>" + _TSIZE + r")\) that is different to the input size \((?P<di>" + _TSIZE + r")\) is deprecated"
       r"|Shapes (?P<sa>" + _SHAPE + r") and (?P<sb>" + _SHAPE + r") are incompatible"
-      r"|Dimensions must be equal, but are (?P<da>\d+) and (?P<db>\d+) for '\{\{node (?P<node>[^}']{1,200})\}\}"
+      r"|Dimensions must be equal, but are (?P<da>\d+) and (?P<db>\d+) for '(?:\{\{node (?P<node>[^}']{1,200})\}\}|(?P<node1>[^']{1,200})' \(op: ')"
       r"|Arguments `target` and `output` must have the same shape\. Received: target\.shape=(?P<kt>" + _SHAPE + r"), output\.shape=(?P<ko>" + _SHAPE + r")"
       r"|Argument `output` must have rank \(ndim\) `target\.ndim - 1`\. Received: target\.shape=(?P<rt>" + _SHAPE + r"), output\.shape=(?P<ro>" + _SHAPE + r")"
       r"|A target array with shape (?P<at>" + _SHAPE + r") was passed for an output of shape (?P<ao>" + _SHAPE + r") while using as loss `(?P<al>\w+)`"
@@ -91,10 +92,11 @@ def _loss_shape(m, rec, state):
         detail, fw = f"the binary cross-entropy got targets {t[len('torch.Size('):-1]} for predictions {i[len('torch.Size('):-1]}", "pytorch"
     elif g("sa"):
         detail, fw = f"TensorFlow: shapes {g('sa')} and {g('sb')} are incompatible (under a Keras loss: the labels against the model's output)", "tensorflow"
-    elif g("node"):
-        if not _LOSS_NODE.search(g("node")):
+    elif g("da"):
+        node = g("node") or g("node1")
+        if not _LOSS_NODE.search(node):
             return None  # some other op's shapes: not the loss's targets
-        detail, fw = f"TensorFlow's {g('node').split(' ', 1)[0]} got dimensions {g('da')} and {g('db')}: the labels do not fit the model's output", "tensorflow"
+        detail, fw = f"TensorFlow's {node.split(' ', 1)[0]} got dimensions {g('da')} and {g('db')}: the labels do not fit the model's output", "tensorflow"
     elif g("kt") or g("rt"):
         t, o = (g("kt"), g("ko")) if g("kt") else (g("rt"), g("ro"))
         why = "" if g("kt") else " (sparse_categorical_crossentropy takes integer labels, not one-hot)"
