@@ -273,3 +273,16 @@ def test_a_dimension_check_on_another_op_is_not_the_loss(tmp_path) -> None:
     line = ("ValueError: Dimensions must be equal, but are 900 and 300 for 'model_0/prepro/u1/fw/fw/while/basic_lstm_cell/"
             "MatMul_6' (op: 'MatMul') with input shapes: [?,900], [300,400].")
     assert "loss-shape-mismatch" not in ids(diagnose_lines(tmp_path, [line]))
+
+
+@pytest.mark.parametrize("lines", [
+    # scicode-bench/SciCode#40: a column missing from one file
+    ["datasets.exceptions.DatasetGenerationCastError: An error occurred while generating the dataset", "",
+     "All the data files must have the same columns, but at some point there are 1 missing columns ({'general_solution'})"],
+    # ZihanZhaoSJTU/LibriSQA#2: the cast error itself, the schemas on the lines after it
+    ["    raise CastError(", "datasets.table.CastError: Couldn't cast", "text: string", "answer_and_analysis: string"],
+])
+def test_datasets_files_of_different_columns(tmp_path, lines: list) -> None:
+    report = diagnose_lines(tmp_path, lines)
+    assert ids(report) == ["dataset-load-failed"]
+    assert "do not all have the same columns" in report.findings[0].summary

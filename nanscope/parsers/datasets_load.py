@@ -9,7 +9,9 @@ huggingface/datasets, by module (the texts are the library's templates, filled w
 - builder.py `_prepare_split_single`: `raise DatasetGenerationError("An error occurred while generating the
   dataset") from e` (`datasets.builder.DatasetGenerationError`, `datasets.exceptions.` since 2.15), and its
   cast variant `DatasetGenerationCastError: An error occurred while generating the dataset` + `All the data
-  files must have the same columns, but at some point there are N new columns (...)`.
+  files must have the same columns, but at some point there are N new columns (...)` (or `N missing columns`);
+  table.py `cast_table_to_schema`: `datasets.table.CastError: Couldn't cast` (older `ValueError: Couldn't cast`,
+  the schemas on the next lines, ending `because column names don't match`).
 - arrow_writer.py `finalize`: `SchemaInferenceError: Please pass `features` or at least one example when
   writing data` (the split came out empty).
 - data_files.py: `FileNotFoundError: Unable to find '{pattern}'` (older: `Unable to resolve any data file that
@@ -58,11 +60,13 @@ def _json_records(m, rec, state):
                                  "(not one object per line / a list of objects, or fields of mixed types)", "json")
 
 
-@rule("datasets-generation", ("An error occurred while generating the dataset", "All the data files must have the same columns"),
+@rule("datasets-generation", ("An error occurred while generating the dataset", "All the data files must have the same columns",
+                               "CastError: Couldn't cast", "because column names don't match"),
       _TYPE + r"(?P<msg>(?:(?P<cast>DatasetGenerationCastError)|DatasetGenerationError): An error occurred while generating the dataset"
-      r"|All the data files must have the same columns, but at some point there are (?P<new>\d+) new columns)")
+      r"|All the data files must have the same columns, but at some point there are (?P<new>\d{1,6}) (?:new|missing) columns"
+      r"|(?P<tcast>CastError): Couldn't cast$|(?P<names>because column names don't match)$)")
 def _generation(m, rec, state):
-    if m.group("cast") or m.group("new"):
+    if m.group("cast") or m.group("new") or m.group("tcast") or m.group("names"):
         detail = "the data files do not all have the same columns (datasets cannot cast them to one schema)"
     else:
         detail = "datasets failed while generating the dataset from its files (the reader's error is above it)"
