@@ -25,8 +25,8 @@ import re
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
 
-# the classes whose signature is the library's API for a training run
-_TRAINER_API = re.compile(r"\w*(?:Trainer|TrainingArguments|Arguments|Config)$")
+# the classes whose signature is the library's API for a training run (by the end of their name)
+_TRAINER_API = ("Trainer", "TrainingArguments", "Arguments", "Config")
 
 # argument -> what replaced it, from the libraries' release notes (transformers v4.46.0, trl v0.12.0 / v0.20.0)
 _RENAMED = {
@@ -56,7 +56,7 @@ def _unexpected_argument(m, rec, state):
     cls, fn, arg = callee.group(2), callee.group(3), m.group("arg")
     start = m.start() - len(callee.group(1))
     if cls is not None:
-        if not _TRAINER_API.match(cls):
+        if not cls.endswith(_TRAINER_API):
             return None  # some other function: the generic exception reader's
     elif fn != "__init__" or arg not in _RENAMED:
         return None

@@ -15,15 +15,18 @@ config).
 
 from __future__ import annotations
 
-import re
-
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers._repeats import first_time
 from nanscope.parsers.setup_checks import exc_type_before
 
 # the training tools' config models; a serving engine's ModelConfig / a request model is not one
-_CONFIG_MODEL = re.compile(r"Axolotl\w*|\w*(?:Arguments|Args|TrainingConfig|TrainConfig)|(?:SFT|DPO|GRPO|PPO|KTO|ORPO|CPO|Reward)Config")
+_TRL_CONFIGS = {"SFTConfig", "DPOConfig", "GRPOConfig", "PPOConfig", "KTOConfig", "ORPOConfig", "CPOConfig", "RewardConfig"}
+
+
+def _is_training_config(model: str) -> bool:
+    return (model.startswith("Axolotl") or model in _TRL_CONFIGS
+            or model.endswith(("Arguments", "Args", "TrainingConfig", "TrainConfig")))
 
 
 @rule("config-invalid", ("are not used by the HfArgumentParser", " for AxolotlConfig", " for AxolotlInputConfig",
@@ -32,7 +35,7 @@ _CONFIG_MODEL = re.compile(r"Axolotl\w*|\w*(?:Arguments|Args|TrainingConfig|Trai
       r"|(?<!\d)(?P<n>\d{1,6}) validation errors? for (?P<model>\w{1,120})\b)")
 def _config_invalid(m, rec, state):
     if m.group("model"):
-        if not _CONFIG_MODEL.fullmatch(m.group("model")):
+        if not _is_training_config(m.group("model")):
             return None
         detail = (f"{m.group('n')} field(s) of the config failed {m.group('model')}'s validation (the field and the "
                   "reason follow the message)")
