@@ -17,6 +17,18 @@ rule holds for every model, path and number the template is filled with:
   tokenizer does not have a padding token. Please select a token to use as `pad_token` ...`; the 2.x
   data collator: `You are attempting to pad samples but the tokenizer you are using (GPT2Tokenizer)
   does not have one.` (a later release: `... does not have a pad token.`).
+- transformers tokenization_utils_base.py `get_chat_template` (4.43+, when the class default templates were
+  removed): `Cannot use chat template functions because tokenizer.chat_template is not set and no template
+  argument was passed! ...` (4.4x wording: `Cannot use apply_chat_template() because tokenizer.chat_template is
+  not set ...`); processing_utils.py `ProcessorMixin.apply_chat_template`: `No chat template is set for this
+  processor. Please either set the `chat_template` attribute, or provide a chat template as an argument.`
+- transformers modeling_utils.py `_check_and_enable_flash_attn_2` / `_flash_attn_2_can_dispatch` (4.36+):
+  `FlashAttention2 has been toggled on, but it cannot be used due to the following error:` + `the package
+  flash_attn seems to be not installed.` / `you need flash_attn package version to be greater or equal than
+  2.1.0. Detected version {v}.` / `Flash Attention 2 is not available.` / `Flash Attention 2 is not available on
+  CPU. ...` (the reason sometimes wrapped to the next line), and `{Model} does not support Flash Attention 2.0
+  yet.`; 4.34-4.35: `Flash Attention 2 is not available. Please refer to the documentation of
+  https://github.com/Dao-AILab/flash-attention for installing it.`
 - transformers trainer.py `Trainer.__init__` (4.3x+): `You cannot perform fine-tuning on purely
   quantized models. Please attach trainable adapters on top of the quantized model ...`, and `The model
   you are trying to fine-tune is quantized with {method} but that quantization method do not support
@@ -116,6 +128,41 @@ def _tokenizer_pad(m, rec, state):
     tok = m.group("tok")
     return _error(m, rec, "tokenizer_no_pad_token", "hf",
                   f"the tokenizer{f' ({tok})' if tok else ''} defines no pad token, and a batch had to be padded")
+
+
+@rule("tokenizer-no-chat-template", ("because tokenizer.chat_template is not set", "No chat template is set for this processor"),
+      _TYPE + r"(?P<msg>Cannot use (?:chat template functions|apply_chat_template\(\)) because tokenizer\.chat_template is not set"
+      r"|No chat template is set for this processor\b)")
+def _no_chat_template(m, rec, state):
+    what = "processor" if "processor" in m.group("msg") else "tokenizer"
+    return _error(m, rec, "tokenizer_no_chat_template", "hf",
+                  f"apply_chat_template was called but the {what} has no chat_template (a base model's tokenizer, "
+                  "or a checkpoint saved without one) and none was passed")
+
+
+_FA2_WHY = (("seems to be not installed", "the flash_attn package is not installed"),
+            ("greater or equal than", "the installed flash_attn is older than transformers needs"),
+            ("not available on CPU", "the model is on the CPU (torch sees no CUDA device)"),
+            ("is not available", "flash_attn cannot be imported on this machine (a build for another torch / CUDA, or no GPU)"))
+
+
+@rule("flash-attention-unavailable", ("FlashAttention2 has been toggled on, but it cannot be used",
+                                      "does not support Flash Attention 2.0 yet",
+                                      "Flash Attention 2 is not available. Please refer to the documentation of https://github.com/Dao-AILab"),
+      _TYPE + r"(?P<msg>FlashAttention2 has been toggled on, but it cannot be used due to the following error:"
+      r"|(?<!\w)(?P<model>[A-Z]\w{1,120}) does not support Flash Attention 2\.0 yet"
+      r"|Flash Attention 2 is not available\. Please refer to the documentation of https://github\.com/Dao-AILab)")
+def _flash_attention(m, rec, state):
+    if m.group("model"):
+        detail = f"{m.group('model')} does not implement FlashAttention 2 (attn_implementation='flash_attention_2' was asked for)"
+    else:
+        rest = rec.text[m.end("msg"):]
+        why = next((w for key, w in _FA2_WHY if key in rest), None)
+        detail = f"attn_implementation='flash_attention_2' was asked for but {why or 'flash_attn cannot be used here'}"
+        found = re.search(r"Detected version (\d[\w.+]*?)\.?(?:\s|$)", rest)
+        if found:
+            detail += f" ({found.group(1)} installed)"
+    return _error(m, rec, "flash_attention_unavailable", "hf", detail)
 
 
 @rule("quantized-no-adapter", ("fine-tuning on purely quantized models", "but that quantization method do not support training"),
@@ -237,9 +284,9 @@ PARSER = Parser(
     name="setup_checks",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
-    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, "
+    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, chat templates, FlashAttention 2, "
                 "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
-    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _quantized, _extension_build, _model_no_loss,
+    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _no_chat_template, _flash_attention, _quantized, _extension_build, _model_no_loss,
            _batch_not_padded, _quantized_device_map, _registry_type,
            _hf_not_accessible],
 )

@@ -1,0 +1,81 @@
+"""A trainer or its config refused a keyword argument: the script and the installed release disagree.
+
+CPython's own template (Python/getargs.c, Objects/call.c; every release):
+  `TypeError: {name}() got an unexpected keyword argument '{arg}'`
+where {name} is the function's qualified name since 3.10 (`SFTTrainer.__init__`, `TrainingArguments.__init__`
+of the dataclass, `CustomTrainer.compute_loss`) and its bare name before (`__init__`). Raised by a trainer
+class, a training-arguments dataclass or a config dataclass (`SFTConfig`, `GRPOConfig`, `LoraConfig`), it
+means the code was written for another release than the one installed: an argument was removed or renamed
+(transformers 4.46 dropped `evaluation_strategy` for `eval_strategy`; trl 0.12 moved `dataset_text_field`,
+`max_seq_length`, `packing`, `dataset_kwargs`, `neftune_noise_alpha`, `dataset_num_proc` from SFTTrainer
+into SFTConfig, and trl 0.20 renamed SFTConfig's `max_seq_length` to `max_length`; `tokenizer` became
+`processing_class`), or the library now passes one the user's override does not take (transformers 4.46
+calls `compute_loss(model, inputs, return_outputs, num_items_in_batch=...)`).
+
+The class decides, not the argument: any argument of a `*Trainer`, `*TrainingArguments` / `*Arguments` or
+`*Config` class. Before Python 3.10 the message names no class; then only the arguments those releases are
+known to have removed are read (the list below), since `__init__() got an unexpected keyword argument 'x'`
+is otherwise any class at all. A source line quoting the template is not the error (a quote before it).
+"""
+
+from __future__ import annotations
+
+import re
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers.base import Parser, rule
+
+# the classes whose signature is the library's API for a training run (by the end of their name)
+_TRAINER_API = ("Trainer", "TrainingArguments", "Arguments", "Config")
+
+# argument -> what replaced it, from the libraries' release notes (transformers v4.46.0, trl v0.12.0 / v0.20.0)
+_RENAMED = {
+    "evaluation_strategy": "transformers 4.46 removed it: use eval_strategy",
+    "dataset_text_field": "trl 0.12 moved it from SFTTrainer into SFTConfig (args=SFTConfig(dataset_text_field=...))",
+    "max_seq_length": "trl 0.12 moved it into SFTConfig, and trl 0.20 renamed it max_length",
+    "packing": "trl 0.12 moved it from SFTTrainer into SFTConfig",
+    "dataset_kwargs": "trl 0.12 moved it from SFTTrainer into SFTConfig",
+    "neftune_noise_alpha": "trl 0.12 moved it from SFTTrainer into SFTConfig",
+    "dataset_num_proc": "trl 0.12 moved it from SFTTrainer into SFTConfig",
+    "tokenizer": "the trainers now take processing_class= (trl 0.12, transformers 4.46 deprecated tokenizer=)",
+    "num_items_in_batch": "transformers 4.46 passes it to compute_loss: add **kwargs (or num_items_in_batch=None) to the override",
+}
+
+
+# the callee's (qualified) name, read from a bounded stretch before `()`: in the rule's own regex an optional
+# dotted-name group would be retried at every position of a long word (quadratic on a hostile line)
+_CALLEE = re.compile(r"(?:^|[^\w.\"'])((?:([A-Za-z_]\w*)\.)?([A-Za-z_]\w*))$")
+
+
+@rule("trainer-unexpected-argument", ("got an unexpected keyword argument '",),
+      r"\(\) got an unexpected keyword argument '(?P<arg>\w+)'")
+def _unexpected_argument(m, rec, state):
+    callee = _CALLEE.search(rec.text[max(0, m.start() - 200):m.start()])
+    if callee is None:
+        return None
+    cls, fn, arg = callee.group(2), callee.group(3), m.group("arg")
+    start = m.start() - len(callee.group(1))
+    if cls is not None:
+        if not cls.endswith(_TRAINER_API):
+            return None  # some other function: the generic exception reader's
+    elif fn != "__init__" or arg not in _RENAMED:
+        return None
+    before = rec.text[:start].rstrip()
+    if before and not before.endswith(("TypeError:", "Error:")):
+        return None  # not the exception line (a sentence, a log message quoting it)
+    where = f"{cls}.{fn}()" if cls else f"{fn}()"
+    hint = _RENAMED.get(arg)
+    detail = (f"{where} does not take {arg!r}: the script was written for another release of the library than the one "
+              f"installed" + (f" ({hint})" if hint else " (the argument was removed, renamed or not yet added)"))
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="hf", error="trainer_argument_unsupported",
+                      message=rec.text[start:].strip()[:400], exc_type="TypeError",
+                      fields={"detail": detail, "argument": arg, "callee": where})
+
+
+PARSER = Parser(
+    name="api_changes",
+    framework="hf",
+    priority=40,  # before the generic exception parser (python, 80), which would call this an uncaught TypeError
+    description="Trainers and their configs refusing a keyword argument another release removed or renamed",
+    rules=[_unexpected_argument],
+)

@@ -1,0 +1,82 @@
+"""The Hugging Face stack refused to start because a package it needs is missing or too old.
+
+huggingface/transformers, by module (the texts are the library's templates):
+- training_args.py `TrainingArguments._setup_devices`: `Using the `Trainer` with `PyTorch` requires
+  `accelerate>=0.20.1`: Please run `pip install transformers[torch]` or `pip install accelerate -U`` (later
+  `... or `pip install 'accelerate>={ACCELERATE_MIN_VERSION}'``).
+- quantizers/quantizer_bnb_4bit.py, quantizer_bnb_8bit.py `validate_environment`: `Using `bitsandbytes` 4-bit
+  quantization requires Accelerate: ...`, `Using `bitsandbytes` 8-bit quantization requires the latest version of
+  bitsandbytes: `pip install -U bitsandbytes``; 4.3x: `Using `bitsandbytes` 8-bit quantization requires Accelerate:
+  `pip install accelerate` and the latest version of bitsandbytes: ...`, `Using `load_in_8bit=True` requires
+  Accelerate: ...`; utils/quantization_config.py `BitsAndBytesConfig.post_init`: `4 bit quantization requires
+  bitsandbytes>=0.39.0 - please upgrade your bitsandbytes version`. (`is_bitsandbytes_available()` is also False
+  without a CUDA GPU, so the bitsandbytes-only message is read as bitsandbytes being unusable.)
+- dynamic_module_utils.py `check_imports` (trust_remote_code models): `This modeling file requires the following
+  packages that were not found in your environment: {names}. Run `pip install {names}`` (a package that is
+  installed but fails to import is "not found" too); flash_attn among them is flash-attention-unavailable.
+- utils/versions.py `require_version`: `{requirement} is required for a normal functioning of this module, but
+  found {pkg}=={version}.`; utils/import_utils.py `requires_backends`: `{obj} requires the {library} library but it
+  was not found in your environment.` (protobuf, SentencePiece, tokenizers, timm, ...).
+"""
+
+from __future__ import annotations
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.setup_checks import exc_type_before
+
+
+def _event(m, rec, state, kind: str, detail: str, framework: str = "hf"):
+    if not first_time(state, ("dependency", kind), rec.loc.line):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=framework, error=kind,
+                      message=rec.text[m.start("msg"):].strip()[:400], exc_type=exc_type_before(rec.text, m.start("msg")),
+                      fields={"detail": detail})
+
+
+@rule("hf-dependency", ("with `PyTorch` requires `accelerate", "quantization requires Accelerate", "requires Accelerate: `pip install",
+                        "quantization requires the latest version of bitsandbytes", "4 bit quantization requires bitsandbytes>=",
+                        "requires the following packages that were not found in your environment",
+                        "is required for a normal functioning of this module, but found ",
+                        "library but it was not found in your environment"),
+      r"(?<![\"'])(?P<msg>Using the `Trainer` with `PyTorch` requires `accelerate>=(?P<acc>[\w.]+)`"
+      r"|Using `(?:bitsandbytes` (?P<bits>\d)-bit quantization|load_in_8bit=True`) requires (?:(?P<needacc>Accelerate)|the latest version of bitsandbytes)"
+      r"|(?P<b4>4) bit quantization requires bitsandbytes>=(?P<bver>[\w.]+)"
+      r"|This modeling file requires the following packages that were not found in your environment: (?P<pkgs>[\w.\-, ]{1,300}?)\. Run"
+      r"|(?<![\w.\-])(?P<req>[\w.\-]{1,100}(?:[<>=!]=?[\w.]{1,40})?) is required for a normal functioning of this module, but found (?P<found>[\w.\-]{1,100}==[\w.+\-]{1,40})"
+      r"|(?<!\w)(?P<obj>\w{1,120}) requires the (?P<lib>[\w\-]{1,60}(?: [\w\-]{1,60})?) library but it was not found in your environment)")
+def _dependency(m, rec, state):
+    g = m.group
+    if g("acc"):
+        return _event(m, rec, state, "dependency_missing",
+                      f"the HF Trainer needs accelerate>={g('acc')}, and it is missing or older (or the notebook runtime was not restarted after installing it)")
+    if g("msg").startswith("Using `"):
+        if g("needacc"):
+            return _event(m, rec, state, "dependency_missing",
+                          "loading a bitsandbytes-quantized model needs accelerate (and a working bitsandbytes), and one of them is missing")
+        return _event(m, rec, state, "bitsandbytes_setup_failed",
+                      f"transformers finds bitsandbytes unusable for {g('bits') or 8}-bit loading (not installed, too old, or no CUDA GPU)",
+                      framework="bitsandbytes")
+    if g("b4"):
+        return _event(m, rec, state, "dependency_missing",
+                      f"4-bit quantization needs bitsandbytes>={g('bver')}, and the installed one is older")
+    if g("pkgs"):
+        pkgs = [p.strip() for p in g("pkgs").split(",") if p.strip()]
+        if "flash_attn" in pkgs:
+            return _event(m, rec, state, "flash_attention_unavailable",
+                          "the model's remote code imports flash_attn, which is not installed here (or a build that does not import with this torch / CUDA)")
+        return _event(m, rec, state, "dependency_missing",
+                      f"the model's remote code imports {', '.join(pkgs)[:200]}, not installed here (or not importable)")
+    if g("req"):
+        return _event(m, rec, state, "dependency_missing", f"this code needs {g('req')} but {g('found')} is installed")
+    return _event(m, rec, state, "dependency_missing", f"{g('obj')} needs the {g('lib')} library, which is not installed")
+
+
+PARSER = Parser(
+    name="dependencies",
+    framework="hf",
+    priority=40,  # before the generic exception parser (python, 80)
+    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version",
+    rules=[_dependency],
+)
