@@ -127,3 +127,89 @@ def test_sglang_with_no_memory_left_for_its_kv_pool_is_a_start_up_oom(tmp_path):
     ])
     assert ids(r) == ["cuda-oom"]
     assert "(--mem-fraction-static 0.2)" in r.findings[0].summary
+
+
+# Round 2 (2366-2375): a parallel layout above the GPUs the engine is given, a tokenizer class transformers lacks,
+# a Ray Serve replica the cluster cannot place.
+
+def test_vllm_asking_ray_for_more_gpus_than_its_placement_group_holds(tmp_path):
+    # VITA-MLLM/VITA#42
+    r = diagnose(tmp_path, [
+        '  File "D:\\ai\\anaconda3\\envs\\vita\\Lib\\site-packages\\vllm\\executor\\ray_utils.py", line 265, in initialize_ray_cluster',
+        "    raise ValueError(",
+        "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.",
+    ])
+    assert ids(r) == ["parallel-size-exceeds-gpus"]
+    assert "more GPUs than Ray's placement group holds" in r.findings[0].summary
+
+
+def test_a_driver_node_without_gpus_behind_the_v0_engine_s_log_prefix(tmp_path):
+    # vllm-project/vllm#7815: the traceback never reaches its exception line in the excerpt
+    r = diagnose(tmp_path, [
+        "ERROR 02-09 02:31:11 engine.py:389] Ray does not allocate any GPUs on the driver node. Consider adjusting the"
+        " Ray placement group or running the driver on a GPU node.",
+        "ERROR 02-09 02:31:11 engine.py:389] Traceback (most recent call last):",
+    ])
+    assert ids(r) == ["parallel-size-exceeds-gpus"]
+
+
+def test_v1_ranks_per_node_above_its_visible_gpus_give_both_counts(tmp_path):
+    # vllm-project/vllm#28873
+    r = diagnose(tmp_path, [
+        "(EngineCore_DP0 pid=570282) AssertionError: local_world_size (16) must be less than or equal to the number of"
+        " visible devices (8).",
+    ])
+    assert ids(r) == ["parallel-size-exceeds-gpus"]
+    assert "16 ranks on this node but 8 visible GPUs" in r.findings[0].summary
+
+
+def test_ray_spreading_tensor_parallel_workers_over_nodes_is_only_a_warning(tmp_path):
+    # foundation-model-stack/fastsafetensors#36
+    r = diagnose(tmp_path, [
+        "(EngineCore_DP0 pid=1088) INFO 12-17 23:27:50 [ray_utils.py:396] No current placement group found. Creating a new placement group.",
+        "(EngineCore_DP0 pid=1088) WARNING 12-17 23:27:50 [ray_utils.py:207] tensor_parallel_size=2 is bigger than a"
+        " reserved number of GPUs (1 GPUs) in a node 9b520231c0732c57debefe20b1e67dd01e4d5fcf474c048cf68c4789. Tensor"
+        " parallel workers can be spread out to 2+ nodes which can degrade the performance unless you have fast"
+        " interconnect across nodes, like Infiniband. To resolve this issue, make sure you have more than 2 GPUs"
+        " available at each node.",
+    ])
+    assert r.verdict == "clean", ids(r)
+
+
+def test_a_tokenizer_class_transformers_does_not_have_is_the_unsupported_model_not_a_bare_value_error(tmp_path):
+    # QwenLM/Qwen3#34 (Qwen2Tokenizer on transformers < 4.37)
+    r = diagnose(tmp_path, [
+        '  File "/usr/local/lib/python3.8/dist-packages/transformers/models/auto/tokenization_auto.py", line 724, in from_pretrained',
+        "    raise ValueError(",
+        "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported.",
+    ])
+    assert ids(r) == ["model-architecture-unsupported"]
+    f = r.findings[0]
+    assert "no tokenizer class Qwen2Tokenizer" in f.summary and "trust_remote_code" in f.summary
+
+
+_PENDING_TAIL = (
+    " -- Deployment 'demoRetrievalVoyagerIndexServiceHandler' in application"
+    " 'demo_recsys_retrieval_voyager_index_service' has 1 replicas that have taken more than 30s to be scheduled. This"
+    " may be due to waiting for the cluster to auto-scale or for a runtime environment to be installed. Resources"
+    " required for each replica: {\"CPU\": 2.0}, total resources available: {\"CPU\": 10.0}. Use `ray status` for"
+    " more details."
+)
+RAY_SERVE_PENDING = [  # ray-project/kuberay#3151, the controller's first two warnings
+    "WARNING 2025-03-04 01:04:33,560 controller 306" + _PENDING_TAIL,
+    "WARNING 2025-03-04 01:05:03,580 controller 306" + _PENDING_TAIL,
+]
+
+
+def test_a_serve_replica_still_unscheduled_a_minute_later_is_reported_once(tmp_path):
+    # ray-project/kuberay#3151: the controller's warning, 30 s apart (the two lines of the thread)
+    r = diagnose(tmp_path, RAY_SERVE_PENDING)
+    assert ids(r) == ["ray-serve-replica-unschedulable"]
+    f = r.findings[0]
+    assert f.occurrences == 1 and "about 60 s" in f.summary
+
+
+def test_the_first_30_s_of_an_autoscaler_at_work_are_no_finding(tmp_path):
+    # the same thread's first warning alone
+    r = diagnose(tmp_path, RAY_SERVE_PENDING[:1])
+    assert r.verdict == "clean", ids(r)

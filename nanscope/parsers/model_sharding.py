@@ -1,7 +1,8 @@
-"""A parallel size the model cannot be split by: the serving engines' checks that attention heads, layers and
-weight rows divide evenly over the tensor- (or pipeline-) parallel ranks. The server never starts; the fix is a
-parallel size that divides the model, not more memory or another release. One signature:
-tensor-parallel-indivisible.
+"""A parallel layout that does not fit: a parallel size the model cannot be split by (the serving engines' checks
+that attention heads, layers and weight rows divide evenly over the tensor- / pipeline-parallel ranks; signature
+tensor-parallel-indivisible), or one that asks for more GPUs than the engine is given (Ray's placement group, the
+node, the visible devices; signature parallel-size-exceeds-gpus). The server never starts; the fix is the layout,
+not more memory or another release.
 
 Templates (quoted from the engines' source via the search index):
   vllm-project/vllm vllm/config.py (later vllm/config/model.py) ModelConfig.verify_with_parallel_config:
@@ -21,6 +22,24 @@ Templates (quoted from the engines' source via the search index):
   hpcaitech/ColossalAI shardformer policies (ColossalAI inference too):
       assert ..., f"The number of attention heads must be divisible by tensor parallel size."
       (and `The number of key_value heads must be divisible by tensor parallel size.`)
+
+More ranks than GPUs (vllm/executor/ray_utils.py initialize_ray_cluster, 0.2-0.1x; device_str is GPU, TPU, HPU, ...):
+      f"The number of required {device_str}s exceeds the total number of available {device_str}s in the placement
+      group. Required number of devices: {world_size}. Total number of devices: {device_bundles}."  (<= 0.4 without
+      the counts; before a placement group exists: "... GPUs in the cluster.")
+      f"Current node has no {device_str} available. {current_node_resource=}. vLLM engine cannot start without
+      {device_str}. Make sure you have at least 1 {device_str} available in a node {current_node_id=} {current_ip=}."
+  vllm/executor/ray_gpu_executor.py (later ray_distributed_executor.py) _init_workers_ray:
+      "Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray placement group or running the
+      driver on a GPU node."
+  vllm/v1/worker/gpu_worker.py init_device (V1): assert local_world_size <= visible_device_count, (
+      f"local_world_size ({local_world_size}) must be less than or equal to the number of visible devices
+      ({visible_device_count}).")
+  vLLM 0.1x's parallel config (behind pydantic's `Value error, `; the wording as vllm-project/vllm#30061's title
+      quotes it, the source file not read here): "Tensor parallel size (2) cannot be larger than the number of
+      available GPUs (1)."
+  volcengine/verl (vLLM / SGLang rollouts) trainer/ppo/ray_trainer.py ResourcePoolManager._check_resource_available:
+      f"Total available GPUs {total_available_gpus} is less than total desired GPUs {total_required_gpus}"
 """
 
 from __future__ import annotations
@@ -69,10 +88,54 @@ def _indivisible(m, rec, state):
     )
 
 
+@rule(
+    "parallel-size-exceeds-gpus",
+    ("exceeds the total number of available", "Current node has no ", "does not allocate any GPUs on the driver node",
+     "must be less than or equal to the number of visible devices", "cannot be larger than the number of available GPUs",
+     "is less than total desired GPUs"),
+    r"The number of required (?P<dev>\w+?)s exceeds the total number of available \w+?s in the (?P<where>placement group|cluster)"
+    r"(?:\.\s*Required number of devices: (?P<req>\d+)\. Total number of devices: (?P<tot>\d+))?"
+    r"|Current node has no (?P<nodev>\w+) available\."
+    r"|(?P<driver>Ray does not allocate any GPUs on the driver node)"
+    r"|local_world_size \((?P<lws>\d+)\) must be less than or equal to the number of visible devices \((?P<vis>\d+)\)"
+    r"|Tensor parallel size \((?P<tp>\d+)\) cannot be larger than the number of available GPUs \((?P<avail>\d+)\)"
+    r"|Total available GPUs (?P<have>\d+(?:\.\d+)?) is less than total desired GPUs (?P<want>\d+)",
+)
+def _exceeds_gpus(m, rec, state):
+    if not first_time(state, ("parallel_exceeds_gpus",), rec.loc.line):
+        return []  # the exception, the engine's re-raise, the wrapper's copy
+    if m.group("dev"):
+        counts = f" ({m.group('req')} needed, {m.group('tot')} there)" if m.group("req") else ""
+        detail = f"the parallel layout needs more {m.group('dev')}s than Ray's {m.group('where')} holds{counts}"
+        need, have = m.group("req"), m.group("tot")
+    elif m.group("nodev"):
+        detail = f"the node the engine runs on has no {m.group('nodev')} in Ray's resources"
+        need, have = None, "0"
+    elif m.group("driver"):
+        detail = "Ray placed none of the engine's GPU workers on the driver's node"
+        need, have = None, "0"
+    elif m.group("lws"):
+        detail = f"{m.group('lws')} ranks on this node but {m.group('vis')} visible GPUs"
+        need, have = m.group("lws"), m.group("vis")
+    elif m.group("tp"):
+        detail = f"tensor parallel size {m.group('tp')} but {m.group('avail')} GPU(s) available"
+        need, have = m.group("tp"), m.group("avail")
+    else:
+        detail = f"{m.group('want')} GPUs wanted but Ray has {m.group('have')}"
+        need, have = m.group("want"), m.group("have")
+    exc = _EXC.search(rec.text)
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="parallel_exceeds_gpus", message=rec.text.strip(),
+        exc_type=exc.group("type") if exc else None,
+        fields={"needed": int(need) if need else None, "available": float(have) if have else None, "detail": detail},
+    )
+
+
 PARSER = Parser(
     name="model_sharding",
     framework=FW,
     priority=37,  # before the engines' own rules (40) and python's exception reader (80): the exception line is this
-    description="vLLM / TGI / ColossalAI: attention heads, layers or weight rows that the tensor- (pipeline-) parallel size does not divide",
-    rules=[_indivisible],
+    description="vLLM / TGI / ColossalAI / verl: a parallel size that does not divide the model's heads, layers or weight rows,"
+                " or that needs more GPUs than Ray, the node or the visible devices give",
+    rules=[_indivisible, _exceeds_gpus],
 )
