@@ -213,3 +213,49 @@ def test_the_first_30_s_of_an_autoscaler_at_work_are_no_finding(tmp_path):
     # the same thread's first warning alone
     r = diagnose(tmp_path, RAY_SERVE_PENDING[:1])
     assert r.verdict == "clean", ids(r)
+
+
+# Round 4 (2379-2383): a command line the argument parser rejects, a model directory without weights.
+
+def test_an_option_vllm_does_not_have_stops_it_at_argument_parsing(tmp_path):
+    # containers/ramalama#758: llama.cpp's --temperature given to `vllm serve`
+    r = diagnose(tmp_path, [
+        "usage: vllm [-h] [-v]",
+        "            {chat,complete,serve,launch,bench,collect-env,run-batch} ...",
+        "vllm: error: unrecognized arguments: --temperature 0.8",
+    ])
+    assert ids(r) == ["cli-argument-invalid"]
+    assert "unrecognized arguments: --temperature 0.8" in r.findings[0].summary
+
+
+def test_the_usage_text_alone_is_no_failure(tmp_path):
+    # the first line of vllm-project/vllm-omni#1364, without its error
+    r = diagnose(tmp_path, ["usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ..."])
+    assert r.verdict == "clean", ids(r)
+
+
+def test_a_snapshot_without_the_weights_its_load_format_asks_for(tmp_path):
+    # vllm-project/vllm#3329 (--load-format safetensors on a .bin-only snapshot)
+    r = diagnose(tmp_path, [
+        "RuntimeError: Cannot find any model weights with"
+        " `/home/huggingface_models/models--lmsys--vicuna-13b-v1.5/snapshots/3deb0106f72a3a433f0c6ea0cb978bdf14bcd3a6`",
+    ])
+    assert ids(r) == ["model-weights-not-found"]  # not a bare uncaught RuntimeError
+    assert "snapshots/3deb0106f72a3a433f0c6ea0cb978bdf14bcd3a6" in r.findings[0].summary
+
+
+def test_a_wrapper_s_repr_of_the_same_error(tmp_path):
+    # modal-labs/modal-examples#837
+    r = diagnose(tmp_path, [
+        "Runner failed with exception: RuntimeError('Cannot find any model weights with /llamas/USER/irish_eng_transl_2k_test_uuix')",
+    ])
+    assert ids(r) == ["model-weights-not-found"]
+
+
+def test_tgi_falling_back_to_pytorch_weights_is_no_failure(tmp_path):
+    # a TGI launcher log line quoted in a public repository's notes (found through the code search)
+    r = diagnose(tmp_path, [
+        "2024-08-11T08:30:04.836935Z  WARN text_generation_launcher: No safetensors weights found for model"
+        " MBZUAI/LaMini-T5-738M at revision None. Downloading PyTorch weights.",
+    ])
+    assert r.verdict == "clean", ids(r)
