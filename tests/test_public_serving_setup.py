@@ -259,3 +259,30 @@ def test_tgi_falling_back_to_pytorch_weights_is_no_failure(tmp_path):
         " MBZUAI/LaMini-T5-738M at revision None. Downloading PyTorch weights.",
     ])
     assert r.verdict == "clean", ids(r)
+
+
+# Round 5 (2384-2389): the same class in other parsers' words.
+
+def test_llama_cpp_s_own_parser_and_its_value_check(tmp_path):
+    # ggml-org/llama.vim#36 and mostlygeek/llama-swap#283 (behind docker compose's prefix)
+    assert ids(diagnose(tmp_path, ["error: invalid argument: -hf"])) == ["cli-argument-invalid"]
+    r = diagnose(tmp_path, [
+        "llama-swap-1  | error while handling argument \"--flash-attn\": error: unkown value for --flash-attn: '--ctx-size'",
+        "llama-swap-1  | to show complete usage, run with -h",
+    ])
+    assert ids(r) == ["cli-argument-invalid"]
+
+
+def test_go_s_flag_package_in_ollama_s_runner(tmp_path):
+    # intel/ipex-llm#13115
+    r = diagnose(tmp_path, ["flag provided but not defined: -ngl", "Runner usage"])
+    assert ids(r) == ["cli-argument-invalid"]
+    assert "flag provided but not defined: -ngl" in r.findings[0].summary
+
+
+def test_a_cuda_error_that_says_invalid_argument_is_not_a_command_line(tmp_path):
+    r = diagnose(tmp_path, [
+        "    torch._C._cuda_emptyCache()",
+        "RuntimeError: CUDA error: invalid argument",
+    ])
+    assert "cli-argument-invalid" not in ids(r)
