@@ -286,3 +286,31 @@ def test_a_cuda_error_that_says_invalid_argument_is_not_a_command_line(tmp_path)
         "RuntimeError: CUDA error: invalid argument",
     ])
     assert "cli-argument-invalid" not in ids(r)
+
+
+# Round 6 (2390-2393): a prompt longer than the maximum length, raised into a job.
+
+def test_a_prompt_over_max_model_len_in_a_wrapper_s_worker(tmp_path):
+    # xorbitsai/inference#3785 (the traceback's last lines)
+    r = diagnose(tmp_path, [
+        '  File "/home/test/.local/lib/python3.10/site-packages/vllm/engine/llm_engine.py", line 2010, in _validate_model_input',
+        "    raise ValueError(",
+        "ValueError: [address=0.0.0.0:37591, pid=324770] The decoder prompt (length 17772) is longer than the maximum"
+        " model length of 16384.",
+    ])
+    assert ids(r) == ["prompt-exceeds-max-length"]
+    assert "a prompt of 17772 tokens is longer than vLLM's max_model_len (16384)" in r.findings[0].summary
+
+
+def test_generate_s_max_length_error_but_not_its_warning(tmp_path):
+    # huggingface/smol-course#208 (the ValueError) and lllyasviel/Fooocus#2278 (the warning, 2365)
+    r = diagnose(tmp_path, [
+        "ValueError: Input length of input_ids is 31, but `max_length` is set to 20. This can lead to unexpected"
+        " behavior. You should consider increasing `max_length` or, better yet, setting `max_new_tokens`.",
+    ])
+    assert ids(r) == ["prompt-exceeds-max-length"]
+    w = diagnose(tmp_path, [
+        "Input length of input_ids is 75, but `max_length` is set to 75. This can lead to unexpected behavior. You"
+        " should consider increasing `max_new_tokens`.",
+    ])
+    assert w.verdict == "clean", ids(w)
