@@ -314,3 +314,13 @@ def test_generate_s_max_length_error_but_not_its_warning(tmp_path):
         " should consider increasing `max_new_tokens`.",
     ])
     assert w.verdict == "clean", ids(w)
+
+
+def test_a_dead_ray_worker_of_vllm_is_named_with_the_actor_s_error(tmp_path):
+    # sample_logs/public/1317.log (vllm-project/vllm multi-node V1 on Ray): the excerpt ends at the actor's class
+    r = diagnose(tmp_path, [
+        "ERROR 05-06 14:20:15 [core.py:387] ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+        "ERROR 05-06 14:20:15 [core.py:387]      class_name: RayWorkerWrapper",
+    ])
+    named = {f.id for f in r.findings} | {c.id for f in r.findings for c in f.collateral}
+    assert "vllm-engine-dead" in named

@@ -35,7 +35,7 @@ _WEIGHT_NAMES = r"(?:pytorch_model\.bin|model\.safetensors|tf_model\.h5|model\.c
     "model-weights-not-found",
     ("Cannot find any model weights with", "does not appear to have a file named", "Error no file named "),
     r"Cannot find any model weights with [`']?(?P<vpath>[^`'\s)]+)"
-    r"|(?P<hpath>\S+) does not appear to have a file named (?P<hnames>" + _WEIGHT_NAMES + r"[^.]*)"
+    r"|(?:^|\s)(?P<hpath>\S+) does not appear to have a file named (?P<hnames>" + _WEIGHT_NAMES + r"[^.]*)"
     r"|Error no file named (?P<dnames>" + _WEIGHT_NAMES + r".*?) found in directory (?P<dpath>[^\s,]+?)\.?(?:\s|$)",
 )
 def _no_weights(m, rec, state):

@@ -535,6 +535,23 @@ def _preemption(m, rec, state):
     )
 
 
+# Ray's ActorDiedError for one of vLLM's Ray workers (python/ray/exceptions.py ActorDiedError: "The actor died
+# unexpectedly before finishing this task." then the death cause's context, one field a line:
+# f"\tclass_name: {context.class_name}", actor_id, pid, namespace, ip, and, when Ray knows it, "The actor is dead because
+# its worker process has died. Worker exit type: ..."). The worker actor is vLLM's RayWorkerWrapper (0.4+; RayWorkerVllm
+# before): the engine lost a worker, whatever killed it (the exit detail, when printed, is python.py's to read).
+@rule("ray-worker-died", ("class_name: RayWorkerWrapper", "class_name: RayWorkerVllm"),
+      r"(?:^|\s)class_name: (?P<cls>RayWorkerWrapper|RayWorkerVllm)\b")
+def _ray_worker_died(m, rec, state):
+    if not first_time(state, ("ray_worker_died",), rec.loc.line):
+        return []  # every caller of the dead actor re-raises it
+    fields = {"phase": None, "worker_died": m.group("cls"),
+              "detail": f"a vLLM Ray worker actor ({m.group('cls')}) died"}
+    if state.get("shutdown_requested"):
+        fields["during_shutdown"] = True
+    return _error(rec, state, "vllm_engine_dead", fields)
+
+
 # The OpenAI-compatible server's request handling (vllm/entrypoints/openai/serving_chat.py, serving_completion.py,
 # serving_engine.py; since 0.1x chat_completion/serving.py, engine/serving.py) catches what one request raises while
 # it is prepared and answers it with create_error_response (a 400 for a ValueError):
@@ -567,5 +584,5 @@ PARSER = Parser(
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
            _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
-           _shm_wait, _nan_probs, _preemption, _request_rejected],
+           _shm_wait, _nan_probs, _preemption, _ray_worker_died, _request_rejected],
 )
