@@ -81,10 +81,10 @@ def test_a_logger_timestamp_before_its_own_message_stays_in_the_message():
 
 
 def test_tgi_launcher_names_the_shard_that_failed(tmp_path):
-    # 1001 (huggingface/text-generation-inference#1354): shard 0's ValueError, then the launcher's
-    # `Shard 0 failed to start` and `Shard terminated rank=1` (shut down after it)
+    # 1001 (huggingface/text-generation-inference#1354): shard 0's ValueError (71 heads over 2 shards), then the
+    # launcher's `Shard 0 failed to start` and `Shard terminated rank=1` (shut down after it)
     f = diagnose(tmp_path, lines("1001.log"))
-    assert (f.id, f.initiating_rank, f.confidence) == ("uncaught-exception", 0, "medium")
+    assert (f.id, f.initiating_rank, f.confidence) == ("tensor-parallel-indivisible", 0, "medium")
     assert [c.id for c in f.collateral] == ["tgi-shard-failed"]
 
 
@@ -92,7 +92,7 @@ def test_tgi_traceback_without_the_launcher_line_names_no_shard(tmp_path):
     # the shard's traceback and its ` rank=0` span field alone: no launcher line, no rank claimed
     text = [ln for ln in lines("1001.log") if "text_generation_launcher" not in ln]
     f = diagnose(tmp_path, text)
-    assert f.id == "uncaught-exception" and f.initiating_rank is None
+    assert f.id == "tensor-parallel-indivisible" and f.initiating_rank is None
 
 
 def test_tgi_shard_start_up_progress_is_healthy(tmp_path):

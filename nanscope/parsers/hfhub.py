@@ -28,6 +28,12 @@ traceback:
       HuggingFace transformers library, consider setting `trust_remote_code=True` ..." (and the tokenizer's)
   datasets' FutureWarning that a *dataset* repository has custom code ("to correctly load the dataset") is a
   warning, not this.
+  A tokenizer class transformers cannot find (src/transformers/models/auto/tokenization_auto.py
+  AutoTokenizer.from_pretrained, 4.x):
+      raise ValueError(f"Tokenizer class {tokenizer_class_candidate} does not exist or is not currently imported.")
+  The checkpoint's tokenizer_config.json names a class this transformers does not ship (Qwen2Tokenizer before 4.37)
+  or one that lives in the repository's own code (QWenTokenizer) and was loaded without trust_remote_code: read
+  as model_arch_unsupported (the model-architecture-unsupported signature), the detail says both.
 """
 
 from __future__ import annotations
@@ -83,10 +89,29 @@ def _trust_remote_code(m, rec, state):
         "model": name, "detail": f"the model{what} ships its own Python code and trust_remote_code is off"})
 
 
+@rule(
+    "tokenizer-class-missing",
+    ("does not exist or is not currently imported",),
+    r"Tokenizer class (?P<cls>\S+) does not exist or is not currently imported",
+)
+def _tokenizer_class(m, rec, state):
+    cls = m.group("cls")
+    if not first_time(state, ("tokenizer_class", cls), rec.loc.line):
+        return []
+    exc = _EXC.search(rec.text)
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="model_arch_unsupported", message=rec.text.strip(),
+                       exc_type=exc.group("type") if exc else None,
+                       fields={"architecture": cls, "engine": "the installed transformers", "reason": "tokenizer_class",
+                               "detail": f"the installed transformers has no tokenizer class {cls} (a release older than"
+                                         " the model, or a class of the repository's own code loaded without"
+                                         " trust_remote_code)"})]
+
+
 PARSER = Parser(
     name="hfhub",
     framework=FW,
     priority=37,  # before python's exception reader (80): these lines are the exception's
-    description="Hugging Face Hub: a gated / missing repository or no connection; a model whose custom code needs trust_remote_code",
-    rules=[_hub_access, _trust_remote_code],
+    description="Hugging Face Hub: a gated / missing repository or no connection; a model whose custom code needs trust_remote_code;"
+                " a tokenizer class transformers does not have",
+    rules=[_hub_access, _trust_remote_code, _tokenizer_class],
 )

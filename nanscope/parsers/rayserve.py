@@ -40,6 +40,19 @@ no Serve failure.
 
 A replica's crash, its failed health checks and its stop are one failure of that replica; the controller
 then starts a new one (`Adding 1 replica to deployment 'D'.`), which is recovery, not a failure.
+
+A replica the cluster cannot place: the controller repeats every SLOW_STARTUP_WARNING_PERIOD_S (30 s) while replicas
+stay pending (deployment_state.py DeploymentState._check_startup_replicas, across releases):
+  2.9+:  f"Deployment '{name}' in application '{app}' has {n} replicas that have taken more than {30}s to be
+         scheduled. This may be due to waiting for the cluster to auto-scale or for a runtime environment to be
+         installed. Resources required for each replica: {required}, total resources available: {available}. Use
+         `ray status` for more details."   (some releases drop the `has`; RayLLM logs it as JSON)
+  2.x:   f'Deployment "{name}" has {n} replicas that have taken more than 30s to be scheduled. This may be caused by
+         waiting for the cluster to auto-scale, or waiting for a runtime environment to install. Resources required
+         for each replica: {...}, resources available: {...}.'
+(`... to initialize. This may be caused by a slow __init__ ...` is a slow constructor, not this.) One such warning is
+an autoscaler at work; the same deployment warned again (a minute unscheduled), or a cluster with no free resources
+at all (`available: {}`), is a replica that is not being placed.
 """
 
 from __future__ import annotations
@@ -132,10 +145,38 @@ def _replica_init_reraise(m, rec, state):
     return _event(rec, state, "a Serve replica", "startup", "raised while it initialized (the replica did not start)")
 
 
+@rule(
+    "replica-unschedulable",
+    ("replicas that have taken more than",),
+    r"(?:Deployment|Backend) ['\"](?P<dep>[^'\"]+)['\"](?: in application '(?P<app>[^']*)')?(?: has)? (?P<n>\d+) replicas"
+    r" that have taken more than (?P<s>\d+)s to be scheduled\..*?[Rr]esources required for each replica: (?P<req>.+?),"
+    r" (?:total )?resources available: (?P<avail>\{[^}]*\})",
+)
+def _replica_unschedulable(m, rec, state):
+    dep = m.group("dep")
+    seen = state.setdefault("serve_unscheduled", {})
+    seen[dep] = seen.get(dep, 0) + 1
+    nothing_free = m.group("avail").strip("{} ") == ""
+    if seen[dep] < 2 and not nothing_free:
+        return []  # the first 30 s: the autoscaler may still bring a node
+    if not first_time(state, ("serve_unschedulable", dep), rec.loc.line):
+        return []
+    waited = int(m.group("s")) * seen[dep]
+    req = m.group("req").replace('\\"', '"')
+    what = "with no free resources in the cluster" if nothing_free else f"for about {waited} s"
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="ray_serve_replica_unschedulable",
+                       message=rec.text.strip(),
+                       fields={"deployment": dep, "application": m.group("app"), "replicas": int(m.group("n")),
+                               "required": req, "available": m.group("avail"), "warnings": seen[dep],
+                               "detail": f"{m.group('n')} replica(s) of deployment '{dep}' not scheduled {what}"
+                                         f" (each needs {req}, available {m.group('avail')})"})]
+
+
 PARSER = Parser(
     name="rayserve",
     framework=FW,
     priority=40,
-    description="Ray Serve: a replica that raised at start-up, crashed or failed its health checks",
-    rules=[_replica_exception, _replica_unhealthy, _replica_start_call, _replica_not_created, _replica_init_frame, _replica_init_reraise],
+    description="Ray Serve: a replica that raised at start-up, crashed or failed its health checks, or that the cluster cannot place",
+    rules=[_replica_exception, _replica_unhealthy, _replica_start_call, _replica_not_created, _replica_init_frame, _replica_init_reraise,
+           _replica_unschedulable],
 )

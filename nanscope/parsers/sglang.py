@@ -29,15 +29,21 @@ ends with, and an excerpt often keeps only that line):
       (older: "Out of memory. Please set a smaller number for `--max-running-requests`.")
   model_executor/model_runner.py init_memory_pool at start-up:
       RuntimeError("Not enough memory. Please try to increase --mem-fraction-static.")
+      (0.5.x adds ` Current value: {self.server_args.mem_fraction_static=}`, as GPUStack's log shows)
+      This one is a memory failure at start-up (error cuda_oom, as TGI's warm-up OOM), not a scheduler bug.
 """
 
 from __future__ import annotations
 
+import re
+
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule, signal_of
+from nanscope.parsers.numbers import to_float
 
 FW = "sglang"
+_MEM_FRACTION = re.compile(r"mem_fraction_static=(?P<v>\d+(?:\.\d+)?)")
 
 
 def _error(rec, kind: str, fields: dict) -> ErrorEvent:
@@ -116,6 +122,15 @@ def _pool_exhausted(m, rec, state):
         what = f"the KV cache pool ran out of tokens{' in ' + phase.lower() if phase in ('Prefill', 'Decode') else ''}"
     if not first_time(state, ("sglang_pool", reason), rec.loc.line):
         return []  # logger.error, then the RuntimeError with the same text
+    if reason == "memory_pool_init":
+        # The start-up's memory check, like TGI's warm-up OOM: after the weights, the static fraction left no room
+        # for a single KV-cache token (max_total_num_tokens <= 0). A memory failure; the scheduler's crash follows.
+        cur = _MEM_FRACTION.search(rec.text)
+        frac = f" (--mem-fraction-static {cur.group('v')})" if cur else ""
+        return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="cuda_oom", message=rec.text.strip(),
+                          exc_type="RuntimeError" if "RuntimeError" in rec.text else None,
+                          fields={"reason": reason, "phase": "startup", "mem_fraction_static": to_float(cur.group("v")) if cur else None,
+                                  "detail": f"no GPU memory was left for SGLang's KV cache pool after loading the weights{frac}"})
     return _error(rec, "sglang_scheduler_crash", {"reporter": "scheduler", "reason": reason, "detail": what})
 
 

@@ -535,14 +535,54 @@ def _preemption(m, rec, state):
     )
 
 
+# Ray's ActorDiedError for one of vLLM's Ray workers (python/ray/exceptions.py ActorDiedError: "The actor died
+# unexpectedly before finishing this task." then the death cause's context, one field a line:
+# f"\tclass_name: {context.class_name}", actor_id, pid, namespace, ip, and, when Ray knows it, "The actor is dead because
+# its worker process has died. Worker exit type: ..."). The worker actor is vLLM's RayWorkerWrapper (0.4+; RayWorkerVllm
+# before): the engine lost a worker, whatever killed it (the exit detail, when printed, is python.py's to read).
+@rule("ray-worker-died", ("class_name: RayWorkerWrapper", "class_name: RayWorkerVllm"),
+      r"(?:^|\s)class_name: (?P<cls>RayWorkerWrapper|RayWorkerVllm)\b")
+def _ray_worker_died(m, rec, state):
+    if not first_time(state, ("ray_worker_died",), rec.loc.line):
+        return []  # every caller of the dead actor re-raises it
+    fields = {"phase": None, "worker_died": m.group("cls"),
+              "detail": f"a vLLM Ray worker actor ({m.group('cls')}) died"}
+    if state.get("shutdown_requested"):
+        fields["during_shutdown"] = True
+    return _error(rec, state, "vllm_engine_dead", fields)
+
+
+# The OpenAI-compatible server's request handling (vllm/entrypoints/openai/serving_chat.py, serving_completion.py,
+# serving_engine.py; since 0.1x chat_completion/serving.py, engine/serving.py) catches what one request raises while
+# it is prepared and answers it with create_error_response (a 400 for a ValueError):
+#   logger.exception("Error in preprocessing prompt inputs")   ->  `ERROR 07-03 03:19:15 [serving_chat.py:200] ...`
+# so the traceback and the exception line carry that logger's prefix, e.g. serving_engine._validate_input's
+#   f"This model's maximum context length is {max_model_len} tokens. However, you requested {n} tokens ..."
+# The engine goes on serving the other requests: such an exception is no crash of the server. (The failures that
+# do surface there, an engine that died, a chat template the tokenizer lacks, are claimed first: the engine rules
+# above, chat_template.py.)
+_SERVING_EXC = (r"(?:^|\s)(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?"
+                r"(?P<file>serving(?:_\w+)?\.py):\d+\][ \t]*(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?::|\s*$)")
+
+
+@rule(
+    "request-rejected",
+    ("serving_chat.py:", "serving_completion.py:", "serving_engine.py:", "serving_responses.py:", "[serving.py:"),
+    _SERVING_EXC,
+)
+def _request_rejected(m, rec, state):
+    _seen(state)
+    return []  # one request was answered with an error; the server is fine
+
+
 PARSER = Parser(
     name="vllm",
     framework="vllm",
     priority=40,
     description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption,"
-                " config checks (quantization vs GPU capability, max_model_len vs the model)",
+                " config checks (quantization vs GPU capability, max_model_len vs the model), requests the OpenAI server rejected",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
            _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
-           _shm_wait, _nan_probs, _preemption],
+           _shm_wait, _nan_probs, _preemption, _ray_worker_died, _request_rejected],
 )
