@@ -124,7 +124,7 @@ def test_a_linear_layer_sized_for_another_width_is_a_shape_mismatch_not_a_generi
     assert "(77x768 and 4096x5120)" in r.findings[0].summary
 
 
-def test_a_loss_whose_labels_have_another_batch_size_after_a_trained_epoch_is_a_shape_mismatch(tmp_path):
+def test_a_loss_whose_labels_have_another_batch_size_after_a_trained_epoch_is_a_loss_shape_mismatch(tmp_path):
     # xinge008/Cylinder3D#128: the epoch trains, its last (partial) batch fails in cross_entropy
     r = diagnose(tmp_path, [
         "  0%|          | 0/1136 [00:00<?, ?it/s]epoch 0 iter     0, loss: 4.095",
@@ -140,7 +140,7 @@ def test_a_loss_whose_labels_have_another_batch_size_after_a_trained_epoch_is_a_
         "label_smoothing)",
         "ValueError: Expected input batch_size (4) to match target batch_size (1).",
     ])
-    assert ids(r) == ["tensor-shape-mismatch"]
+    assert ids(r) == ["loss-shape-mismatch"]
 
 
 def test_a_checkpoint_of_other_shapes_stays_state_dict_mismatch(tmp_path):

@@ -25,9 +25,9 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("2451.log", "trainer-argument-unsupported"),  # TrainingArguments after transformers 4.46
     ("2452.log", "wandb-init-failed"),  # wandb's ERROR line, the paste cut inside wandb's reraise
     ("2453.log", "wandb-init-failed"),
-    ("2454.log", "tokenizer-no-chat-template"),  # [rank0]: prefix
-    ("2455.log", "tokenizer-no-chat-template"),  # the 4.4x wording
-    ("2456.log", "tokenizer-no-chat-template"),  # then PyTorch's destroy_process_group warning
+    ("2454.log", "chat-template-missing"),  # [rank0]: prefix
+    ("2455.log", "chat-template-missing"),  # the 4.4x wording
+    ("2456.log", "chat-template-missing"),  # then PyTorch's destroy_process_group warning
     ("2457.log", "cuda-oom"),  # JAX, XLA's BufferAssignment stats after it
     ("2458.log", "cuda-oom"),
     ("2459.log", "dataset-load-failed"),  # the reader's error printed twice (tqdm line, logger)

@@ -13,6 +13,8 @@ Templates (quoted from source via the search index):
       set and no template argument was passed! ...")
   src/transformers/processing_utils.py ProcessorMixin.apply_chat_template (multimodal processors):
       raise ValueError("Cannot use apply_chat_template because this processor does not have a chat template.")
+      (later: "No chat template is set for this processor. Please either set the `chat_template` attribute,
+      or provide a chat template as an argument.")
   vllm-project/vllm vllm/entrypoints/chat_utils.py (later vllm/renderers/hf.py safe_apply_chat_template,
       raising ChatTemplateResolutionError): "As of transformers v4.44, default chat template is no longer
       allowed, so you must provide a chat template if the tokenizer does not define one." (the OpenAI server
@@ -34,9 +36,10 @@ _EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|E
 @rule(
     "chat-template-missing",
     ("because tokenizer.chat_template is not set", "because this processor does not have a chat template",
-     "default chat template is no longer allowed"),
+     "No chat template is set for this processor", "default chat template is no longer allowed"),
     r"Cannot use (?P<fn>chat template functions|apply_chat_template\(\)) because tokenizer\.chat_template is not set"
-    r"|(?P<proc>Cannot use apply_chat_template because this processor does not have a chat template)"
+    r"|(?P<proc>Cannot use apply_chat_template because this processor does not have a chat template"
+    r"|(?<![\"'])No chat template is set for this processor\b)"  # (not the source line that raises it)
     r"|(?P<vllm>As of transformers v4\.44, default chat template is no longer allowed)",
 )
 def _missing(m, rec, state):

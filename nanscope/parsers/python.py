@@ -256,11 +256,8 @@ _CLASSIFY = [
     #    size ..."); the input's rank: "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of
     #    size: [..]" (torch >= 1.11), "Expected 4-dimensional input for 4-dimensional weight [..], but got
     #    3-dimensional input of size [..] instead" (1.x);
-    #  - aten/src/ATen/native/LossNLL.cpp (and torch/nn/functional.py nll_loss of 1.x): "Expected input batch_size
-    #    (A) to match target batch_size (B)."; torch/nn/functional.py binary_cross_entropy_with_logits: "Target
-    #    size (torch.Size([..])) must be the same as input size (torch.Size([..]))"; binary_cross_entropy (torch
-    #    >= 1.x ValueError): "Using a target size (..) that is different to the input size (..) is deprecated.
-    #    Please ensure they have the same size.";
+    #  (a loss's predictions against its targets, nll_loss's "Expected input batch_size (A) to match target
+    #  batch_size (B)" and binary cross-entropy's target sizes, are loss-shape-mismatch: parsers/label_checks.py);
     #  - aten/src/ATen/InferSize.h infer_size_impl (view / reshape): "shape '[..]' is invalid for input of size N";
     #  - aten/src/ATen/native/TensorShape.cpp cat: "Sizes of tensors must match except in dimension D. Expected
     #    size A but got size B for tensor number I in the list." (1.x: "... Got A and B in dimension D").
@@ -272,9 +269,6 @@ _CLASSIFY = [
                 r"|weight of size \[[\d, ]*\], expected input\[[\d, ]*\] to have \d+ channels, but got \d+ channels instead"
                 r"|Expected \dD \(unbatched\) or \dD \(batched\) input to \w+, but got input of size"
                 r"|Expected \d-dimensional input for \d-dimensional weight \["
-                r"|Expected input batch_size \(\d+\) to match target batch_size \(\d+\)"
-                r"|Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same as input size"
-                r"|Using a target size \(torch\.Size\(\[[\d, ]*\]\)\) that is different to the input size \(torch\.Size\(\[[\d, ]*\]\)\) is deprecated"
                 r"|shape '\[[-\d, ]*\]' is invalid for input of size \d+"
                 r"|Sizes of tensors must match except in dimension \d+"), "tensor_shape_mismatch"),
     # The operands of an op have different dtypes (an fp32 input into a bf16/fp16 model, float class labels, an

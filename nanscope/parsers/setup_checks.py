@@ -130,16 +130,6 @@ def _tokenizer_pad(m, rec, state):
                   f"the tokenizer{f' ({tok})' if tok else ''} defines no pad token, and a batch had to be padded")
 
 
-@rule("tokenizer-no-chat-template", ("because tokenizer.chat_template is not set", "No chat template is set for this processor"),
-      _TYPE + r"(?P<msg>Cannot use (?:chat template functions|apply_chat_template\(\)) because tokenizer\.chat_template is not set"
-      r"|No chat template is set for this processor\b)")
-def _no_chat_template(m, rec, state):
-    what = "processor" if "processor" in m.group("msg") else "tokenizer"
-    return _error(m, rec, "tokenizer_no_chat_template", "hf",
-                  f"apply_chat_template was called but the {what} has no chat_template (a base model's tokenizer, "
-                  "or a checkpoint saved without one) and none was passed")
-
-
 _FA2_WHY = (("seems to be not installed", "the flash_attn package is not installed"),
             ("greater or equal than", "the installed flash_attn is older than transformers needs"),
             ("not available on CPU", "the model is on the CPU (torch sees no CUDA device)"),
@@ -284,9 +274,9 @@ PARSER = Parser(
     name="setup_checks",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
-    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, chat templates, FlashAttention 2, "
+    description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, FlashAttention 2, "
                 "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
-    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _no_chat_template, _flash_attention, _quantized, _extension_build, _model_no_loss,
+    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _extension_build, _model_no_loss,
            _batch_not_padded, _quantized_device_map, _registry_type,
            _hf_not_accessible],
 )
