@@ -9,17 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import diagnose_lines as diagnose, ids
 from nanscope import api
-
-
-def diagnose(tmp_path, lines: list[str]):
-    p = tmp_path / "job.log"
-    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return api.diagnose([str(p)])
-
-
-def ids(report) -> list[str]:
-    return [f.id for f in report.findings]
 
 
 # Dao-AILab/flash-attention#1691: a flash-attn wheel built for another torch / C++ ABI

@@ -8,17 +8,8 @@ sample_logs/public/23NN.log with their provenance), cut to what the family needs
 
 from __future__ import annotations
 
+from conftest import diagnose_lines as diagnose, ids
 from nanscope import api
-
-
-def diagnose(tmp_path, lines: list[str]):
-    p = tmp_path / "job.log"
-    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return api.diagnose([str(p)])
-
-
-def ids(report) -> list[str]:
-    return [f.id for f in report.findings]
 
 
 # woct0rdho/triton-windows#114
