@@ -59,6 +59,17 @@ def diagnose_lines(tmp_path: Path, lines: list[str], name: str = "job.log"):
     return api.diagnose([str(p)])
 
 
+def cli_report(tmp_path: Path, text: str, name: str = "job.log") -> dict:
+    """The JSON report of `nanscope diagnose` run as a user runs it, on `text` written as one log file."""
+    import json
+
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    r = run_cli("diagnose", str(p), "--format", "json", "--exit-zero")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 def all_ids(report) -> set[str]:
     """The findings a user sees at the top level (grouped collateral and superseded matches are
     part of their root finding, and are checked by tests/test_attribution.py)."""

@@ -4,9 +4,7 @@ from the launchers' own print statements (MPICH2 src/pm/mpd/mpiexec.py, Hydra ui
 
 from __future__ import annotations
 
-import json
-
-from conftest import run_cli
+from conftest import cli_report as _report
 from nanscope import api
 from nanscope.model import ErrorEvent, LifecycleEvent
 
@@ -32,14 +30,6 @@ def _events(tmp_path, text: str) -> list:
     p = tmp_path / "job.log"
     p.write_text(text, encoding="utf-8")
     return [e for e in api.events([str(p)]) if isinstance(e, (ErrorEvent, LifecycleEvent)) and e.framework == "mpich"]
-
-
-def _report(tmp_path, text: str) -> dict:
-    p = tmp_path / "job.log"
-    p.write_text(text, encoding="utf-8")
-    r = run_cli("diagnose", str(p), "--format", "json", "--exit-zero")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
 
 
 def test_pals_first_fault_is_the_failure_and_the_sigterm_after_it_a_teardown(tmp_path):

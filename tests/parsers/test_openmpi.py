@@ -4,9 +4,7 @@ from the launcher's help templates (orte/tools/orterun/help-orterun.txt, prrte s
 
 from __future__ import annotations
 
-import json
-
-from conftest import run_cli
+from conftest import cli_report as _report
 from nanscope import api
 from nanscope.model import ErrorEvent, LifecycleEvent
 
@@ -28,14 +26,6 @@ def _events(tmp_path, text: str) -> list:
     p = tmp_path / "job.log"
     p.write_text(text, encoding="utf-8")
     return [e for e in api.events([str(p)]) if isinstance(e, (ErrorEvent, LifecycleEvent))]
-
-
-def _report(tmp_path, text: str) -> dict:
-    p = tmp_path / "job.log"
-    p.write_text(text, encoding="utf-8")
-    r = run_cli("diagnose", str(p), "--format", "json", "--exit-zero")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
 
 
 def test_first_nonzero_exit_names_its_rank_and_the_job_teardown(tmp_path):
