@@ -15,10 +15,9 @@ config).
 
 from __future__ import annotations
 
-from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.setup_checks import exc_type_before
+from nanscope.parsers.setup_checks import error_event
 
 # the training tools' config models; a serving engine's ModelConfig / a request model is not one
 _TRL_CONFIGS = {"SFTConfig", "DPOConfig", "GRPOConfig", "PPOConfig", "KTOConfig", "ORPOConfig", "CPOConfig", "RewardConfig"}
@@ -46,9 +45,7 @@ def _config_invalid(m, rec, state):
         tool = "hf"
     if not first_time(state, ("config_invalid",), rec.loc.line):
         return []
-    return ErrorEvent(loc=rec.loc, text=rec.text, framework=tool, error="trainer_config_invalid",
-                      message=rec.text[m.start("msg"):].strip()[:400], exc_type=exc_type_before(rec.text, m.start("msg")),
-                      fields={"detail": detail})
+    return error_event(m, rec, "trainer_config_invalid", tool, detail)
 
 
 PARSER = Parser(

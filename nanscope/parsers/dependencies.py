@@ -21,18 +21,15 @@ huggingface/transformers, by module (the texts are the library's templates):
 
 from __future__ import annotations
 
-from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.setup_checks import exc_type_before
+from nanscope.parsers.setup_checks import error_event
 
 
 def _event(m, rec, state, kind: str, detail: str, framework: str = "hf"):
     if not first_time(state, ("dependency", kind), rec.loc.line):
         return []
-    return ErrorEvent(loc=rec.loc, text=rec.text, framework=framework, error=kind,
-                      message=rec.text[m.start("msg"):].strip()[:400], exc_type=exc_type_before(rec.text, m.start("msg")),
-                      fields={"detail": detail})
+    return error_event(m, rec, kind, framework, detail)
 
 
 @rule("hf-dependency", ("with `PyTorch` requires `accelerate", "quantization requires Accelerate", "requires Accelerate: `pip install",

@@ -15,9 +15,8 @@ Every rank raises it (a configuration check): the rank a prefix shows is no orig
 
 from __future__ import annotations
 
-from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
-from nanscope.parsers.setup_checks import exc_type_before
+from nanscope.parsers.setup_checks import error_event
 
 
 @rule("grpo-generations", ("must be evenly divisible by the number of generations", "must be divisible by the number of generations",
@@ -40,9 +39,7 @@ def _grpo_generations(m, rec, state):
         detail = f"the global {g('split')} batch is not a multiple of num_generations"
     else:
         detail = "num_generations is below 2: GRPO compares at least two completions per prompt"
-    return ErrorEvent(loc=rec.loc, text=rec.text, framework="trl", error="grpo_batch_generations_mismatch",
-                      message=rec.text[m.start("msg"):].strip()[:400], exc_type=exc_type_before(rec.text, m.start("msg")),
-                      fields={"detail": detail})
+    return error_event(m, rec, "grpo_batch_generations_mismatch", "trl", detail)
 
 
 PARSER = Parser(

@@ -71,6 +71,7 @@ phrase must not follow a quote. The exception type before it is kept when there 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
@@ -90,15 +91,17 @@ def exc_type_before(text: str, start: int) -> "str | None":
     return m.group(1) if m else None
 
 
-def _error(m: "re.Match[str]", rec, kind: str, framework: str, detail: str) -> ErrorEvent:
+def error_event(m: "re.Match[str]", rec, kind: str, framework: str, detail: str, /, **fields: Any) -> ErrorEvent:
+    """The ErrorEvent of a rule whose regex names the message `msg`: the text from there (400 characters
+    at most), the exception type printed before it, `detail` and any other fields."""
     msg = rec.text[m.start("msg"):].strip()
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=framework, error=kind, message=msg[:400],
-                      exc_type=exc_type_before(rec.text, m.start("msg")), fields={"detail": detail})
+                      exc_type=exc_type_before(rec.text, m.start("msg")), fields={"detail": detail, **fields})
 
 
 @rule("amp-fp16-params", ("Attempting to unscale FP16 gradients",), _TYPE + r"(?P<msg>Attempting to unscale FP16 gradients\.?)")
 def _amp_fp16(m, rec, state):
-    return _error(m, rec, "amp_fp16_params", "pytorch",
+    return error_event(m, rec, "amp_fp16_params", "pytorch",
                   "the AMP grad scaler found fp16 gradients: the parameters being trained are fp16 themselves")
 
 
@@ -110,7 +113,7 @@ def _peft_targets(m, rec, state):
     mods = m.group("mods")
     detail = (f"PEFT found none of the target modules {mods[:160]} in the model" if mods is not None
               else "PEFT matched no module to adapt (target_modules / exclude_modules)")
-    return _error(m, rec, "peft_target_modules", "peft", detail)
+    return error_event(m, rec, "peft_target_modules", "peft", detail)
 
 
 @rule("resume-checkpoint", ("Can't find a valid checkpoint at", "No valid checkpoint found in output directory"),
@@ -118,7 +121,7 @@ def _peft_targets(m, rec, state):
       r"|No valid checkpoint found in output directory \((?P<dir>[^)]*)\))")
 def _resume_checkpoint(m, rec, state):
     where = (m.group("path") or m.group("dir") or "").strip()
-    return _error(m, rec, "resume_checkpoint_not_found", "hf", f"the Trainer found no checkpoint it can resume from at {where[:200]}")
+    return error_event(m, rec, "resume_checkpoint_not_found", "hf", f"the Trainer found no checkpoint it can resume from at {where[:200]}")
 
 
 @rule("tokenizer-no-pad", ("does not have a padding token", "You are attempting to pad samples"),
@@ -126,7 +129,7 @@ def _resume_checkpoint(m, rec, state):
       r"|You are attempting to pad samples but the tokenizer you are using \((?P<tok>\w+)\) does not have (?:one|a pad token)\.)")
 def _tokenizer_pad(m, rec, state):
     tok = m.group("tok")
-    return _error(m, rec, "tokenizer_no_pad_token", "hf",
+    return error_event(m, rec, "tokenizer_no_pad_token", "hf",
                   f"the tokenizer{f' ({tok})' if tok else ''} defines no pad token, and a batch had to be padded")
 
 
@@ -152,7 +155,7 @@ def _flash_attention(m, rec, state):
         found = re.search(r"Detected version (\d[\w.+]*?)\.?(?:\s|$)", rest)
         if found:
             detail += f" ({found.group(1)} installed)"
-    return _error(m, rec, "flash_attention_unavailable", "hf", detail)
+    return error_event(m, rec, "flash_attention_unavailable", "hf", detail)
 
 
 @rule("quantized-no-adapter", ("fine-tuning on purely quantized models", "but that quantization method do not support training"),
@@ -162,7 +165,7 @@ def _quantized(m, rec, state):
     method = m.group("method")
     detail = (f"the model is quantized with {method}, which cannot be trained" if method
               else "the model is quantized and has no trainable adapter attached")
-    return _error(m, rec, "quantized_model_no_adapter", "hf", detail)
+    return error_event(m, rec, "quantized_model_no_adapter", "hf", detail)
 
 
 @rule("extension-build", ("Error building extension '", "['ninja', '-v'", "Unable to JIT load the ", "Ninja is required to load C++ extensions"),
@@ -178,7 +181,7 @@ def _extension_build(m, rec, state):
         detail = "ninja is not installed, so no C++/CUDA extension can be JIT-built"
     else:
         detail = f"the JIT build of the C++/CUDA extension{f' {name}' if name else ''} failed (ninja's compile)"
-    return _error(m, rec, "extension_build_failed", "pytorch", detail)
+    return error_event(m, rec, "extension_build_failed", "pytorch", detail)
 
 
 @rule("model-no-loss", ("The model did not return a loss from the inputs",),
@@ -188,7 +191,7 @@ def _model_no_loss(m, rec, state):
     inputs = m.group("inp")
     detail = (f"the model returned only {m.group('out')}: the batch ({inputs}) has no labels" if inputs
               else f"the model returned only {m.group('out')} and no loss")
-    return _error(m, rec, "model_returned_no_loss", "hf", detail)
+    return error_event(m, rec, "model_returned_no_loss", "hf", detail)
 
 
 @rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",),
@@ -197,7 +200,7 @@ def _batch_not_padded(m, rec, state):
     feat = re.search(r"Perhaps your features \(`(?P<f>[^`]+)` in this case\)", rec.text)
     detail = ("the batch's sequences differ in length (or are not token ids) and were not padded"
               + (f"; the feature `{feat.group('f')}` is nested or not tokenized" if feat else ""))
-    return _error(m, rec, "batch_not_padded", "hf", detail)
+    return error_event(m, rec, "batch_not_padded", "hf", detail)
 
 
 @rule("quantized-device-map", ("has been loaded in 8-bit precision on",),
@@ -208,7 +211,7 @@ def _quantized_device_map(m, rec, state):
         detail = "the quantized model is spread over several GPUs (device_map) and the job runs distributed"
     else:
         detail = "the quantized model was loaded on another GPU than the one this process trains on"
-    return _error(m, rec, "quantized_model_device_map", "accelerate", detail)
+    return error_event(m, rec, "quantized_model_device_map", "accelerate", detail)
 
 
 # the message is the KeyError's quoted argument: here the quote before it is the exception's, and the
@@ -248,7 +251,7 @@ def _hf_not_accessible(m, rec, state):
         code = m.group("code")
         first = (f"the Hub refused the gated repo at {m.group('gurl')}" if m.group("gurl")
                  else f"the model is a gated repo the Hub refused ({code} Client Error)")
-        state["pending"] = _error(m, rec, "hf_hub_access", "hf", first)
+        state["pending"] = error_event(m, rec, "hf_hub_access", "hf", first)
         return out
     if near and m.group("gated", "oldgated", "pending") != (None, None, None):
         out = []  # the reason line says the same failure, and why
@@ -267,7 +270,7 @@ def _hf_not_accessible(m, rec, state):
         detail = f"the model is a gated repo the Hub refused ({code} Client Error)" if code else "the model is a gated repo the Hub refused"
     else:
         detail = "the Hub has no such repository (or it is private and the download is not authenticated)"
-    return out + [_error(m, rec, "hf_hub_access", "hf", detail)]
+    return out + [error_event(m, rec, "hf_hub_access", "hf", detail)]
 
 
 PARSER = Parser(

@@ -20,10 +20,9 @@ run: not this. One failure prints its message twice (wandb's ERROR line, the exc
 
 from __future__ import annotations
 
-from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.setup_checks import exc_type_before
+from nanscope.parsers.setup_checks import error_event
 
 _WHY = {
     "key": "wandb has no API key (no WANDB_API_KEY, no ~/.netrc login) and no terminal to ask for one",
@@ -45,9 +44,7 @@ def _wandb_init(m, rec, state):
     if not first_time(state, ("wandb_init", kind), rec.loc.line):
         return []
     detail = _WHY[kind] + (f" (after {m.group('secs')} s)" if m.group("secs") else "")
-    return ErrorEvent(loc=rec.loc, text=rec.text, framework="wandb", error="wandb_init_failed",
-                      message=rec.text[m.start("msg"):].strip()[:400], exc_type=exc_type_before(rec.text, m.start("msg")),
-                      fields={"detail": detail, "kind": kind})
+    return error_event(m, rec, "wandb_init_failed", "wandb", detail, kind=kind)
 
 
 PARSER = Parser(
