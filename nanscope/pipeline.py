@@ -568,7 +568,8 @@ def _place(ev: Event, text: str, msg: str, origin, key: tuple, base=None) -> Non
     if ev.rank is None:
         ev.rank = origin.rank
         if ev.rank is None and base.__class__ is Base and origin.local_rank is None and origin.node is not None:
-            lr = ev.fields.get("local_rank") if isinstance(ev.fields, dict) else None
+            fields = getattr(ev, "fields", None)  # a StepEvent has none
+            lr = fields.get("local_rank") if isinstance(fields, dict) else None
             if isinstance(lr, int) and not isinstance(lr, bool):
                 ev.rank = node_rank(origin.node, lr, base.topo)
     ev.stream = key if ev.rank == origin.rank else ("rank", origin.node, ev.rank)

@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nanscope.api import Options, diagnose_sources, load_signatures
@@ -106,6 +106,8 @@ _mutated_log = st.lists(st.one_of(_real_line, _mutated), min_size=1, max_size=40
 
 @SETTINGS
 @given(_mutated_log)
+# a step line with a node prefix and no local rank once crashed the rank lookup (CI, session 12)
+@example(b"0: [default0]:                    ^^^^^^^^^^^^^^^^^\n0: [default1\\:step 13 | loss 2.2541 | grad_norm 0.3968 | lr 1.0e-03\n")
 def test_mutated_real_lines_never_crash(data):
     import json
 
