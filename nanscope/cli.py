@@ -562,11 +562,26 @@ def _catch_sigterm() -> None:
         pass
 
 
+def _fewer_collections() -> None:
+    """The CLI process makes few reference cycles but many young objects (imports, events): the
+    default threshold (700) runs ~150 young collections before a small log's diagnosis starts,
+    about a tenth of its time. 20,000 runs a few. Only the CLI's own process: a library caller's
+    collector is left as it is."""
+    import gc
+
+    if gc.get_threshold()[0] < _GC_YOUNG:
+        gc.set_threshold(_GC_YOUNG, 20, 20)
+
+
+_GC_YOUNG = 20_000
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point with one error funnel: never a traceback, never exit 1 for an internal error."""
     from nanscope.output import OutputClosed
 
     args = list(sys.argv[1:] if argv is None else argv)
+    _fewer_collections()
     debug = "--debug" in args or bool(os.environ.get("NANSCOPE_DEBUG"))
     _own_process()
     _catch_sigterm()
