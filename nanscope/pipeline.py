@@ -539,16 +539,19 @@ def parse_line(raw: bytes, lineno: int, name: str, base, parser_names: tuple, he
     """One line through the per-line path with fresh parser state (for a stateless line this is
     exactly what the scan gives; StepBatch.event uses it to turn a native row into an event).
     held: an event the parser parks until a later line (an HF dict) counts as the line's."""
-    parsers = select(parser_names)
+    d = dispatch_for(select(parser_names))
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = strip_ansi(text)
+        steps = d.all  # an escape sequence may have split a keyword in the raw bytes
+    else:
+        steps = d.plan(d.prefilter.found_in(raw))  # as FileScan.items: only the rules whose keywords the line holds
     msg, origin = peel(text, base)
     rec = Record(Loc(name, lineno), msg, origin, text)
     key = stream_key(origin, name)
-    for p in parsers:
+    for _, p, rules in steps:
         st: dict = {}
-        events = p.parse(rec, st)
+        events = p.parse(rec, st) if rules is None else p.parse_rules(rec, st, rules)
         if events is not None:
             if held and not events and st.get("pending") is not None:
                 events = [st["pending"]]

@@ -914,3 +914,19 @@ def test_a_text_regex_is_answered_over_a_native_batch_of_mixed_frameworks():
     assert compile_vector(cond)(b).tolist() == [False, False, False]
     for pat, want in (('text ~ "loss=nan"', [False, False, True]), ('text !~ "log_dist"', [True, False, True])):
         assert compile_vector([pat])(b).tolist() == want == [compile_expr(pat)(b.event(i)) for i in range(3)]
+
+
+def test_an_fp16_run_restarted_many_times_gives_the_per_line_report(tmp_path, monkeypatch):
+    """A real fp16 run whose scaler skips steps (its scale changes every few steps), appended 40
+    times as restarts, with a real traceback after every tenth: the machines that read scale or
+    error events get the held steps before each, the others later in larger batches; the report
+    is still the one every step alone through Machine.feed gives."""
+    amp = (ROOT / "sample_logs/torch/amp_first_step_skipped.log").read_bytes()
+    crash = (ROOT / "sample_logs/core/rnn_state_not_detached.log").read_bytes()
+    log = tmp_path / "restarts.log"
+    log.write_bytes(b"".join(amp + (crash if i % 10 == 9 else b"") for i in range(40)))
+    monkeypatch.chdir(tmp_path)
+    slow = _report([log.name], native=False, batch=False)
+    fast = _report([log.name], native=True, batch=True)
+    assert fast == slow
+    assert {f["id"] for f in fast["findings"]} >= {"autograd-graph-freed", "nan-skip-recover", "loss-scale-warmup"}

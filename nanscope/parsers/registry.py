@@ -37,11 +37,19 @@ def select(names: Optional[Sequence[str]] = None) -> tuple[Parser, ...]:
     parsers = all_parsers()
     if not names:
         return parsers
+    got = _SELECTED.get(tuple(names))
+    if got is not None and got[0] is parsers:
+        return got[1]  # (a native row made into an event later selects again, once per row)
     known = {p.name: p for p in parsers}
     unknown = [n for n in names if n not in known]
     if unknown:
         raise NanscopeError(f"unknown parser {', '.join(unknown)}; known: {', '.join(known)}")
-    return tuple(p for p in parsers if p.name in names)
+    chosen = tuple(p for p in parsers if p.name in names)
+    _SELECTED[tuple(names)] = (parsers, chosen)
+    return chosen
+
+
+_SELECTED: dict = {}
 
 
 def keyword_regex(parsers: Sequence[Parser], extra: Sequence[str] = ()) -> Prefilter:

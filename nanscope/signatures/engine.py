@@ -59,6 +59,39 @@ def _match_order(m: Match) -> tuple:
     return (step, ts, ev.loc.source, ev.loc.line)
 
 
+def _joined_runs(items: list, fed: list, start: int) -> list:
+    """The held items with each run of single step events from `start` on made one StepBatch, cut
+    where a machine has been fed up to (`fed`: positions in `items`, moved to the new list; those
+    before `start` stay)."""
+    if not any(it.kind == "step" for it in items[start:]):
+        return items
+    cuts = set(fed)
+    out: list = items[:start]
+    moved: dict = {}
+    run: list = []
+    for k in range(start, len(items)):
+        it = items[k]
+        if k in cuts:
+            if run:
+                out.append(StepBatch.from_events(run))
+                run = []
+            moved[k] = len(out)
+        if it.kind == "step":
+            run.append(it)
+        else:
+            if run:
+                out.append(StepBatch.from_events(run))
+                run = []
+            out.append(it)
+    if run:
+        out.append(StepBatch.from_events(run))
+    moved[len(items)] = len(out)
+    for i, at in enumerate(fed):
+        if at >= start:
+            fed[i] = moved[at]
+    return out
+
+
 class Engine:
     def __init__(self, signatures: Iterable[Signature], batch_steps: bool = True):
         predicates.new_run()
@@ -75,10 +108,16 @@ class Engine:
         self._timeouts: dict[str, int] = defaultdict(int)
         self._disabled: set[str] = set()
         self.batch_steps = batch_steps  # False: every step event alone, through Machine.feed (tests compare)
-        self._held: dict[Any, list] = {}  # stream -> [step events and batches not yet fed, rows]
+        # stream -> [step events and batches not yet fed to every machine, rows, how far each of the
+        # machines that read steps has been fed (a position in the first list), how far the single
+        # step events in the first list have been joined into batches]
+        self._held: dict[Any, list] = {}
         self._held_rows = 0
-        # the other kinds that machines reading steps read: their events must not overtake held steps
-        self._with_steps = {k for m in self._machines if "step" in m.events for k in m.events} - {"step"}
+        self._steppers = list(self.subscribers.get("step", ()))
+        # the other kinds that machines reading steps read: their events must not overtake held steps,
+        # but only the machines that read both need the held steps before such an event
+        self._with_steps = {k for m in self._steppers for k in m.events} - {"step"}
+        self._readers = {k: [i for i, m in enumerate(self._steppers) if k in m.events] for k in self._with_steps}
 
     def apart_from_steps(self, kinds: frozenset) -> frozenset:
         """Those of `kinds` that no machine reading steps reads: their order relative to the step
@@ -103,7 +142,7 @@ class Engine:
         if (kind == "step" or kind == "steps") and ev.stream is not None and self.batch_steps:
             held = self._held.get(ev.stream)
             if held is None:
-                held = self._held[ev.stream] = [[], 0]
+                held = self._held[ev.stream] = [[], 0, [0] * len(self._steppers), 0]
             held[0].append(ev)
             n = len(ev) if kind == "steps" else 1  # type: ignore[arg-type]
             held[1] += n
@@ -117,7 +156,7 @@ class Engine:
         if kind == "metrics_rows":
             return self.feed_rows(ev)
         if self._held and kind in self._with_steps:
-            self._release(ev.stream)  # a machine that reads steps reads this too: keep the order
+            self._release(ev.stream, kind)  # a machine that reads steps reads this too: keep the order
         if kind == "steps":
             return self.feed_batch(ev)  # type: ignore[arg-type]
         for machine in self.subscribers.get(kind, ()):
@@ -148,24 +187,37 @@ class Engine:
                 machine.live(emit)
         return out
 
-    def _release(self, stream: Any) -> None:
-        held = self._held.pop(stream, None)
+    def _release(self, stream: Any, kind: Optional[str] = None) -> None:
+        """Feed the held steps of `stream`: to the machines that read `kind` as well (an event of
+        that kind arrives next), or to every machine when kind is None. A machine that does not read
+        the arriving kind gets its steps later, in one larger batch: an fp16 run whose scale changes
+        every few dozen steps, or a log dense with handled exceptions, no longer cuts every step
+        machine's batches at each such event."""
+        held = self._held.get(stream)
         if not held:
             return
-        self._held_rows -= held[1]
-        parts: list = []
-        run: list = []
-        for item in held[0]:
-            if item.kind == "step":
-                run.append(item)
-                continue
-            if run:
-                parts.append(StepBatch.from_events(run))
-                run = []
-            parts.append(item)
-        if run:
-            parts.append(StepBatch.from_events(run))
-        self.feed_batch(StepBatch.concat(parts))
+        items, _, fed, done = held
+        who = range(len(self._steppers)) if kind is None else self._readers.get(kind, ())
+        todo = [i for i in who if fed[i] < len(items)]
+        if todo:
+            items = held[0] = _joined_runs(items, fed, done)
+            held[3] = len(items)  # (joined up to here)
+            batches: dict = {}
+            for i in todo:
+                at = fed[i]
+                b = batches.get(at)
+                if b is None:
+                    b = batches[at] = StepBatch.concat(items[at:])
+                machine = self._steppers[i]
+                fed[i] = len(items)
+                if machine.sig in self._disabled:
+                    continue
+                machine.feed_batch(b, self._emit)
+                if predicates.TIMED_OUT:
+                    self._timed_out(machine.sig)
+        if kind is None or min(fed) == len(items):
+            self._held.pop(stream, None)
+            self._held_rows -= held[1]
 
     def feed_batch(self, b: Any) -> None:
         """A StepBatch: each machine subscribed to step events takes the whole batch."""
@@ -184,7 +236,7 @@ class Engine:
                 self.feed(ev)
             return
         if self._held and "metrics" in self._with_steps:
-            self._release(rows.stream)
+            self._release(rows.stream, "metrics")
         for machine in self.subscribers.get("metrics", ()):
             if machine.sig in self._disabled:
                 continue
