@@ -535,11 +535,18 @@ def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputIn
     return out
 
 
+_LINE_DISPATCH: dict = {}  # parser names -> (their selection, its Dispatch): parse_line runs once per row
+
+
 def parse_line(raw: bytes, lineno: int, name: str, base, parser_names: tuple, held: bool = False) -> list:
     """One line through the per-line path with fresh parser state (for a stateless line this is
     exactly what the scan gives; StepBatch.event uses it to turn a native row into an event).
     held: an event the parser parks until a later line (an HF dict) counts as the line's."""
-    d = dispatch_for(select(parser_names))
+    parsers = select(parser_names)
+    got = _LINE_DISPATCH.get(parser_names)
+    if got is None or got[0] is not parsers:
+        got = _LINE_DISPATCH[parser_names] = (parsers, dispatch_for(parsers))
+    d = got[1]
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = strip_ansi(text)
