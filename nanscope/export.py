@@ -42,7 +42,7 @@ def event_record(ev: Event, redact_text: bool = True) -> dict:
                  "node": ev.origin.node if ev.origin else None, "ts": ev.origin.ts if ev.origin else None,
                  "framework": ev.framework, "step": ev.step}
     for f in dataclasses.fields(ev):
-        if f.name in ("loc", "origin", "stream", "text", "rank", "step", "framework"):
+        if f.name in ("loc", "origin", "stream", "text", "rank", "step", "framework", "step_counted"):
             continue
         v = getattr(ev, f.name)
         if isinstance(v, Collective):
@@ -103,7 +103,8 @@ def event_schema(without: Sequence[str] = ()) -> "Any":
 _DIRECT = {n for n, _ in _columns()} - {"source", "line", "rank", "local_rank", "node", "ts", "kind", "framework",
                                         "step", "pg", "seq", "op", "enqueued", "completed", "timeout_ms",
                                         "fields", "text"}
-_SKIP = {"loc", "origin", "stream", "text", "rank", "step", "framework", "collective", "fields", "raw_fields"}
+_SKIP = {"loc", "origin", "stream", "text", "rank", "step", "framework", "collective", "fields", "raw_fields",
+         "step_counted"}
 
 
 def _row(ev: Event, redact_text: bool) -> dict:

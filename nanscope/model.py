@@ -75,6 +75,8 @@ class Event:
     rank: Optional[int] = None
     step: Optional[int] = None
     stream: Any = None  # set by the pipeline: the per-(node, rank) stream key
+    # set by streams: `step` is a count of the stream's step lines, not a number the log printed
+    step_counted: bool = False
 
     def get(self, name: str) -> Any:
         return getattr(self, name, None)

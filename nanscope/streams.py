@@ -28,7 +28,7 @@ FATAL_HORIZON = 1024
 
 
 class _Stream:
-    __slots__ = ("summary", "step", "scale", "steps_seen", "overflows", "cum_skipped", "fatal")
+    __slots__ = ("summary", "step", "scale", "steps_seen", "overflows", "cum_skipped", "fatal", "counted")
 
     def __init__(self, summary: RankSummary):
         self.summary = summary
@@ -39,6 +39,7 @@ class _Stream:
         self.cum_skipped = 0  # the largest cumulative skip counter printed (DeepSpeed skipped=K)
         # exceptions whose step later step lines may still correct: [event, step lines left, its step]
         self.fatal: list[list] = []
+        self.counted = False  # every step so far is a count of step lines: the log printed no step number
 
 
 class Streams:
@@ -66,7 +67,12 @@ class Streams:
         if isinstance(ev, StepEvent):
             st.steps_seen += 1
             if ev.step is None:
+                if st.step is None:
+                    st.counted = True
                 ev.step = st.step + 1 if st.step is not None else st.steps_seen
+                ev.step_counted = st.counted
+            else:
+                st.counted = False
             new_step = ev.step != st.step
             if st.fatal:
                 for f in st.fatal:
@@ -98,6 +104,7 @@ class Streams:
             # A step-less line (an overflow, an exception, a teardown) happens during the step in
             # progress: the one after the last step this stream logged.
             ev.step = st.step + 1
+            ev.step_counted = st.counted
             if isinstance(ev, ErrorEvent) and ev.exc_type and len(st.fatal) < 8:
                 ev.fields = {**(ev.fields or {}), "step_at_raise": ev.step}
                 st.fatal.append([ev, FATAL_HORIZON, ev.step])
@@ -119,6 +126,7 @@ class Streams:
             for ev in b.events():  # rare: rows without a step
                 yield from self.process(ev)
             return
+        st.counted = False  # (every row printed its step)
         if st.fatal:
             self._correct_fatal(st, b.step, st.step)
         if n <= SMALL_BATCH:

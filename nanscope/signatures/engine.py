@@ -323,6 +323,28 @@ def render(template: str, values: dict, missing: Optional[str] = None) -> str:
     return _PLACEHOLDER.sub(sub, template)
 
 
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _step_words(step: Optional[int], last: Optional[int], counted: bool) -> dict:
+    """The {at_step} / {step_from} / {step_through} of a summary. A step the log never printed
+    (streams counted its step lines) is said as a count, not as a step number."""
+    if step is None:
+        return {"at_step": "", "step_from": "", "step_through": ""}
+    if not counted:
+        # a run's span, for summaries that must read whole without a logged step (a stop message)
+        if last is not None and last == step:
+            return {"at_step": f" at step {step}", "step_from": f" at step {step}", "step_through": ""}
+        return {"at_step": f" at step {step}", "step_from": f" from step {step}",
+                "step_through": f" through step {last}" if last is not None else ""}
+    note = " (the log prints no step numbers)"
+    at = f" after the {_ordinal(step - 1)} step line{note}" if step > 1 else f" before the first step line{note}"
+    if last is not None and last != step:
+        return {"at_step": at, "step_from": f" from the {_ordinal(step)}", "step_through": f" through the {_ordinal(last)} step line{note}"}
+    return {"at_step": at, "step_from": f" at the {_ordinal(step)} step line{note}", "step_through": ""}
+
+
 def build_finding(agg: Aggregate) -> Finding:
     sig = agg.sig
     matches = agg.ordered()
@@ -334,14 +356,11 @@ def build_finding(agg: Aggregate) -> Finding:
     values.update(
         rank=first.rank if first.rank is not None else "?",
         ranks=fmt_ranks(ranks) if ranks else "(not named in the log)",  # never "ranks ?"
-        step=first.step if first.step is not None else "?",
+        step=(first.step if first.step is None or not getattr(ev0, "step_counted", False)
+              else f"{first.step} (counted: the log prints no step numbers)") if first.step is not None else "?",
         nranks=len(ranks),
-        at_step=f" at step {first.step}" if first.step is not None else "",
-        # a run's span, for summaries that must read whole without a logged step (a stop message)
-        step_from=f" from step {first.step}" if first.step is not None else "",
-        step_through=(f" through step {first.extras['last_step']}" if first.step is not None
-                      and first.extras.get("last_step") is not None else ""),
         where=(f" on rank {ranks[0]}" if len(ranks) == 1 else f" on ranks {fmt_ranks(ranks)}") if ranks else "",
+        **_step_words(first.step, first.extras.get("last_step"), getattr(ev0, "step_counted", False)),
     )
     for k in ("good_ranks", "bad_ranks"):
         if k in values and isinstance(values[k], list):
