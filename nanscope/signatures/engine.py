@@ -118,6 +118,8 @@ class Engine:
         # but only the machines that read both need the held steps before such an event
         self._with_steps = {k for m in self._steppers for k in m.events} - {"step"}
         self._readers = {k: [i for i, m in enumerate(self._steppers) if k in m.events] for k in self._with_steps}
+        self._gates = [(m, m.gate()) for m in self.subscribers.get("error", ())]
+        self._by_error: dict = {}
 
     def apart_from_steps(self, kinds: frozenset) -> frozenset:
         """Those of `kinds` that no machine reading steps reads: their order relative to the step
@@ -159,12 +161,22 @@ class Engine:
             self._release(ev.stream, kind)  # a machine that reads steps reads this too: keep the order
         if kind == "steps":
             return self.feed_batch(ev)  # type: ignore[arg-type]
-        for machine in self.subscribers.get(kind, ()):
+        subs = self.subscribers.get(kind, ()) if kind != "error" else self._error_readers(ev.error)  # type: ignore[attr-defined]
+        for machine in subs:
             if machine.sig in self._disabled:
                 continue
             machine.feed(ev, self._emit)
             if predicates.TIMED_OUT:
                 self._timed_out(machine.sig)
+
+    def _error_readers(self, error: Any) -> list:
+        """The machines an error event with this `error` can change, in subscription order: most
+        signatures match one error kind (Machine.gate), and a log dense with handled exceptions
+        would otherwise ask all of them about each."""
+        got = self._by_error.get(error)
+        if got is None:
+            got = self._by_error[error] = [m for m, g in self._gates if g is None or error in g]
+        return got
 
     def flush(self) -> None:
         """Feed every held step to the machines now (live mode: the input may pause for long)."""

@@ -258,6 +258,38 @@ def compile_condition(cond: Any) -> Pred:
     raise SignatureError(f"a condition is a string, a list or a table, not {type(cond).__name__}")
 
 
+def required_values(cond: Any, name: str) -> Optional[frozenset]:
+    """The values field `name` must hold for `cond` to hold (`error == 'x'`, `error in [...]`, and
+    what all / any of them make), or None when the condition does not pin it. The engine gives an
+    event only to the machines whose condition its value can satisfy."""
+    if isinstance(cond, str):
+        m = _EXPR.match(cond)
+        if m is None or m.group("field") != name or m.group("value").startswith("@"):
+            return None
+        op, value = m.group("op"), _literal(m.group("value").strip())
+        if op == "==" and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return frozenset([value])
+        if op == "in" and isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+            return frozenset(value)
+        return None
+    if isinstance(cond, list):
+        cond = {"all": cond}
+    if not isinstance(cond, dict):
+        return None
+    got: Optional[frozenset] = None
+    for part in cond.get("all", []):
+        r = required_values(part, name)
+        if r is not None:
+            got = r if got is None else got & r
+    anys = cond.get("any", [])
+    if anys:
+        parts = [required_values(c, name) for c in anys]
+        if all(r is not None for r in parts):
+            union = frozenset().union(*parts)  # type: ignore[arg-type]
+            got = union if got is None else got & union
+    return got
+
+
 # --- the same conditions over a StepBatch (numpy masks) ------------------------------------------
 
 VPred = Callable[[Any], Any]  # StepBatch -> numpy bool array, or None: evaluate row by row

@@ -10,7 +10,7 @@ import numpy as np
 
 from nanscope.errors import SignatureError
 from nanscope.model import EVENT_KINDS, Event
-from nanscope.signatures.predicates import Pred, compile_condition, compile_rows, compile_vector
+from nanscope.signatures.predicates import Pred, compile_condition, compile_rows, compile_vector, required_values
 
 
 EVIDENCE_PER_MATCH = 4
@@ -88,6 +88,11 @@ class Machine:
         skipped), or None: every row, one by one (always correct)."""
         return None
 
+    def gate(self) -> Optional[frozenset]:
+        """The `error` values of the error events that can change this machine (the engine gives
+        it no other error event), or None: every error event (always correct)."""
+        return None
+
     def finish(self, emit: Emit) -> None:
         pass
 
@@ -134,6 +139,10 @@ class Line(Machine):
 
     def rows_mask(self, rows: Any) -> Any:
         return self.rwhen(rows)  # a row that fails `when` is no match
+
+    def gate(self) -> Optional[frozenset]:
+        # an event that fails `when` changes nothing, unless sole_evidence watches every event
+        return required_values(self.spec["when"], "error") if self.sole is None else None
 
     def feed_batch(self, b: Any, emit: Emit) -> None:
         m = self.vwhen(b)
