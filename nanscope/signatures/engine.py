@@ -25,6 +25,7 @@ MATCHES_KEPT = 32
 EVIDENCE_PER_FINDING = 6
 HOLD_STEPS = 1024  # step rows gathered per stream into one StepBatch
 HOLD_TOTAL = 8192  # ... and over all streams, before every stream's are fed
+FEW_ROWS = 8  # held steps fed to a machine one by one (Machine.feed) up to this many
 REGEX_TIMEOUTS_BEFORE_DISABLE = predicates.REGEX_TIMEOUTS_BEFORE_GIVING_UP
 
 
@@ -224,7 +225,11 @@ class Engine:
                 fed[i] = len(items)
                 if machine.sig in self._disabled:
                     continue
-                machine.feed_batch(b, self._emit)
+                if len(b) <= FEW_ROWS:  # array calls on a row or two cost more than they save
+                    for k in range(len(b)):
+                        machine.feed(b.event(k), self._emit)
+                else:
+                    machine.feed_batch(b, self._emit)
                 if predicates.TIMED_OUT:
                     self._timed_out(machine.sig)
         if kind is None or min(fed) == len(items):
