@@ -1,0 +1,121 @@
+"""Serving failures first seen in the session-12 blind round (public cases 2550-2569): vLLM's batch-token budget
+below max_model_len without chunked prefill, a speculative draft with another vocabulary, vLLM's registry that
+cannot import its own model implementation, TensorRT engines from another GPU, Triton's repository poll, SGLang's
+detokenizer process; and the V1 start-up lines that must stay quiet.
+
+Every input is lines copied from the public thread named in the comment (the same excerpts are in
+sample_logs/public with their provenance).
+"""
+
+from __future__ import annotations
+
+from conftest import diagnose_lines, ids
+
+
+def diagnose(tmp_path, lines: list[str]):
+    return diagnose_lines(tmp_path, lines, "serve.log")
+
+
+def test_vllm_0_1x_refusing_a_batch_budget_below_max_model_len_names_both_numbers(tmp_path):
+    # verl-project/verl#7632: pydantic's validation error of SchedulerConfig, chunked prefill off
+    r = diagnose(tmp_path, [
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig",
+        "  Value error, max_num_batched_tokens (8192) is smaller than max_model_len (128000).",
+        "  This effectively limits the maximum sequence length to max_num_batched_tokens and",
+        "  makes vLLM reject longer sequences. Please increase max_num_batched_tokens or",
+        "  decrease max_model_len.",
+    ])
+    assert ids(r) == ["vllm-batched-tokens-below-max-len"]
+    assert "8192" in r.findings[0].summary and "128000" in r.findings[0].summary
+    assert r.findings[0].initiating_rank is None
+
+
+def test_the_ascend_scheduler_s_wording_is_the_same_failure(tmp_path):
+    # vllm-project/vllm-ascend#4365
+    r = diagnose(tmp_path, [
+        "Value error, Ascend scheduler is enabled without chunked prefill feature. Argument max_num_batched_tokens (4096)"
+        " is smaller than max_model_len (32768). This effectively limits the maximum sequence length to"
+        " max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or"
+        " decrease max_model_len. [type=value_error, input_value=ArgsKwargs((), {'model_co...g': {'enabled': True}}}),"
+        " input_type=ArgsKwargs]",
+    ])
+    assert ids(r) == ["vllm-batched-tokens-below-max-len"]
+
+
+def test_v1_s_chunked_prefill_notice_and_start_up_lines_are_no_finding(tmp_path):
+    # vllm-project/vllm#20914 and vllm-project/vllm#12569: a normal V1 start
+    r = diagnose(tmp_path, [
+        "INFO 07-14 08:31:58 [config.py:2244] Chunked prefill is enabled with max_num_batched_tokens=4096.",
+        "INFO 01-30 03:19:14 kv_cache_utils.py:395] # GPU blocks: 1381",
+        "INFO 01-30 03:19:14 kv_cache_utils.py:398] Maximum concurrency for 2048 tokens per request: 10.79x",
+    ])
+    assert ids(r) == []
+
+
+def test_a_draft_model_with_another_vocab_size_is_named_not_a_bare_assertion(tmp_path):
+    # ruipeterpan/specreason#10: vLLM 0.8.2 V0 spec decode, QwQ-32B target with a 1.5B draft
+    p = "(VllmWorkerProcess pid=770441) ERROR 10-16 16:01:23 [multiproc_worker_utils.py:238] "
+    r = diagnose(tmp_path, [
+        p + '  File "/home/USER/llms/specreason-copy/specreason/.venv/lib/python3.12/site-packages/vllm/spec_decode/'
+            'spec_decode_worker.py", line 1258, in _vocab_size',
+        p + "    assert all(vocab_sizes[0] == vocab_size for vocab_size in vocab_sizes)",
+        p + "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        p + "AssertionError",
+    ])
+    assert ids(r) == ["speculative-draft-mismatch"]
+    assert "vocab" in r.findings[0].summary
+
+
+def test_vllm_s_registry_failing_to_inspect_an_architecture_says_it_could_not_import_it(tmp_path):
+    # vllm-project/vllm#9713 (native Windows): the model is known, its implementation could not be inspected
+    r = diagnose(tmp_path, [
+        "ERROR 10-26 11:35:32 registry.py:267] Error in inspecting model architecture 'LlamaForCausalLM'",
+        "ERROR 10-26 11:35:32 registry.py:267] Traceback (most recent call last):",
+        "ERROR 10-26 11:35:32 registry.py:267]     raise CalledProcessError(self.returncode, self.args, self.stdout,",
+        "ERROR 10-26 11:35:32 registry.py:267] subprocess.CalledProcessError: Command '['D:\\\\soft_install\\\\anaconda3"
+        "\\\\envs\\\\fuseAI\\\\python.exe', '-m', 'vllm.model_executor.models.registry']' returned non-zero exit status 1.",
+    ])
+    assert ids(r)[0] == "model-architecture-unsupported"
+    assert "could not inspect" in r.findings[0].summary and "LlamaForCausalLM" in r.findings[0].summary
+
+
+def test_a_tensorrt_engine_built_on_another_gpu_architecture_is_one_incompatible_engine(tmp_path):
+    # run-llama/llama_index#12318: built on compute 8.0, loaded on 8.9; the assertion and the Python crash follow
+    r = diagnose(tmp_path, [
+        "[03/27/2024-11:09:02] [TRT] [E] 6: The engine plan file is generated on an incompatible device, expecting"
+        " compute 8.0 got compute 8.9, please rebuild.",
+        "[03/27/2024-11:09:02] [TRT] [E] 2: [engine.cpp::deserializeEngine::1148] Error Code 2: Internal Error"
+        " (Assertion engine->deserialize(start, size, allocator, runtime) failed. )",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.10/dist-packages/tensorrt_llm/runtime/generation.py", line 176, in __prepare',
+        "    assert self.engine is not None",
+        "AssertionError",
+    ])
+    assert ids(r) == ["tensorrt-engine-incompatible"]
+    assert "compute 8.0" in r.findings[0].summary and r.findings[0].occurrences == 1
+
+
+def test_triton_s_failed_repository_poll_names_the_model_directory(tmp_path):
+    # triton-inference-server/client#803 (native Windows, a load request's files)
+    r = diagnose(tmp_path, [
+        "C:\\tmp\\tritonbuild\\tritonserver\\build\\_deps\\repo-core-src\\src\\model_repository_manager\\"
+        "model_repository_manager.cc:1460] \"Poll failed for model directory 'debug': failed to open binary file for"
+        " write C:\\\\Users\\\\USER\\\\AppData\\\\Local\\\\Temp\\\\fol8BC4.tmp\\\\1\\\\model.onnx: No such file or directory\"",
+    ])
+    assert ids(r) == ["triton-model-load-failed"]
+    s = r.findings[0].summary
+    assert "'debug'" in s and "No such file or directory" in s and not s.rstrip().endswith('"')
+
+
+def test_sglang_s_detokenizer_process_crash_is_the_server_crash_not_a_bare_keyerror(tmp_path):
+    # sgl-project/sglang#2812
+    r = diagnose(tmp_path, [
+        "[2025-01-25 21:59:49] DetokenizerManager hit an exception: Traceback (most recent call last):",
+        '  File "XXX/python/sglang/srt/managers/detokenizer_manager.py", line 224, in run_detokenizer_process',
+        "    manager.event_loop()",
+        '  File "XXX/python/sglang/srt/managers/detokenizer_manager.py", line 158, in event_loop',
+        "    s = self.decode_status[recv_obj.rids[i]]",
+        "KeyError: 'dc49ad867dc144249f59f4e85c7229cd'",
+    ])
+    assert ids(r) == ["sglang-scheduler-crash"]
+    assert "DetokenizerManager" in r.findings[0].summary
