@@ -1,7 +1,7 @@
 """Serving failures first seen in the session-12 blind round (public cases 2550-2569): vLLM's batch-token budget
 below max_model_len without chunked prefill, a speculative draft with another vocabulary, vLLM's registry that
 cannot import its own model implementation, TensorRT engines from another GPU, Triton's repository poll, SGLang's
-detokenizer process; and the V1 start-up lines that must stay quiet.
+detokenizer process, HF generate() refusing its arguments; and the start-up lines and warnings that must stay quiet.
 
 Every input is lines copied from the public thread named in the comment (the same excerpts are in
 sample_logs/public with their provenance).
@@ -119,3 +119,48 @@ def test_sglang_s_detokenizer_process_crash_is_the_server_crash_not_a_bare_keyer
     ])
     assert ids(r) == ["sglang-scheduler-crash"]
     assert "DetokenizerManager" in r.findings[0].summary
+
+
+def test_hf_generate_refusing_an_openai_style_argument_names_it_once(tmp_path):
+    # XMUDeepLIT/Faithful-RAG#5: the ValueError and asyncio's re-print of it are one failure
+    r = diagnose(tmp_path, [
+        '  File "/root/anaconda3/envs/faith/lib/python3.10/site-packages/transformers/generation/utils.py", line 1393,'
+        " in _validate_model_kwargs",
+        "    raise ValueError(",
+        "ValueError: The following `model_kwargs` are not used by the model: ['max_tokens'] (note: typos in the generate"
+        " arguments will also show up in this list)",
+        "Task exception was never retrieved",
+        "future: <Task finished name='Task-470' coro=<tqdm_asyncio.gather.<locals>.wrap_awaitable() done, defined at"
+        " /root/anaconda3/envs/faith/lib/python3.10/site-packages/tqdm/asyncio.py:75> exception=ValueError(\"The following"
+        " `model_kwargs` are not used by the model: ['max_tokens'] (note: typos in the generate arguments will also show"
+        " up in this list)\")>",
+    ])
+    assert ids(r) == ["generate-arguments-invalid"]
+    assert "['max_tokens']" in r.findings[0].summary and r.findings[0].occurrences == 1
+
+
+def test_sampling_with_temperature_zero_is_the_argument_failure_not_its_earlier_warning(tmp_path):
+    # huggingface/transformers#36896
+    r = diagnose(tmp_path, [
+        "/path/to/.venv/lib/python3.12/site-packages/transformers/generation/configuration_utils.py:628: UserWarning:"
+        " `do_sample` is set to `False`. However, `temperature` is set to `0.0` -- this flag is only used in"
+        " sample-based generation modes. You should set `do_sample=True` or unset `temperature`. This was detected"
+        " when initializing the generation config instance, which means the corresponding file may hold incorrect"
+        " parameterization and should be fixed.",
+        "ValueError: `temperature` (=0.0) has to be a strictly positive float, otherwise your next token scores will be"
+        " invalid. If you're looking for greedy decoding strategies, set `do_sample=False`.",
+    ])
+    assert ids(r) == ["generate-arguments-invalid"]
+    assert "temperature=0.0" in r.findings[0].summary
+
+
+def test_generation_config_warnings_before_a_normal_generation_are_no_finding(tmp_path):
+    # oobabooga/textgen#3701: 'It can generate an output fine with no issues'
+    r = diagnose(tmp_path, [
+        "D:\\OOBABOOGA\\installer_files\\env\\lib\\site-packages\\transformers\\generation\\configuration_utils.py:367:"
+        " UserWarning: `do_sample` is set to `False`. However, `top_p` is set to `0.9` -- this flag is only used in"
+        " sample-based generation modes. You should set `do_sample=True` or unset `top_p`.",
+        "  warnings.warn(",
+        "Output generated in 2.20 seconds (10.44 tokens/s, 23 tokens, context 592, seed 1174144596)",
+    ])
+    assert ids(r) == []
