@@ -1,7 +1,8 @@
 """Serving failures first seen in the session-12 blind round (public cases 2550-2569): vLLM's batch-token budget
 below max_model_len without chunked prefill, a speculative draft with another vocabulary, vLLM's registry that
 cannot import its own model implementation, TensorRT engines from another GPU, Triton's repository poll, SGLang's
-detokenizer process, HF generate() refusing its arguments; and the start-up lines and warnings that must stay quiet.
+detokenizer process, HF generate() refusing its arguments, Ollama model names that resolve to nothing; and the
+start-up lines and warnings that must stay quiet.
 
 Every input is lines copied from the public thread named in the comment (the same excerpts are in
 sample_logs/public with their provenance).
@@ -163,4 +164,27 @@ def test_generation_config_warnings_before_a_normal_generation_are_no_finding(tm
         "  warnings.warn(",
         "Output generated in 2.20 seconds (10.44 tokens/s, 23 tokens, context 592, seed 1174144596)",
     ])
+    assert ids(r) == []
+
+
+def test_ollama_run_of_a_name_the_registry_lacks_names_the_model_from_the_command(tmp_path):
+    # ollama/ollama#2292 ('orca isn't a model name')
+    r = diagnose(tmp_path, [
+        "USER@USER-Swift-SF314-54:~$ ollama run orca",
+        "pulling manifest ",
+        "Error: pull model manifest: file does not exist",
+    ])
+    assert ids(r) == ["ollama-model-not-found"]
+    assert "'orca'" in r.findings[0].summary
+
+
+def test_the_python_client_s_response_error_is_the_same_failure_not_a_bare_exception(tmp_path):
+    # aidatatools/ollama-benchmark#40
+    r = diagnose(tmp_path, ["ResponseError: pull model manifest: file does not exist (status code: 500)"])
+    assert ids(r) == ["ollama-model-not-found"]
+
+
+def test_a_pull_that_starts_is_no_finding(tmp_path):
+    # tschechlovdev/rag_chatbot#1, the corrected command
+    r = diagnose(tmp_path, ["> ollama pull granite3.3", "pulling manifest "])
     assert ids(r) == []
