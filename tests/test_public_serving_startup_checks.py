@@ -1,8 +1,8 @@
-"""Serving failures first seen in the session-12 blind round (public cases 2550-2569): vLLM's batch-token budget
+"""Serving failures first seen in the session-12 blind rounds (public cases 2550-2587): vLLM's batch-token budget
 below max_model_len without chunked prefill, a speculative draft with another vocabulary, vLLM's registry that
 cannot import its own model implementation, TensorRT engines from another GPU, Triton's repository poll, SGLang's
-detokenizer process, HF generate() refusing its arguments, Ollama model names that resolve to nothing; and the
-start-up lines and warnings that must stay quiet.
+detokenizer process, HF generate() refusing its arguments, Ollama model names that resolve to nothing, vLLM's weight
+loader refusing a checkpoint tensor; and the start-up lines and warnings that must stay quiet.
 
 Every input is lines copied from the public thread named in the comment (the same excerpts are in
 sample_logs/public with their provenance).
@@ -188,3 +188,28 @@ def test_a_pull_that_starts_is_no_finding(tmp_path):
     # tschechlovdev/rag_chatbot#1, the corrected command
     r = diagnose(tmp_path, ["> ollama pull granite3.3", "pulling manifest "])
     assert ids(r) == []
+
+
+def test_vllm_s_weight_loader_refusing_a_checkpoint_tensor_is_the_checkpoint_mismatch(tmp_path):
+    # vllm-project/vllm#28517: a custom module the Transformers backend's model does not have
+    p = "(EngineCore_DP0 pid=560891) ERROR 11-12 13:42:18 [core.py:708] "
+    r = diagnose(tmp_path, [
+        p + "    raise ValueError(msg)",
+        p + "ValueError: There is no module or parameter named 'mlp_AR' in TransformersForCausalLM",
+        "(EngineCore_DP0 pid=560891) Process EngineCore_DP0:",
+    ])
+    assert ids(r) == ["state-dict-mismatch"]
+    assert "'mlp_AR'" in r.findings[0].summary and "TransformersForCausalLM" in r.findings[0].summary
+
+
+def test_a_bare_keyerror_from_a_model_s_params_dict_lookup_is_named_first(tmp_path):
+    # vllm-project/llm-compressor#959: a quantization scale the unquantized Qwen2 model has no parameter for
+    p = "ERROR 12-05 20:24:46 engine.py:366] "
+    r = diagnose(tmp_path, [
+        p + '  File "/data/projects/hcece/miniconda3/envs/vllm_wjy_python3.10/lib/python3.10/site-packages/vllm/'
+            'model_executor/models/qwen2.py", line 371, in load_weights',
+        p + "    param = params_dict[name]",
+        p + "KeyError: 'layers.0.mlp.down_proj.weight_scale'",
+        "INFO 12-05 20:24:46 multiproc_worker_utils.py:120] Killing local vLLM worker processes",
+    ])
+    assert ids(r)[0] == "state-dict-mismatch"

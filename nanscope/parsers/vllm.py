@@ -565,6 +565,34 @@ def _registry_inspect(m, rec, state):
                   f"{arch} (the traceback below says why: a broken install, a missing dependency, an unsupported platform)"})
 
 
+# A checkpoint tensor that the model vLLM built has no parameter for (a quantization scale of a layer vLLM builds
+# unquantized, a module of a custom architecture the Transformers backend does not have, another weight layout):
+#   vllm/model_executor/models/utils.py AutoWeightsLoader._load_module (0.6.4+):
+#       msg = (f"There is no module or parameter named '{prefix}' in {type(self.module).__name__}")
+#       raise ValueError(msg)     (later followed by `The available parameters belonging to {parent} ({cls}) are: {...}`;
+#       pastes often wrap the message after `named`)
+#   the models' own load_weights (vLLM, and SGLang's copies of them): `param = params_dict[name]` raises a bare KeyError
+#   with the tensor's name; that source line in a traceback is only ever printed for that KeyError (a dict lookup).
+@rule(
+    "weights-param-unknown",
+    ("There is no module or parameter named", "param = params_dict[name]"),
+    r"There is no module or parameter named(?: '(?P<name>[^']+)'(?: in (?P<cls>\w+))?)?"
+    r"|(?P<frame>^|\s)param = params_dict\[name\]\s*$",
+)
+def _weights_param(m, rec, state):
+    if not first_time(state, ("weights_param",), rec.loc.line):
+        return []  # every TP worker's traceback, the engine's re-raise
+    name, cls = m.group("name"), m.group("cls")
+    if m.group("frame") is not None:
+        detail = "the checkpoint has a tensor the engine's model implementation has no parameter for (params_dict lookup)"
+    else:
+        detail = (f"the checkpoint has tensor {name!r}" if name else "the checkpoint has a tensor") + \
+            (f", which {cls} (the model vLLM built) has no parameter for" if cls else ", which the model vLLM built has no parameter for")
+    ev = _error(rec, state, "state_dict_mismatch", {"tensor": name, "model_class": cls, "detail": detail})
+    ev.message = ("the engine's weight loader: " if m.group("frame") is not None else "vLLM's weight loader: ") + detail
+    return ev
+
+
 @rule(
     "shutdown-requested",
     ("shutdown triggered", "trigger received signal"),
@@ -650,7 +678,7 @@ PARSER = Parser(
                 " draft's vocabulary, the model registry's import failures, requests the OpenAI server rejected",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
            _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _batched_tokens, _spec_vocab,
-           _registry_inspect, _worker_died, _worker_exception,
+           _registry_inspect, _weights_param, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
            _shm_wait, _nan_probs, _preemption, _ray_worker_died, _request_rejected],
 )
