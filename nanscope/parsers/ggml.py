@@ -180,10 +180,34 @@ def _model_load(m, rec, state):
                                "detail": f"llama.cpp could not load the GGUF model: {what}"})]
 
 
+# llama-server with a draft model (-md) checks it against the target with common_speculative_are_compatible
+# (vocab type, BOS/EOS, vocab size within SPEC_VOCAB_MAX_SIZE_DIFFERENCE, the tokens' text) and, in the releases
+# that refuse a mismatch, tools/server/server.cpp load_model ends the load:
+#   SRV_ERR("the draft model '%s' is not compatible with the target model '%s'\n", ...)
+# Newer releases log the same words at INFO and go on: `... '%s'. tokens will be translated between the draft and
+# target models.` (and the examples' `LOG_INF`), which is no failure.
+@rule(
+    "draft-incompatible",
+    ("is not compatible with the target model '",),
+    r"the draft model '(?P<draft>[^']*)' is not compatible with the target model '(?P<target>[^']*)'(?P<tail>.*)",
+)
+def _draft_incompatible(m, rec, state):
+    if "translated" in m.group("tail"):
+        return []  # the draft's tokens are translated: speculation goes on
+    if not first_time(state, ("spec_draft",), rec.loc.line):
+        return []
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="spec_draft_mismatch", message=rec.text.strip(),
+                       fields={"engine": "llama.cpp", "draft": m.group("draft"), "target": m.group("target"),
+                               "detail": f"llama-server refused the draft model {m.group('draft')!r}: its vocabulary "
+                                         f"does not match the target model's"})]
+
+
 PARSER = Parser(
     name="ggml",
     framework=FW,
     priority=40,
-    description="ggml / llama.cpp / Ollama: a buffer the backend could not allocate, a failed GGML_ASSERT, a GGUF the loader refused",
-    rules=[_device_malloc, _buffer_alloc, _vulkan_alloc, _old_cuda_check, _ggml_assert, _model_load],
+    description="ggml / llama.cpp / Ollama: a buffer the backend could not allocate, a failed GGML_ASSERT, a GGUF the loader refused,"
+                " a draft model llama-server refused",
+    rules=[_device_malloc, _buffer_alloc, _vulkan_alloc, _old_cuda_check, _ggml_assert, _model_load,
+           _draft_incompatible],
 )

@@ -1,4 +1,5 @@
-"""Ollama: its own memory check refusing a model, and a model runner that died or never came up.
+"""Ollama: its own memory check refusing a model, a model runner that died or never came up, a model name that resolves
+to nothing.
 
 Memory check: a model that needs more host memory than the machine has.
 
@@ -105,10 +106,52 @@ def _runner_failed(m, rec, state):
                       fields={"source": "ollama", "exit": rest or None, "detail": how})
 
 
+_CLI_SPAN = 3  # lines from `ollama run NAME` / `ollama pull NAME` to the `pulling manifest` error it prints
+
+
+@rule("cli-command", ("ollama run ", "ollama pull "), r"(?:^|[\s$>#])ollama (?:run|pull) (?P<name>[\w./:-]+)")
+def _cli_command(m, rec, state):
+    state["ollama_cli"] = (rec.loc.line, m.group("name"))
+    return None  # the command line itself is no event
+
+
+# A model name that resolves to nothing. server/images.go PullModel (every release):
+#     manifest, err := pullModelManifest(ctx, mp, regOpts)
+#     if err != nil { return fmt.Errorf("pull model manifest: %s", err) }
+# and the registry's 404 for an unknown name or tag is os.ErrNotExist, so the CLI prints `Error: pull model manifest:
+# file does not exist` (`ollama run` pulls a model it does not have), a client `ResponseError: pull model manifest:
+# file does not exist (status code: 500)`. A request for a model that is not pulled (server/routes.go
+# handleScheduleError, os.ErrNotExist -> 404): fmt.Sprintf("model %q not found, try pulling it first", name)
+# (older: `model '%s' not found, try pulling it first`). Other pull errors (`pull model manifest: Get "https://...":
+# dial tcp ...`) are the network's, not this.
+@rule(
+    "model-not-found",
+    ("pull model manifest: file does not exist", "not found, try pulling it first"),
+    r"(?P<pull>pull model manifest: file does not exist)"
+    r"|model (?:\\?[\"'](?P<name>[^\"'\\]*)\\?[\"'] )?not found, try pulling it first",
+)
+def _model_not_found(m, rec, state):
+    if not first_time(state, ("ollama_model_not_found",), rec.loc.line):
+        return []  # the CLI's echo, the client's exception, the server's 404 for one name
+    name = m.group("name")
+    if m.group("pull"):
+        cli = state.get("ollama_cli")
+        if cli is not None and 0 < rec.loc.line - cli[0] <= _CLI_SPAN:
+            name = cli[1]
+        what = f"{name!r} is" if name else "the model name (or tag) is"
+        detail = f"{what} not in the registry, so its manifest could not be pulled"
+    else:
+        detail = (f"model {name!r} is not on this machine" if name else "the model is not on this machine") + \
+            " (the request names a model that was never pulled)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="ollama_model_not_found", message=rec.text.strip(),
+                      fields={"source": "ollama", "model": name, "detail": detail})
+
+
 PARSER = Parser(
     name="ollama",
     framework=FW,
     priority=39,  # before python's exception rule: a client's `ValueError: Ollama call failed ...` carries it
-    description="Ollama: a model that needs more host memory than is available; a model runner that died or never became ready",
-    rules=[_system_memory, _runner_failed],
+    description="Ollama: a model that needs more host memory than is available; a model runner that died or never became ready;"
+                " a model name that neither the machine nor the registry has",
+    rules=[_system_memory, _runner_failed, _cli_command, _model_not_found],
 )

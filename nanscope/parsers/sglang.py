@@ -1,4 +1,5 @@
-"""SGLang (sgl-project/sglang) server failures: a scheduler process that raised, and its watchdog.
+"""SGLang (sgl-project/sglang) server failures: a scheduler (or detokenizer, tokenizer, DP controller) process that
+raised, and its watchdog.
 
 The per-process prefix `[2025-12-04 07:44:24 TP2 EP2] ` (configure_logger in sglang/srt/utils.py,
 prefix built in sglang/srt/managers/scheduler.py run_scheduler_process) is peeled by
@@ -50,16 +51,31 @@ def _error(rec, kind: str, fields: dict) -> ErrorEvent:
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error=kind, message=rec.text.strip(), fields=fields)
 
 
+# Every SGLang server process ends its loop the same way when it raises: logger.error(f"{Name} hit an exception:
+# {traceback}"), then SIGQUIT to the parent (or kill_process_tree / sys.exit(1)), which takes the server down:
+# Scheduler (managers/scheduler.py), DetokenizerManager (managers/detokenizer_manager.py), DataParallelController
+# (managers/data_parallel_controller.py), TokenizerManager (print_exception_wrapper), MultiDetokenizerRouter
+# (managers/multi_tokenizer_mixin.py), the overlap worker threads TpModelWorkerClient / EAGLEWorkerClient.
+_PROCS = ("Scheduler", "DetokenizerManager", "DataParallelController", "TokenizerManager", "MultiDetokenizerRouter",
+          "ModelWorkerClient", "EAGLEWorkerClient")
+
+
 @rule(
     "scheduler-exception",
-    ("Scheduler hit an exception", "Received sigquit from a child process"),
-    r"(?P<sched>Scheduler hit an exception)|Received sigquit from a child process",
+    tuple(f"{p} hit an exception" for p in _PROCS) + ("Received sigquit from a child process",),
+    r"(?<![\w.])(?P<proc>Scheduler|DetokenizerManager|DataParallelController|TokenizerManager|MultiDetokenizerRouter"
+    r"|(?:Tp)?ModelWorkerClient|EAGLEWorkerClient) hit an exception|Received sigquit from a child process",
 )
 def _scheduler(m, rec, state):
-    child = m.group("sched") is not None
+    proc = m.group("proc")
+    child = proc is not None
     if not first_time(state, ("sglang_crash", child), rec.loc.line):
         return []
-    return _error(rec, "sglang_scheduler_crash", {"reporter": "scheduler" if child else "parent"})
+    fields: dict = {"reporter": "scheduler" if proc == "Scheduler" else (proc if child else "parent")}
+    if child and proc != "Scheduler":
+        fields["process"] = proc
+        fields["detail"] = f"SGLang's {proc} process raised and the server went down with it"
+    return _error(rec, "sglang_scheduler_crash", fields)
 
 
 _EXIT_SPAN = 4  # lines from `Rank i scheduler is dead` to its `Exit code: N`

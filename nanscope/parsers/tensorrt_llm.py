@@ -41,7 +41,12 @@ deserialize: it was built by another TensorRT (or TensorRT-LLM) release, or the 
 TensorRT's runtime (IRuntime::deserializeCudaEngine, every release 5-10) says, in its releases' words:
     The engine plan file is not compatible with this version of TensorRT, expecting library version 8.0.0 got
     8.0.1, please rebuild.                                   (5-8; 8+ with the error code in front: `6: The engine ...`)
+    The engine plan file is generated on an incompatible device, expecting compute 8.0 got compute 8.9, please
+    rebuild.                                                 (8+: `6: The engine ...`; an engine is tied to the GPU
+                                                              architecture that built it, 8.6+ unless built hardware-compatible)
     [runtime.cpp::deserializeCudaEngine::74] Error Code 4: Internal Error (Engine deserialization failed.)
+    [engine.cpp::deserializeEngine::1148] Error Code 2: Internal Error (Assertion engine->deserialize(start, size,
+    allocator, runtime) failed. )                            (8.6+, after either of the two lines above)
     coreReadArchive.cpp (31) - Serialization Error in verifyHeader: 0 (Magic tag does not match)    (7; 8+:
     `Serialization assertion magicTagRead == kMAGIC_TAG failed.Magic tag does not match`, and `Version tag does
     not match` for another release's engine)
@@ -103,10 +108,14 @@ def _engine_build(m, rec, state):
 @rule(
     "engine-incompatible",
     ("The engine plan file is not compatible with this version of TensorRT", "Engine deserialization failed",
-     "Deserialize the cuda engine failed", "Failed to deserialize cuda engine", "tag does not match"),
+     "Deserialize the cuda engine failed", "Failed to deserialize cuda engine", "tag does not match",
+     "The engine plan file is generated on an incompatible device", "Assertion engine->deserialize("),
     r"The engine plan file is not compatible with this version of TensorRT, expecting library version "
     r"(?P<want>[\d.]+) got (?P<got>[\d.]+)"
-    r"|(?P<deser>Engine deserialization failed|Deserialize the cuda engine failed|Failed to deserialize cuda engine)"
+    r"|The engine plan file is generated on an incompatible device, expecting compute (?P<cwant>\d+\.\d+) got compute"
+    r" (?P<cgot>\d+\.\d+)"
+    r"|(?P<deser>Engine deserialization failed|Deserialize the cuda engine failed|Failed to deserialize cuda engine"
+    r"|Assertion engine->deserialize\()"
     r"|(?P<tag>Magic|Version) tag does not match",
 )
 def _engine_incompatible(m, rec, state):
@@ -115,6 +124,9 @@ def _engine_incompatible(m, rec, state):
     if m.group("want"):
         why = (f"the engine and this TensorRT are different releases (expecting library version {m.group('want')}, "
                f"got {m.group('got')})")
+    elif m.group("cwant"):
+        why = (f"the engine was built for another GPU architecture (expecting compute {m.group('cwant')}, this GPU is "
+               f"compute {m.group('cgot')}): engines run only on the GPU model they were built on")
     elif m.group("tag"):
         why = ("the file's header is not this TensorRT's "
                + ("engine format (another release built it)" if m.group("tag") == "Version" else
@@ -123,7 +135,8 @@ def _engine_incompatible(m, rec, state):
         why = "TensorRT could not deserialize the engine (built by another TensorRT / TensorRT-LLM release, or not an engine)"
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="trt_engine_incompatible",
                       message=rec.text.strip(), fields={"source": "tensorrt", "phase": "load",
-                                                        "expecting": m.group("want"), "got": m.group("got"),
+                                                        "expecting": m.group("want") or m.group("cwant"),
+                                                        "got": m.group("got") or m.group("cgot"),
                                                         "detail": why})
 
 

@@ -9,6 +9,11 @@ Templates (triton-inference-server/core, triton-inference-server/server):
       -> failed to load 'resnet' version 1: Internal: unable to create TensorRT engine
   core model_repository_manager.cc, a model named on --load-model that no repository has (core#244):
       failed to poll model 'dne': model not found in any model repository.
+  core model_repository_manager.cc Poll, a model directory whose config or files cannot be read (a bad
+  config.pbtxt, a stray directory such as `lost+found`, a file it cannot write for a load request; newer glog
+  output quotes the message):
+      LOG_ERROR << "Poll failed for model directory '" << child << "': " << status.Message();
+      -> Poll failed for model directory 'ensemble_model': failed to read text proto from .../config.pbtxt
   server src/server.cc, the model status table printed once the repository is loaded:
       | resnet | 1       | UNAVAILABLE: Internal: unable to create TensorRT engine |
       (`READY` for a loaded model; `UNAVAILABLE: unloaded` for one unloaded on purpose, which is no failure)
@@ -58,12 +63,14 @@ def _failed(rec, state, model: Optional[str], reason: Optional[str], how: str) -
 
 @rule(
     "load-failed",
-    ("failed to load '", "failed to poll model '"),
-    r"failed to (?:load '(?P<model>[^']+)' version (?P<ver>-?\d+)|poll model '(?P<pmodel>[^']+)'): (?P<reason>.+)",
+    ("failed to load '", "failed to poll model '", "Poll failed for model directory '"),
+    r"failed to (?:load '(?P<model>[^']+)' version (?P<ver>-?\d+)|poll model '(?P<pmodel>[^']+)'): (?P<reason>.+)"
+    r"|Poll failed for model directory '(?P<dir>[^']*)': (?P<dreason>[^\"]+)",
 )
 def _load_failed(m, rec, state):
-    model = m.group("model") or m.group("pmodel")
-    return _failed(rec, state, model, m.group("reason").strip(), "load" if m.group("model") else "poll")
+    model = m.group("model") or m.group("pmodel") or m.group("dir")
+    reason = m.group("reason") or m.group("dreason")
+    return _failed(rec, state, model, reason.strip(), "load" if m.group("model") else "poll")
 
 
 @rule(

@@ -499,6 +499,100 @@ def _max_model_len(m, rec, state):
     })
 
 
+# Without chunked prefill one prompt must fit in one scheduler step, so the step's token budget may not be below the
+# longest sequence. vllm/config.py SchedulerConfig._verify_args (V0, 0.2-0.9; later vllm/config/scheduler.py
+# verify_max_model_len, behind pydantic's `Value error, ` in 0.10+):
+#   raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) is smaller than max_model_len
+#       ({self.max_model_len}). This effectively limits the maximum sequence length to max_num_batched_tokens and
+#       makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.")
+# vllm-ascend's AscendSchedulerConfig: "Ascend scheduler is enabled without chunked prefill feature. Argument
+#   max_num_batched_tokens (4096) is smaller than max_model_len (32768). ..."; verl's vLLM rollout checks the same
+#   pair before it builds the engine: "Enable chunked prefill, max_num_batched_tokens is smaller than max_model_len,
+#   please increase max_num_batched_tokens or disable chunked prefill" (no numbers).
+@rule(
+    "batched-tokens-below-max-len",
+    ("is smaller than max_model_len",),
+    r"max_num_batched_tokens \((?P<b>\d+)\) is smaller than max_model_len \((?P<l>\d+)\)"
+    r"|(?P<verl>max_num_batched_tokens is smaller than max_model_len), please increase",
+)
+def _batched_tokens(m, rec, state):
+    if not first_time(state, ("batched_tokens",), rec.loc.line):
+        return []  # the exception, pydantic's re-print, a wrapper's log of it
+    b, ln = to_int(m.group("b")), to_int(m.group("l"))
+    detail = (f"max_num_batched_tokens {b} is below max_model_len {ln} with chunked prefill off" if b is not None
+              else "max_num_batched_tokens is below max_model_len (the wrapper's check before it starts vLLM)")
+    return _error(rec, state, "vllm_batched_tokens_below_max_len",
+                  {"max_num_batched_tokens": b, "max_model_len": ln, "detail": detail})
+
+
+# Speculative decoding needs the draft (proposer) and the target (scorer) to share one vocabulary. V0's
+# vllm/spec_decode/spec_decode_worker.py SpecDecodeWorker._vocab_size checks it with a bare assertion, so the log
+# shows only the traceback's source line and `AssertionError`:
+#   assert all(vocab_sizes[0] == vocab_size for vocab_size in vocab_sizes)
+# (llama.cpp's wording of the same check is ggml.py's.)
+@rule(
+    "spec-decode-vocab",
+    ("vocab_sizes[0] == vocab_size for vocab_size in vocab_sizes",),
+    r"assert all\(vocab_sizes\[0\] == vocab_size for vocab_size in vocab_sizes\)",
+)
+def _spec_vocab(m, rec, state):
+    if not first_time(state, ("spec_vocab",), rec.loc.line):
+        return []  # every worker (and the driver) raises it
+    return _error(rec, state, "spec_draft_mismatch", {
+        "engine": "vLLM",
+        "detail": "the draft model's vocab_size differs from the target model's (spec_decode_worker's vocab check)"})
+
+
+# vllm/model_executor/models/registry.py inspects (0.6.2+: in a subprocess, `python -m
+# vllm.model_executor.models.registry`) or imports the implementation of the checkpoint's architecture:
+#   logger.exception("Error in inspecting model architecture '%s'", model_arch)   (_try_inspect_model_cls)
+#   logger.exception("Error in loading model architecture '%s'", model_arch)      (_try_load_model_cls)
+# then returns None, and the engine ends with `Model architectures [...] are not supported for now` (0.6.x; later
+# `... failed to be inspected`): the architecture is in vLLM's table but its module could not be imported here (a
+# broken or mismatched install, a missing dependency, a platform vLLM does not run on). The traceback says why.
+@rule(
+    "registry-inspect",
+    ("Error in inspecting model architecture '", "Error in loading model architecture '"),
+    r"Error in (?P<how>inspecting|loading) model architecture '(?P<arch>[^']+)'",
+)
+def _registry_inspect(m, rec, state):
+    arch = m.group("arch")
+    if not first_time(state, ("model_arch", f"['{arch}']"), rec.loc.line):
+        return []
+    return _error(rec, state, "model_arch_unsupported", {
+        "architecture": arch, "engine": "vLLM",
+        "detail": f"vLLM could not {'inspect' if m.group('how') == 'inspecting' else 'load'} its implementation of "
+                  f"{arch} (the traceback below says why: a broken install, a missing dependency, an unsupported platform)"})
+
+
+# A checkpoint tensor that the model vLLM built has no parameter for (a quantization scale of a layer vLLM builds
+# unquantized, a module of a custom architecture the Transformers backend does not have, another weight layout):
+#   vllm/model_executor/models/utils.py AutoWeightsLoader._load_module (0.6.4+):
+#       msg = (f"There is no module or parameter named '{prefix}' in {type(self.module).__name__}")
+#       raise ValueError(msg)     (later followed by `The available parameters belonging to {parent} ({cls}) are: {...}`;
+#       pastes often wrap the message after `named`)
+#   the models' own load_weights (vLLM, and SGLang's copies of them): `param = params_dict[name]` raises a bare KeyError
+#   with the tensor's name; that source line in a traceback is only ever printed for that KeyError (a dict lookup).
+@rule(
+    "weights-param-unknown",
+    ("There is no module or parameter named", "param = params_dict[name]"),
+    r"There is no module or parameter named(?: '(?P<name>[^']+)'(?: in (?P<cls>\w+))?)?"
+    r"|(?P<frame>^|\s)param = params_dict\[name\]\s*$",
+)
+def _weights_param(m, rec, state):
+    if not first_time(state, ("weights_param",), rec.loc.line):
+        return []  # every TP worker's traceback, the engine's re-raise
+    name, cls = m.group("name"), m.group("cls")
+    if m.group("frame") is not None:
+        detail = "the checkpoint has a tensor the engine's model implementation has no parameter for (params_dict lookup)"
+    else:
+        detail = (f"the checkpoint has tensor {name!r}" if name else "the checkpoint has a tensor") + \
+            (f", which {cls} (the model vLLM built) has no parameter for" if cls else ", which the model vLLM built has no parameter for")
+    ev = _error(rec, state, "state_dict_mismatch", {"tensor": name, "model_class": cls, "detail": detail})
+    ev.message = ("the engine's weight loader: " if m.group("frame") is not None else "vLLM's weight loader: ") + detail
+    return ev
+
+
 @rule(
     "shutdown-requested",
     ("shutdown triggered", "trigger received signal"),
@@ -580,9 +674,11 @@ PARSER = Parser(
     framework="vllm",
     priority=40,
     description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption,"
-                " config checks (quantization vs GPU capability, max_model_len vs the model), requests the OpenAI server rejected",
+                " config checks (quantization vs GPU capability, max_model_len vs the model, the batch token budget), the speculative"
+                " draft's vocabulary, the model registry's import failures, requests the OpenAI server rejected",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _worker_died, _worker_exception,
+           _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _batched_tokens, _spec_vocab,
+           _registry_inspect, _weights_param, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
            _shm_wait, _nan_probs, _preemption, _ray_worker_died, _request_rejected],
 )
