@@ -54,6 +54,12 @@ _CLASSIFY = [
     # batch size after every out-of-memory error (should_reduce_batch_size: "CUDA out of memory.", ...) and gives
     # up with RuntimeError("No executable batch size found, reached zero."): not even batch size 1 fits.
     (re.compile(r"No executable batch size found, reached zero"), "cuda_oom"),
+    # aten/src/ATen/MapAllocator.cpp MapAllocator (TH's THAllocator.c before 1.0): mapping the shared-memory segment a
+    # tensor crosses processes in failed, TORCH_CHECK(false, "unable to mmap ", size, " bytes from file <", filename,
+    # ">: ", str_error(errno), " (", errno, ")"), the file a `/torch_<pid>_<n>` segment (file_system sharing) or
+    # `<filename not specified>` (file_descriptor sharing). ENOMEM (12) there is DataLoader workers / share_memory_()
+    # holding more shared mappings than the host allows (vm.max_map_count, /dev/shm): shared memory, not the heap.
+    (re.compile(r"unable to mmap \d+ bytes from file <(?:/?torch_[^>]*|filename not specified)>"), "shm_exhausted"),
     # Python's builtin MemoryError, never the tail of another name: `module 'torch' has no attribute
     # 'OutOfMemoryError'` (an old torch missing the CUDA OOM class) is an AttributeError, not host memory.
     # c10/core/impl/alloc_cpu.cpp alloc_cpu: posix_memalign failed, "DefaultCPUAllocator: can't allocate memory: you
@@ -143,8 +149,17 @@ _CLASSIFY = [
     # Unsupported subclass CacheLimitExceeded ("cache_size_limit reached", torch 2.2-2.5), renamed
     # RecompileLimitExceeded with config.recompile_limit (torch >= 2.6; torch/_dynamo/exc.py).
     # torch_npu's triton_heuristics raises Exception("Triton compilation failed") when no config compiles.
+    # Dynamo's own failures while tracing (torch/_dynamo/exc.py, torch 2.0+; torchdynamo.exc before): TorchRuntimeError
+    # (an op failed on fake tensors: get_fake_value's `raise TorchRuntimeError(str(e))`, 2.5+ "RuntimeError when making
+    # fake tensor call"), Unsupported (a graph break where fullgraph=True forbids one), UserError,
+    # InternalTorchDynamoError, UncapturedHigherOrderOpError; torch/fx/experimental/symbolic_shapes.py
+    # GuardOnDataDependentSymNode ("Could not guard on data-dependent expression ...", 2.4+ "It appears that you're
+    # trying to get a value out of symbolic int/float whose value is data-dependent ...") from branching on a tensor's
+    # value. Unsupported and GuardOnDataDependentSymNode do not end in Error: the dynamo-exception rule reads them.
     (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"
-                r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b"), "compile_failed"),
+                r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b|\bTorchRuntimeError$"
+                r"|\b(?:torch\._dynamo|torchdynamo)\.exc\.(?:Unsupported|UserError|InternalTorchDynamoError"
+                r"|UncapturedHigherOrderOpError)$|\bGuardOnDataDependentSymNode$"), "compile_failed"),
     # torch/csrc/autograd/saved_variable.cpp SavedVariable::unpack, every release since 0.4 (1.x+ appends
     # ": [torch.cuda.FloatTensor [4, 512]], which is output 0 of XBackward0, is at version 2; expected version 1
     # instead. Hint: ..."): a tensor saved for the backward pass was modified in place after it was saved.
@@ -495,6 +510,16 @@ def _dynamo_fallback(m, rec, state):
         exc_type=m.group("type"), fields={"fallback": True},
     )
     return out
+
+
+# Dynamo's exception classes whose names end in no Error (see _CLASSIFY's compile_failed entry): torch._dynamo.exc.
+# Unsupported and torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode. A chained or pytest-captured
+# report indents the line; the dotted names are dynamo's own, so an indented one counts too.
+@rule("dynamo-exception", ("exc.Unsupported: ", "GuardOnDataDependentSymNode: "),
+      r"^\s*(?P<type>(?:torch\._dynamo|torchdynamo)\.exc\.Unsupported"
+      r"|torch\.fx\.experimental\.symbolic_shapes\.GuardOnDataDependentSymNode): (?P<msg>\S.*)$", match_start=True)
+def _dynamo_exception(m, rec, state):
+    return _exception.build(m, rec, state)
 
 
 @rule("exception", ("Error", "Exception", "Interrupt", "Exit", "Failure"), EXC_LINE.pattern, match_start=True)
@@ -869,6 +894,6 @@ PARSER = Parser(
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
            _triton_compile_failed, _ignite_terminating, _compile_raised, _ray_actor_name,
-           _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _exception,
+           _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,
            _weights_only_bare, _extension_bare],
 )
