@@ -101,3 +101,51 @@ def test_a_failed_shared_memory_mapping_is_shm_exhausted(tmp_path):
 @pytest.mark.parametrize("n", [2514, 2515, 2516, 2517])
 def test_attention_and_load_warnings_are_healthy(tmp_path, n):
     assert ids(diagnose(tmp_path, excerpt(n))) == []
+
+
+# --- round 2 (2523-2535), after round 1's fixes ---
+
+def test_rocms_memory_access_fault_is_an_illegal_memory_access(tmp_path):
+    r = diagnose(tmp_path, excerpt(2523))
+    assert ids(r)[0] == "cuda-illegal-memory-access"
+    assert "Page not present" in r.findings[0].summary
+
+
+@pytest.mark.parametrize("n", [2524, 2525])
+def test_rocblas_without_tensile_kernels_for_the_gpu_is_cuda_arch_unsupported(tmp_path, n):
+    r = diagnose(tmp_path, excerpt(n))
+    assert ids(r) == ["cuda-arch-unsupported"]
+    assert len(r.findings[0].evidence) == 1  # `Cannot read` and `Could not initialize Tensile host`: one failure
+
+
+def test_the_gfx_target_rocblas_names_is_in_the_summary(tmp_path):
+    assert "gfx1201" in diagnose(tmp_path, excerpt(2525)).findings[0].summary
+
+
+@pytest.mark.parametrize("n, built", [(2526, "(8, 5, 0)"), (2527, "(8, 3, 2)"), (2528, "7102")])
+def test_torchs_cudnn_version_check_is_cudnn_error_naming_both_versions(tmp_path, n, built):
+    r = diagnose(tmp_path, excerpt(n))
+    assert ids(r) == ["cudnn-error"]
+    assert built in r.findings[0].summary
+
+
+def test_the_cudnn_frontend_error_is_cudnn_error(tmp_path):
+    assert ids(diagnose(tmp_path, excerpt(2529))) == ["cudnn-error"]
+
+
+@pytest.mark.parametrize("n", [2530, 2531])
+def test_float64_on_apples_gpu_is_dtype_unsupported(tmp_path, n):
+    r = diagnose(tmp_path, excerpt(n))
+    assert ids(r) == ["dtype-unsupported"]
+    assert "float64" in r.findings[0].summary
+
+
+def test_dynamos_unsupported_is_a_compile_failure(tmp_path):
+    r = diagnose(tmp_path, excerpt(2532))
+    assert ids(r) == ["torch-compile-failed"]
+    assert "non-Tensor" in r.findings[0].summary
+
+
+@pytest.mark.parametrize("n", [2533, 2534, 2535])
+def test_hipblaslt_fallback_nvrtc_workaround_and_graph_break_records_are_healthy(tmp_path, n):
+    assert ids(diagnose(tmp_path, excerpt(n))) == []

@@ -423,13 +423,25 @@ def _terminated(ev: ErrorEvent, rec, state) -> None:
 # file=... error=4 : unspecified launch failure`, `cuda runtime error (4) : unspecified launch failure`) and
 # cudaErrorIllegalInstruction (715, "an illegal instruction was encountered"): a kernel faulted, the context is
 # left unusable, every later CUDA call fails.
+# ROCm's HSA runtime (ROCR-Runtime src/core/runtime/runtime.cpp, Runtime::VMFaultHandler) reports the same fault on
+# an AMD GPU and aborts: fprintf(stderr, "Memory access fault by GPU node-%u (Agent handle: %p) on address %p%s. Reason:
+# %s.\n", ...) (older ROCm without the agent handle), %s "(may not be exact address)" when imprecise, the reason "Page
+# not present or supervisor privilege", "Write access to a read-only page", "Execute access to a page marked NX",
+# "Host access only", "DRAM ECC failure", ... ; HIP then raises nothing: the process dies of SIGABRT.
 @rule("illegal-address", ("an illegal memory access was encountered", "misaligned address", "unspecified launch failure",
-                          "an illegal instruction was encountered"),
+                          "an illegal instruction was encountered", "Memory access fault by GPU node-"),
       r"(?P<err>an illegal memory access was encountered|unspecified launch failure|an illegal instruction was encountered"
-      r"|(?:CUDA (?:error|warning): |\(\d+\) : |error=\d+ : )misaligned address)")
+      r"|(?:CUDA (?:error|warning): |\(\d+\) : |error=\d+ : )misaligned address)"
+      r"|Memory access fault by GPU node-(?P<node>\d+) (?:\(Agent handle: [^)]*\) )?on address \S+?"
+      r"(?:\(may not be exact address\))?\. Reason: (?P<reason>[^.]+)")
 def _illegal(m, rec, state):
     if not first_time(state, _key(rec, "illegal"), rec.loc.line):
         return []
+    if m.group("node") is not None:
+        ev = _error(rec, "cuda_illegal_address", {"cuda_error": f"memory access fault (ROCm): {m.group('reason')}",
+                                                   "hsa_node": int(m.group("node"))})
+        ev.exc_type = ev.exc_type or "HSA memory access fault"
+        return ev
     err = "misaligned address" if m.group("err").endswith("misaligned address") else m.group("err")
     ev = _error(rec, "cuda_illegal_address", {"cuda_error": err})
     _terminated(ev, rec, state)
@@ -488,9 +500,14 @@ def _out_of_resources_class(text: str) -> Optional[str]:
 #                            installation.\nThe current PyTorch install supports CUDA capabilities {arch list}."
 #   _check_capability:      "Found GPU{d} {name} which is of cuda capability {ma}.{mi}.\n    PyTorch no longer supports
 #                            this GPU because it is too old." (2.8+: "... which is of compute capability (CC) {ma}.{mi}.")
+# rocBLAS (library/src/tensile_host.cpp) has no Tensile GEMM kernels for the GPU's gfx target: "rocBLAS error: Cannot
+# read <path>/TensileLibrary.dat: <strerror>" (newer: "... for GPU arch : gfx1201" and the list of the TensileLibrary
+# files it has), then "rocBLAS error: Could not initialize Tensile host: ..."; the process aborts.
 _ARCH_ERROR = re.compile(r"no kernel image is available for execution on the device|(?:CUDA error: |HIP error: |\(\d+\) : "
                          r"|error=\d+ : )invalid device function|(?P<hip>hipErrorNoBinaryForGpu): (?:Unable to find code object "
-                         r"for all current devices|Coudn't find binary for current devices)")
+                         r"for all current devices|Coudn't find binary for current devices)"
+                         r"|(?P<tensile>Cannot read .{0,400}?TensileLibrary[\w.-]*\.(?:dat|yaml): .*?)"
+                         r"(?: for GPU arch ?: (?P<gfx>gfx\w+))?\s*$|(?P<tensile_host>Could not initialize Tensile host)")
 # (the GPU's name is bounded: a name, not a line; it starts after a space, a colon or the line start)
 _ARCH_WARN = re.compile(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA capability sm_(?P<cc>\d+) is not compatible "
                         r"with the current PyTorch installation|Found GPU(?P<idx>\d+) (?P<gpu2>[^\n]{1,120}?) which is of "
@@ -498,7 +515,8 @@ _ARCH_WARN = re.compile(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA c
 
 
 @rule("arch-unsupported", ("no kernel image is available", "invalid device function", "with CUDA capability sm_",
-                           "which is of cuda capability", "which is of compute capability", "hipErrorNoBinaryForGpu"),
+                           "which is of cuda capability", "which is of compute capability", "hipErrorNoBinaryForGpu",
+                           "TensileLibrary", "Could not initialize Tensile host"),
       _ARCH_ERROR.pattern + "|" + _ARCH_WARN.pattern)
 def _arch(m, rec, state):
     if m.group("cc") or m.group("ma"):
@@ -509,6 +527,12 @@ def _arch(m, rec, state):
         return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="cuda_arch_unsupported",
                           message=rec.text.strip(), fields={"gpu": gpu, "capability": f"sm_{cc}", "warning": True,
                                                             "cuda_error": f"{gpu} (sm_{cc}) is not supported by this PyTorch build"})
+    if m.group("tensile") or m.group("tensile_host"):
+        gfx = m.group("gfx")
+        err = "rocBLAS has no Tensile kernels for this GPU" + (f" ({gfx})" if gfx else "")
+        if not first_time(state, ("arch", "tensile"), rec.loc.line):
+            return []  # `Could not initialize Tensile host` right after the `Cannot read` line: one failure
+        return _error(rec, "cuda_arch_unsupported", {"cuda_error": err, "warning": False, "rocblas": True, "gfx": gfx})
     if m.group("hip"):
         err = "hipErrorNoBinaryForGpu: the ROCm build has no code object for this GPU"
     elif m.group(0).endswith("invalid device function"):
@@ -682,6 +706,11 @@ def _gpu_lost(m, rec, state):
 # (`RuntimeError: CUDNN_STATUS_MAPPING_ERROR`). The cuDNN v8 frontend (aten/src/ATen/native/cudnn/Conv_v8.cpp, torch
 # 1.12+) reports a convolution no engine could run as TORCH_CHECK(false, "GET was unable to find an engine to execute
 # this computation") (the benchmark path: "FIND was unable to ..."); AT_CUDNN_FRONTEND_CHECK: "cuDNN Frontend error: ".
+# torch/backends/cudnn/__init__.py _init() refuses a cuDNN other than the one it was built against (another cuDNN on
+# LD_LIBRARY_PATH or in the environment): 1.x-2.x "cuDNN version incompatibility: PyTorch was compiled  against
+# (8, 5, 0) but found runtime version (8, 3, 3). PyTorch already comes bundled with cuDNN. ..." (two spaces sic);
+# 0.4-1.0 "cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7600" (some releases
+# "incompatibility: ... linked against").
 # CUDNN_STATUS_ALLOC_FAILED is cuDNN's out-of-memory. The frontend's `UserWarning: Plan failed with a cudnnException:
 # ... cudnn_status: CUDNN_STATUS_NOT_SUPPORTED` (torch 2.3) is a plan cuDNN skipped, no error: none of these match it.
 _CUDNN = re.compile(
@@ -689,14 +718,19 @@ _CUDNN = re.compile(
     r"|(?:^|\b[A-Za-z_][\w.]*(?:Error|Exception): )(?P<bare>CUDNN_STATUS_[A-Z_]+)\s*$"
     r"|(?P<engine>GET|FIND) was unable to find an engine to execute this computation"
     r"|cuDNN Frontend error: (?P<frontend>\S.*)$"
+    r"|cuDNN version (?:incompatibility|mismatch): PyTorch was compiled +against (?P<built>\([\d, ]+\)|\d+) but "
+    r"(?:found runtime version|linked against) (?P<run>\([\d, ]+\)|\d+)"
 )
 
 
 @rule("cudnn-error", ("cuDNN error: ", "CuDNN error: ", "CUDNN_STATUS_", "was unable to find an engine to execute",
-                      "cuDNN Frontend error: "), _CUDNN.pattern)
+                      "cuDNN Frontend error: ", "cuDNN version "), _CUDNN.pattern)
 def _cudnn(m, rec, state):
     status = m.group("status") or m.group("bare")
-    if m.group("engine"):
+    if m.group("built"):
+        detail = f"torch was built against cuDNN {m.group('built')} but loaded {m.group('run')} (another cuDNN shadows torch's own)"
+        status = "version mismatch"
+    elif m.group("engine"):
         detail = f"cuDNN found no engine for the operation ({m.group('engine')}: the v8 frontend)"
     elif m.group("frontend"):
         detail = f"cuDNN frontend: {m.group('frontend').strip()[:200]}"
@@ -752,6 +786,18 @@ def _thc_cublas(m, rec, state):
 # points at issue 141287 instead). A C++ caller that does not catch it aborts: `libc++abi: terminating due to uncaught
 # exception of type c10::NotImplementedError: <the message>`. With the fallback enabled the same op only warns, "The
 # operator '...' is not currently supported on the MPS backend and will fall back to run on the CPU." (not this).
+# Apple's MPS has no 64-bit floats: moving or creating a float64 tensor on the device raises c10::TypeError
+# (TORCH_CHECK_TYPE in aten/src/ATen/mps) "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't
+# support float64. Please use float32 instead." (Python: TypeError; from C++ a libc++abi abort).
+@rule("mps-float64", ("Cannot convert a MPS Tensor to ",), r"Cannot convert a MPS Tensor to (?P<dtype>\w+) dtype")
+def _mps_float64(m, rec, state):
+    if not first_time(state, ("mps_dtype", m.group("dtype")), rec.loc.line):
+        return []
+    ev = _error(rec, "dtype_unsupported", {"device": "mps", "dtype": m.group("dtype")})
+    ev.message = f"the Apple GPU (MPS) has no {m.group('dtype')}: {rec.text[m.start():].strip()}"
+    return ev
+
+
 _LIBCXX_ABORT = re.compile(r"terminating (?:due to|with) uncaught exception of type (?P<type>[A-Za-z_][\w:]*)")
 
 
@@ -816,5 +862,5 @@ PARSER = Parser(
     rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink,
            _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _xid,
            _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cudnn,
-           _thc_cublas, _mps_op, _cuda_error],
+           _thc_cublas, _mps_op, _mps_float64, _cuda_error],
 )
