@@ -149,3 +149,22 @@ def test_dynamos_unsupported_is_a_compile_failure(tmp_path):
 @pytest.mark.parametrize("n", [2533, 2534, 2535])
 def test_hipblaslt_fallback_nvrtc_workaround_and_graph_break_records_are_healthy(tmp_path, n):
     assert ids(diagnose(tmp_path, excerpt(n))) == []
+
+
+# --- round 3 (2536-2539) ---
+
+@pytest.mark.parametrize("n", [2536, 2537])
+def test_a_nan_parameter_torch_distributions_refuses_is_a_nonfinite_stop(tmp_path, n):
+    r = diagnose(tmp_path, excerpt(n))
+    assert ids(r) == ["nan-persistent"]
+    assert "uncaught-exception" not in ids(r)
+
+
+def test_a_distribution_refusal_split_over_lines_points_at_the_exception_line(tmp_path):
+    r = diagnose(tmp_path, excerpt(2536))
+    assert r.findings[0].evidence[0].line == 15  # `ValueError: Expected parameter loc ...`, not the tensor's line
+
+
+@pytest.mark.parametrize("n", [2538, 2539])
+def test_pickle_truncated_under_torch_load_is_checkpoint_corrupt_even_without_the_traceback_head(tmp_path, n):
+    assert ids(diagnose(tmp_path, excerpt(n))) == ["checkpoint-corrupt"]

@@ -12,7 +12,7 @@ import pickletools
 import re
 from typing import Optional
 
-from nanscope.model import ErrorEvent, LifecycleEvent
+from nanscope.model import ErrorEvent, LifecycleEvent, WarningEvent
 from nanscope.parsers.base import Parser, rule
 
 # A logger's own prefix before the exception text: vLLM's `ERROR 01-11 03:46:48 [core.py:936] `
@@ -436,17 +436,37 @@ def _thread_head(m, rec, state):
 _TRACEBACK_SPAN = 400
 
 
+# A paste often starts inside the traceback (its head cut off): a checkpoint loader's or writer's frame still says
+# what the exception that follows was about, when that exception comes within this many lines of it.
+_LOOSE_FRAME_SPAN = 40
+
+
 @rule("frame", ('File "',), r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>\w+))?', match_start=True)
 def _frame(m, rec, state):
-    # Only inside a traceback: remember whether the exception passed through a checkpoint loader
-    # or writer (the innermost such frame decides).
-    if "traceback_line" not in state:
+    # Inside a traceback (or, for a checkpoint frame, a paste cut inside one): remember whether the exception
+    # passed through a checkpoint loader or writer (the innermost such frame decides).
+    if "traceback_line" not in state and not _CHECKPOINT_FRAMES.search(m.group("path")):
         return None
-    if _CHECKPOINT_FRAMES.search(m.group("path")):
-        state["frame"] = m.group("path")
+    return _note_frame(m.group("path"), m.group("fn"), rec, state)
+
+
+# IPython's frames: `/opt/conda/.../torch/serialization.py in _legacy_load(f, map_location, ...)` (ultratb, IPython
+# <= 7) and `File ~/.../torch/serialization.py:1033, in _legacy_load(...)` (IPython 8); only a checkpoint frame
+# matters here.
+@rule("notebook-checkpoint-frame", ("serialization.py", "_weights_only_unpickler.py", "safetensors/torch.py",
+                                    "safetensors\\torch.py"),
+      r"^\s*(?:File )?(?P<path>\S*?(?:" + _CHECKPOINT_FRAMES.pattern + r"))(?::\d+,)? in (?P<fn>\w+)\(", match_start=True)
+def _notebook_frame(m, rec, state):
+    return _note_frame(m.group("path"), m.group("fn"), rec, state)
+
+
+def _note_frame(path: str, fn: Optional[str], rec, state) -> list:
+    if "traceback_line" not in state:
+        state["frame_at"] = rec.loc.line
+    if _CHECKPOINT_FRAMES.search(path):
+        state["frame"] = path
         # a writer's frame makes it a save, a reader's a load; the helpers inside either (`__exit__`,
         # `_open_zipfile_writer_file.__init__`, `_open_file`) keep what the frame above them said
-        fn = m.group("fn")
         if fn in _SAVE_FUNCS:
             state["saving"] = True
         elif fn in _LOAD_FUNCS:
@@ -530,8 +550,11 @@ def _exception(m, rec, state):
     thread = state.pop("thread", None)
     frame = state.pop("frame", "")
     saving = state.pop("saving", False)
+    loose = state.pop("frame_at", None)
     if tb is not None and rec.loc.line - tb > _TRACEBACK_SPAN:
         tb, frame, saving = None, "", False
+    elif tb is None and (loose is None or rec.loc.line - loose > _LOOSE_FRAME_SPAN):
+        frame, saving = "", False  # a checkpoint frame seen outside a traceback is another exception's
     held = state.get("pending")
     if held is not None and held.error == "compile_failed" and rec.loc.line - held.loc.line <= 2 \
             and not (held.fields or {}).get("inner"):
@@ -601,6 +624,12 @@ def _exception(m, rec, state):
     if kind in ("ddp_unused_parameters", "compile_failed") or _RAY_ACTOR_DIED.search(exc_type):
         state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
         return out
+    if kind == "exception" and _DIST_PARAM.search(msg):
+        if _DIST_REAL.search(msg):
+            return out + [_dist_nan(rec, msg)]
+        ev.fields = {**(ev.fields or {}), "distribution": True}
+        state["pending"] = ev  # repr(self) of the distribution can run over lines: the constraint follows
+        return out
     if kind == "exception" and _ANNOUNCES_NEXT_LINE.search(msg):
         # transformers' lazy-import error: the message goes on in the next line; a build-mismatch line there makes
         # this exception that (_extension_bare), else it stays as it is
@@ -608,6 +637,36 @@ def _exception(m, rec, state):
         state["pending"] = ev
         return out
     return out + [ev]
+
+
+# torch/distributions/distribution.py Distribution.__init__ (validate_args, on by default since torch 1.8): raise
+# ValueError(f"Expected parameter {param} ({type(value).__name__} of shape {tuple(value.shape)}) of distribution
+# {repr(self)} to satisfy the constraint {repr(constraint)}, but found invalid values:\n{value}"). constraints.real's
+# check is `value == value`: only NaN fails it, so a Real() refusal is a NaN the model produced (its parameters or
+# outputs went NaN), the run stopping on a non-finite value. repr(self) may print whole tensors, so the constraint
+# can be on a later line of the same message.
+_DIST_PARAM = re.compile(r"^Expected parameter \w+ \(\w+ of shape \([\d, ]*\)\) of distribution \w+\(")
+_DIST_REAL = re.compile(r"to satisfy the constraint Real\(\), but found invalid values")
+_DIST_SPAN = 6
+
+
+def _dist_nan(rec, msg: str) -> WarningEvent:
+    param = re.match(r"Expected parameter (\w+)", msg)
+    return WarningEvent(loc=rec.loc, text=rec.text, framework="pytorch", warning="nonfinite_stop",
+                        message=("torch.distributions refused a NaN " + (f"'{param.group(1)}' " if param else "")
+                                 + "parameter (the Real() constraint fails only on NaN): the model's values went NaN"),
+                        fields={"check": "torch.distributions"})
+
+
+@rule("distribution-real", ("to satisfy the constraint Real(), but found invalid values",), _DIST_REAL.pattern)
+def _distribution_real(m, rec, state):
+    held = state.get("pending")
+    if held is None or not (held.fields or {}).get("distribution") or rec.loc.line - held.loc.line > _DIST_SPAN:
+        return None
+    state.pop("pending")
+    ev = _dist_nan(rec, held.message)
+    ev.loc, ev.text = held.loc, held.text  # the evidence is the exception line
+    return [ev]
 
 
 # aten/src/ATen/MapAllocator.cpp (TH's THAllocator.c before 1.0): shm_open failed for a tensor a DataLoader worker
@@ -893,7 +952,8 @@ PARSER = Parser(
     priority=80,
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
-           _triton_compile_failed, _ignite_terminating, _compile_raised, _ray_actor_name,
+           _triton_compile_failed, _ignite_terminating, _compile_raised, _ray_actor_name, _notebook_frame,
+           _distribution_real,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,
            _weights_only_bare, _extension_bare],
 )
