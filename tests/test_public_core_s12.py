@@ -168,3 +168,10 @@ def test_a_distribution_refusal_split_over_lines_points_at_the_exception_line(tm
 @pytest.mark.parametrize("n", [2538, 2539])
 def test_pickle_truncated_under_torch_load_is_checkpoint_corrupt_even_without_the_traceback_head(tmp_path, n):
     assert ids(diagnose(tmp_path, excerpt(n))) == ["checkpoint-corrupt"]
+
+
+def test_the_rocm_builds_hipblas_status_is_cublas_error(tmp_path):
+    # round 4, 2540
+    r = diagnose(tmp_path, excerpt(2540))
+    assert ids(r) == ["cublas-error"]
+    assert "HIPBLAS_STATUS_NOT_SUPPORTED" in r.findings[0].summary

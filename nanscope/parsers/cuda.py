@@ -838,8 +838,9 @@ def _cuda_error(m, rec, state):
     blas = _CUBLAS_STATUS.match(err)
     if blas is not None:
         fields.update(library="cublas", status=blas.group("status"), call=blas.group("call"))
-        if blas.group("call"):  # the call's argument list, often cut by the paste, says less than its name
-            fields["cuda_error"] = f"{blas.group('status')} when calling {blas.group('call')}"
+        # the call's argument list, often cut by the paste, says less than its name (ROCm prints the status there)
+        fields["cuda_error"] = (f"{blas.group('status')} when calling {blas.group('call')}" if blas.group("call")
+                                else blas.group("status"))
     ev = _error(rec, "cuda_error", fields)
     _terminated(ev, rec, state)  # `what():  CUDA error: X` of an aborting process is its uncaught exception
     return ev
@@ -851,7 +852,10 @@ def _cuda_error(m, rec, state):
 # Maxwell, Pascal, Volta, Turing depend on the cuBLAS release; pytorch/pytorch#57773); torch 1.7-1.9 refused it
 # itself: "BFloat16 gemm in CUDA requires Ampere or later GPU" (python.py).
 _BF16_GEMM_UNSUPPORTED = re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED when calling `[^`]*\bCUDA_R_16BF\b")
-_CUBLAS_STATUS = re.compile(r"(?P<status>CUBLAS_STATUS_[A-Z_]+)(?: when calling `(?P<call>[A-Za-z_]\w*))?")
+# ROCm builds hipify the check: `CUDA error: HIPBLAS_STATUS_NOT_SUPPORTED when calling `HIPBLAS_STATUS_NOT_SUPPORTED``
+# (the call's text replaced by the status, hipBLAS / hipBLASLt).
+_CUBLAS_STATUS = re.compile(r"(?P<status>(?:CU|HIP)BLAS_STATUS_[A-Z_]+)(?: when calling `(?!(?:CU|HIP)BLAS_STATUS_)"
+                            r"(?P<call>[A-Za-z_]\w*))?")
 
 
 PARSER = Parser(
