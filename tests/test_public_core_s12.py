@@ -175,3 +175,16 @@ def test_the_rocm_builds_hipblas_status_is_cublas_error(tmp_path):
     r = diagnose(tmp_path, excerpt(2540))
     assert ids(r) == ["cublas-error"]
     assert "HIPBLAS_STATUS_NOT_SUPPORTED" in r.findings[0].summary
+
+
+# --- round 5 (2541-2545) ---
+
+def test_an_fp16_kernel_the_cpu_lacks_is_dtype_unsupported(tmp_path):
+    r = diagnose(tmp_path, excerpt(2541))
+    assert ids(r) == ["dtype-unsupported"]
+    assert "addmm_impl_cpu_" in r.findings[0].summary
+
+
+@pytest.mark.parametrize("n", [2544, 2545])
+def test_a_random_generator_on_another_device_is_device_mismatch(tmp_path, n):
+    assert ids(diagnose(tmp_path, excerpt(n))) == ["device-mismatch"]

@@ -106,8 +106,12 @@ _CLASSIFY = [
     #   -> "fp16 mixed precision requires a GPU"; newer: "... requires a GPU (not 'mps')."
     # aten/src/ATen/cuda/CUDABlas.cpp, torch 1.7-1.9 (pytorch/pytorch#50442 took it out): TORCH_CHECK(false,
     #   "BFloat16 gemm in CUDA requires Ampere or later GPU"); later releases let cuBLAS refuse (cuda.py).
+    # ATen's dispatch macros (aten/src/ATen/Dispatch.h AT_DISPATCH_SWITCH: #NAME, " not implemented for '",
+    # toString(scalar_type), "'") when the kernel has no half-precision case: mostly the CPU kernels of an fp16 model
+    # run on the CPU ("addmm_impl_cpu_", "LayerNormKernelImpl", "slow_conv2d_cpu").
     (re.compile(r"Your setup doesn't support bf16/|\b(?:fp16|bf16) mixed precision requires a GPU"
-                r"|BFloat16 gemm in CUDA requires Ampere or later GPU"), "dtype_unsupported"),
+                r"|BFloat16 gemm in CUDA requires Ampere or later GPU"
+                r"|\"\w+\" not implemented for '(?:Half|BFloat16)'"), "dtype_unsupported"),
     # A compiled extension that does not match the torch (or CUDA) it is loaded into:
     #  - the dynamic loader cannot resolve a symbol the .so was linked against (glibc dlerror, as Python's
     #    ImportError / OSError message: "<file>.so: undefined symbol: _ZN3c10..."; macOS dyld "Symbol not found:
@@ -227,7 +231,12 @@ _CLASSIFY = [
     (re.compile(r"Expected all tensors to be on the same (?:common )?device"
                 r"|Expected object of (?:device type|backend) (?P<want>\w+) but got (?:device type|backend) (?!(?P=want)\b)\w+"
                 r" for argument|\bexpected device (?P<dev>\S+) but got device (?!(?P=dev)(?:\s|$))\S+"
-                r"|to have the same device as tensor for argument #\d+ '\w+'; but device \d+ does not equal \d+"),
+                r"|to have the same device as tensor for argument #\d+ '\w+'; but device \d+ does not equal \d+"
+                # aten/src/ATen/core/Generator.h check_generator: a random op's generator on another device than
+                # the tensors (a DataLoader sampler's / random_split's CPU generator under a CUDA default device):
+                # "Expected a 'cuda' device type for generator but found 'cpu'" (1.x: "Expected a 'cuda:0'
+                # generator device but found 'cpu'")
+                r"|Expected a '(?P<gdev>[\w:]+)' (?:device type for generator|generator device) but found '(?!(?P=gdev)')"),
      "device_mismatch"),
     # torch/serialization.py load(), torch >= 2.4 (_get_wo_message): "Weights only load failed. ..." then
     # "WeightsUnpickler error: <why>" (a global not on the allowlist, an opcode the restricted unpickler does not
