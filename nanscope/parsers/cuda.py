@@ -506,8 +506,9 @@ def _out_of_resources_class(text: str) -> Optional[str]:
 _ARCH_ERROR = re.compile(r"no kernel image is available for execution on the device|(?:CUDA error: |HIP error: |\(\d+\) : "
                          r"|error=\d+ : )invalid device function|(?P<hip>hipErrorNoBinaryForGpu): (?:Unable to find code object "
                          r"for all current devices|Coudn't find binary for current devices)"
-                         r"|(?P<tensile>Cannot read .{0,400}?TensileLibrary[\w.-]*\.(?:dat|yaml): .*?)"
-                         r"(?: for GPU arch ?: (?P<gfx>gfx\w+))?\s*$|(?P<tensile_host>Could not initialize Tensile host)")
+                         r"|(?P<tensile>Cannot read [^\n]{0,400}?TensileLibrary[\w.-]*\.(?:dat|yaml): )"
+                         r"|(?P<tensile_host>Could not initialize Tensile host)")
+_GFX = re.compile(r"for GPU arch ?: (?P<gfx>gfx[0-9a-f]+)")
 # (the GPU's name is bounded: a name, not a line; it starts after a space, a colon or the line start)
 _ARCH_WARN = re.compile(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA capability sm_(?P<cc>\d+) is not compatible "
                         r"with the current PyTorch installation|Found GPU(?P<idx>\d+) (?P<gpu2>[^\n]{1,120}?) which is of "
@@ -528,7 +529,8 @@ def _arch(m, rec, state):
                           message=rec.text.strip(), fields={"gpu": gpu, "capability": f"sm_{cc}", "warning": True,
                                                             "cuda_error": f"{gpu} (sm_{cc}) is not supported by this PyTorch build"})
     if m.group("tensile") or m.group("tensile_host"):
-        gfx = m.group("gfx")
+        g = _GFX.search(rec.text, m.end())
+        gfx = g.group("gfx") if g else None
         err = "rocBLAS has no Tensile kernels for this GPU" + (f" ({gfx})" if gfx else "")
         if not first_time(state, ("arch", "tensile"), rec.loc.line):
             return []  # `Could not initialize Tensile host` right after the `Cannot read` line: one failure
@@ -556,19 +558,32 @@ def _assert_triggered(m, rec, state):
 @rule(
     "device-assert",
     ("Assertion `",),
-    r"(?:(?<!\S)(?P<file>\S+\.cuh?):(?P<line>\d+): (?:(?P<func>.{1,600}?): )?)?block: \[(?P<block>[\d,\s]+)\], "
+    r"(?<!\S)(?P<file>\S+\.cuh?):(?P<line>\d+): (?:(?P<func>[^:]+?): )?block: \[(?P<block>[\d,\s]+)\], "
     r"thread: \[(?P<thread>[\d,\s]+)\] Assertion `(?P<assertion>.{0,4096})` failed\.?",
 )
 def _assert_line(m, rec, state):
-    path = m.group("file")
+    return _device_assert(m.groupdict(), rec, state)
+
+
+# The same assert without its `file:line: function: ` head: a terminal that wrapped the long THC-era line (the
+# head on the line before), or a __PRETTY_FUNCTION__ with `::` in it (`lambda [](int)->auto::operator()(int)->auto`).
+@rule("device-assert-bare", ("Assertion `",),
+      r"(?<![\w\]])block: \[(?P<block>[\d,\s]+)\], thread: \[(?P<thread>[\d,\s]+)\] Assertion `(?P<assertion>.{0,4096})`"
+      r" failed")
+def _assert_bare(m, rec, state):
+    return _device_assert(m.groupdict(), rec, state)
+
+
+def _device_assert(g: dict, rec, state):
+    path = g.get("file")
     kernel_file = re.split(r"[\\/]", path)[-1] if path else None
-    if not first_time(state, ("assert", kernel_file, m.group("line"), m.group("assertion")), rec.loc.line):
+    if not first_time(state, ("assert", kernel_file, g.get("line"), g["assertion"]), rec.loc.line):
         return []  # one line per failing GPU thread: keep the first
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework=FW, error="cuda_device_assert", message=rec.text.strip(),
-        fields={"assertion": m.group("assertion"), "kernel_file": kernel_file, "kernel_path": path,
-                "kernel_line": int(m.group("line")) if m.group("line") else None, "function": m.group("func"),
-                "block": m.group("block"), "thread": m.group("thread")},
+        fields={"assertion": g["assertion"], "kernel_file": kernel_file, "kernel_path": path,
+                "kernel_line": int(g["line"]) if g.get("line") else None, "function": g.get("func"),
+                "block": g["block"], "thread": g["thread"]},
     )
 
 
@@ -715,7 +730,7 @@ def _gpu_lost(m, rec, state):
 # ... cudnn_status: CUDNN_STATUS_NOT_SUPPORTED` (torch 2.3) is a plan cuDNN skipped, no error: none of these match it.
 _CUDNN = re.compile(
     r"(?:cuDNN|CuDNN) error: (?P<status>CUDNN_STATUS_[A-Z_]+)"
-    r"|(?:^|\b[A-Za-z_][\w.]*(?:Error|Exception): )(?P<bare>CUDNN_STATUS_[A-Z_]+)\s*$"
+    r"|(?:^|(?<=Error: )|(?<=Exception: ))(?P<bare>CUDNN_STATUS_[A-Z_]+)\s*$"
     r"|(?P<engine>GET|FIND) was unable to find an engine to execute this computation"
     r"|cuDNN Frontend error: (?P<frontend>\S.*)$"
     r"|cuDNN version (?:incompatibility|mismatch): PyTorch was compiled +against (?P<built>\([\d, ]+\)|\d+) but "
@@ -864,7 +879,7 @@ PARSER = Parser(
     priority=30,
     description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, Triton kernels past the GPU's resources, cuBLAS and cuDNN status errors, ops the MPS backend lacks, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
     rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink,
-           _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _xid,
+           _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _assert_bare, _xid,
            _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cudnn,
            _thc_cublas, _mps_op, _mps_float64, _cuda_error],
 )
