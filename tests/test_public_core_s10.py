@@ -174,14 +174,15 @@ def test_a_bf16_gemm_cublas_refuses_is_an_unsupported_precision(tmp_path):
     assert "bf16" in r.findings[0].summary
 
 
-def test_cublas_not_supported_on_an_fp16_call_stays_an_uncaught_exception(tmp_path):
-    # JiaquanYe/TableMASTER-mmocr#73: nothing in the call says the precision is missing
+def test_cublas_not_supported_on_an_fp16_call_is_a_cublas_error_not_a_missing_precision(tmp_path):
+    # JiaquanYe/TableMASTER-mmocr#73: nothing in the call says the precision is missing (session 12: cublas-error)
     r = diagnose(tmp_path, [
         "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedExFix( handle, opa, "
         "opb, m, n, k, (void*)(&falpha), a, CUDA_R_16F, lda, stridea, b, CUDA_R_16F, ldb, strideb, (void*)(&fbeta), c, "
         "CUDA_R_16F, ldc, stridec, num_batches, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
     ])
-    assert ids(r) == ["uncaught-exception"]
+    assert ids(r) == ["cublas-error"]
+    assert "CUBLAS_STATUS_NOT_SUPPORTED when calling cublasGemmStridedBatchedExFix" in r.findings[0].summary
 
 
 # --- the second round, 2121-2132 ---

@@ -214,15 +214,15 @@ def test_ray_wrapper_and_cause_of_one_actor_death_are_one_finding(tmp_path):
     assert [g.id for g in report.findings] == ["process-killed"]
 
 
-def test_an_unnamed_cuda_error_exception_is_an_uncaught_exception(tmp_path):
-    # isl-org/DPT#4 (sample_logs/public/1117.log): CUBLAS_STATUS_EXECUTION_FAILED has no CUDA signature of its
-    # own; the RuntimeError still ended the process, so it is reported, not left clean
+def test_a_cublas_status_exception_is_cublas_error_not_a_bare_uncaught_exception(tmp_path):
+    # isl-org/DPT#4 (sample_logs/public/1117.log): CUBLAS_STATUS_EXECUTION_FAILED had no CUDA signature of its own
+    # and was reported as the uncaught exception; session 12 gave cuBLAS status errors theirs (cublas-error)
     p = tmp_path / "run.log"
     p.write_text("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, "
                  "opb, m, n, k, &falpha, a, CUDA_R_16F, lda, b, CUDA_R_16F, ldb, &fbeta, c, CUDA_R_16F, ldc, CUDA_R_32F, "
                  "CUBLAS_GEMM_DFALT_TENSOR_OP)`\n", encoding="utf-8")
     report = api.diagnose([str(p)])
-    assert [f.id for f in report.findings] == ["uncaught-exception"]
+    assert [f.id for f in report.findings] == ["cublas-error"]
 
 
 # --- training stacks, blind round s8-train (sample_logs/public/1200-1219) ---

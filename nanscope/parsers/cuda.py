@@ -18,6 +18,12 @@ c10/cuda/CUDAException: `CUDA error: <cudaGetErrorString>` (+ boilerplate lines 
 aten/src/ATen/cuda/CublasHandlePool.cpp: `CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)``.
 Device-side assert, printed by the kernel once per failing thread (kept once per kernel site per stream):
   ../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [109,0,0], thread: [124,0,0] Assertion `...` failed.
+  (the CUDA runtime's device-side assert: "%s:%d: %s: block: [%d,%d,%d], thread: [%d,%d,%d] Assertion `%s` failed.",
+  the function being __PRETTY_FUNCTION__ in THC-era builds, `void indexSelectLargeIndex(TensorInfo<T, IndexType>, ...)
+  [with T = float, ...]`; a terminal that wrapped that long line leaves `block: ... Assertion ... failed.` without the
+  file, which still is the assert.)
+cuDNN (aten/src/ATen/cuda/Exceptions.h AT_CUDNN_CHECK), cuBLAS (TORCH_CUDABLAS_CHECK, THC's THCublasCheck) and the
+  MPS backend's missing kernels (aten/src/ATen/mps/MPSFallback.mm) each have their own rule below.
 NVIDIA driver (dmesg / journalctl): `NVRM: Xid (PCI:0000:3b:00): 79, pid=1582259, name=nvc:[driver], GPU has
   fallen off the bus.` (older drivers: no pid/name; oldest: `NVRM: Xid (0000:03:00): 14, Channel 00000001`).
 NVIDIA/open-gpu-kernel-modules src/nvidia/arch/nvalloc/unix/src/osapi.c (rm_is_supported_device), no Xid:
@@ -417,13 +423,25 @@ def _terminated(ev: ErrorEvent, rec, state) -> None:
 # file=... error=4 : unspecified launch failure`, `cuda runtime error (4) : unspecified launch failure`) and
 # cudaErrorIllegalInstruction (715, "an illegal instruction was encountered"): a kernel faulted, the context is
 # left unusable, every later CUDA call fails.
+# ROCm's HSA runtime (ROCR-Runtime src/core/runtime/runtime.cpp, Runtime::VMFaultHandler) reports the same fault on
+# an AMD GPU and aborts: fprintf(stderr, "Memory access fault by GPU node-%u (Agent handle: %p) on address %p%s. Reason:
+# %s.\n", ...) (older ROCm without the agent handle), %s "(may not be exact address)" when imprecise, the reason "Page
+# not present or supervisor privilege", "Write access to a read-only page", "Execute access to a page marked NX",
+# "Host access only", "DRAM ECC failure", ... ; HIP then raises nothing: the process dies of SIGABRT.
 @rule("illegal-address", ("an illegal memory access was encountered", "misaligned address", "unspecified launch failure",
-                          "an illegal instruction was encountered"),
+                          "an illegal instruction was encountered", "Memory access fault by GPU node-"),
       r"(?P<err>an illegal memory access was encountered|unspecified launch failure|an illegal instruction was encountered"
-      r"|(?:CUDA (?:error|warning): |\(\d+\) : |error=\d+ : )misaligned address)")
+      r"|(?:CUDA (?:error|warning): |\(\d+\) : |error=\d+ : )misaligned address)"
+      r"|Memory access fault by GPU node-(?P<node>\d+) (?:\(Agent handle: [^)]*\) )?on address \S+?"
+      r"(?:\(may not be exact address\))?\. Reason: (?P<reason>[^.]+)")
 def _illegal(m, rec, state):
     if not first_time(state, _key(rec, "illegal"), rec.loc.line):
         return []
+    if m.group("node") is not None:
+        ev = _error(rec, "cuda_illegal_address", {"cuda_error": f"memory access fault (ROCm): {m.group('reason')}",
+                                                   "hsa_node": int(m.group("node"))})
+        ev.exc_type = ev.exc_type or "HSA memory access fault"
+        return ev
     err = "misaligned address" if m.group("err").endswith("misaligned address") else m.group("err")
     ev = _error(rec, "cuda_illegal_address", {"cuda_error": err})
     _terminated(ev, rec, state)
@@ -482,8 +500,15 @@ def _out_of_resources_class(text: str) -> Optional[str]:
 #                            installation.\nThe current PyTorch install supports CUDA capabilities {arch list}."
 #   _check_capability:      "Found GPU{d} {name} which is of cuda capability {ma}.{mi}.\n    PyTorch no longer supports
 #                            this GPU because it is too old." (2.8+: "... which is of compute capability (CC) {ma}.{mi}.")
-_ARCH_ERROR = re.compile(r"no kernel image is available for execution on the device|(?:CUDA error: |\(\d+\) : |error=\d+ : )"
-                         r"invalid device function")
+# rocBLAS (library/src/tensile_host.cpp) has no Tensile GEMM kernels for the GPU's gfx target: "rocBLAS error: Cannot
+# read <path>/TensileLibrary.dat: <strerror>" (newer: "... for GPU arch : gfx1201" and the list of the TensileLibrary
+# files it has), then "rocBLAS error: Could not initialize Tensile host: ..."; the process aborts.
+_ARCH_ERROR = re.compile(r"no kernel image is available for execution on the device|(?:CUDA error: |HIP error: |\(\d+\) : "
+                         r"|error=\d+ : )invalid device function|(?P<hip>hipErrorNoBinaryForGpu): (?:Unable to find code object "
+                         r"for all current devices|Coudn't find binary for current devices)"
+                         r"|(?P<tensile>Cannot read [^\n]{0,400}?TensileLibrary[\w.-]*\.(?:dat|yaml): )"
+                         r"|(?P<tensile_host>Could not initialize Tensile host)")
+_GFX = re.compile(r"for GPU arch ?: (?P<gfx>gfx[0-9a-f]+)")
 # (the GPU's name is bounded: a name, not a line; it starts after a space, a colon or the line start)
 _ARCH_WARN = re.compile(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA capability sm_(?P<cc>\d+) is not compatible "
                         r"with the current PyTorch installation|Found GPU(?P<idx>\d+) (?P<gpu2>[^\n]{1,120}?) which is of "
@@ -491,7 +516,8 @@ _ARCH_WARN = re.compile(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA c
 
 
 @rule("arch-unsupported", ("no kernel image is available", "invalid device function", "with CUDA capability sm_",
-                           "which is of cuda capability", "which is of compute capability"),
+                           "which is of cuda capability", "which is of compute capability", "hipErrorNoBinaryForGpu",
+                           "TensileLibrary", "Could not initialize Tensile host"),
       _ARCH_ERROR.pattern + "|" + _ARCH_WARN.pattern)
 def _arch(m, rec, state):
     if m.group("cc") or m.group("ma"):
@@ -502,8 +528,19 @@ def _arch(m, rec, state):
         return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="cuda_arch_unsupported",
                           message=rec.text.strip(), fields={"gpu": gpu, "capability": f"sm_{cc}", "warning": True,
                                                             "cuda_error": f"{gpu} (sm_{cc}) is not supported by this PyTorch build"})
-    err = "invalid device function" if m.group(0).endswith("invalid device function") else \
-        "no kernel image is available for execution on the device"
+    if m.group("tensile") or m.group("tensile_host"):
+        g = _GFX.search(rec.text, m.end())
+        gfx = g.group("gfx") if g else None
+        err = "rocBLAS has no Tensile kernels for this GPU" + (f" ({gfx})" if gfx else "")
+        if not first_time(state, ("arch", "tensile"), rec.loc.line):
+            return []  # `Could not initialize Tensile host` right after the `Cannot read` line: one failure
+        return _error(rec, "cuda_arch_unsupported", {"cuda_error": err, "warning": False, "rocblas": True, "gfx": gfx})
+    if m.group("hip"):
+        err = "hipErrorNoBinaryForGpu: the ROCm build has no code object for this GPU"
+    elif m.group(0).endswith("invalid device function"):
+        err = "invalid device function"
+    else:
+        err = "no kernel image is available for execution on the device"
     if not first_time(state, _key(rec, "arch", err), rec.loc.line):
         return []
     ev = _error(rec, "cuda_arch_unsupported", {"cuda_error": err, "warning": False})
@@ -525,15 +562,28 @@ def _assert_triggered(m, rec, state):
     r"thread: \[(?P<thread>[\d,\s]+)\] Assertion `(?P<assertion>.{0,4096})` failed\.?",
 )
 def _assert_line(m, rec, state):
-    path = m.group("file")
-    kernel_file = re.split(r"[\\/]", path)[-1]
-    if not first_time(state, ("assert", kernel_file, m.group("line"), m.group("assertion")), rec.loc.line):
+    return _device_assert(m.groupdict(), rec, state)
+
+
+# The same assert without its `file:line: function: ` head: a terminal that wrapped the long THC-era line (the
+# head on the line before), or a __PRETTY_FUNCTION__ with `::` in it (`lambda [](int)->auto::operator()(int)->auto`).
+@rule("device-assert-bare", ("Assertion `",),
+      r"(?<![\w\]])block: \[(?P<block>[\d,\s]+)\], thread: \[(?P<thread>[\d,\s]+)\] Assertion `(?P<assertion>.{0,4096})`"
+      r" failed")
+def _assert_bare(m, rec, state):
+    return _device_assert(m.groupdict(), rec, state)
+
+
+def _device_assert(g: dict, rec, state):
+    path = g.get("file")
+    kernel_file = re.split(r"[\\/]", path)[-1] if path else None
+    if not first_time(state, ("assert", kernel_file, g.get("line"), g["assertion"]), rec.loc.line):
         return []  # one line per failing GPU thread: keep the first
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework=FW, error="cuda_device_assert", message=rec.text.strip(),
-        fields={"assertion": m.group("assertion"), "kernel_file": kernel_file, "kernel_path": path,
-                "kernel_line": int(m.group("line")), "function": m.group("func"),
-                "block": m.group("block"), "thread": m.group("thread")},
+        fields={"assertion": g["assertion"], "kernel_file": kernel_file, "kernel_path": path,
+                "kernel_line": int(g["line"]) if g.get("line") else None, "function": g.get("func"),
+                "block": g["block"], "thread": g["thread"]},
     )
 
 
@@ -664,6 +714,124 @@ def _gpu_lost(m, rec, state):
                       fields={"pci": m.group("pci"), "source": "nvidia-smi", "detail": m.group("why")})
 
 
+# cuDNN refused or failed an operation. aten/src/ATen/cuda/Exceptions.h AT_CUDNN_CHECK (torch 1.1+):
+# AT_ERROR("cuDNN error: ", cudnnGetErrorString(status)) (NOT_SUPPORTED adds ". This error may appear if you passed in a
+# non-contiguous input."); torch 1.0's aten/src/ATen/cudnn/Exceptions.h: "CuDNN error: " (with "file:line: " in front in
+# some builds); torch 0.4's cudnn_exception carries cudnnGetErrorString alone, so the exception line is the bare status
+# (`RuntimeError: CUDNN_STATUS_MAPPING_ERROR`). The cuDNN v8 frontend (aten/src/ATen/native/cudnn/Conv_v8.cpp, torch
+# 1.12+) reports a convolution no engine could run as TORCH_CHECK(false, "GET was unable to find an engine to execute
+# this computation") (the benchmark path: "FIND was unable to ..."); AT_CUDNN_FRONTEND_CHECK: "cuDNN Frontend error: ".
+# torch/backends/cudnn/__init__.py _init() refuses a cuDNN other than the one it was built against (another cuDNN on
+# LD_LIBRARY_PATH or in the environment): 1.x-2.x "cuDNN version incompatibility: PyTorch was compiled  against
+# (8, 5, 0) but found runtime version (8, 3, 3). PyTorch already comes bundled with cuDNN. ..." (two spaces sic);
+# 0.4-1.0 "cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7600" (some releases
+# "incompatibility: ... linked against").
+# CUDNN_STATUS_ALLOC_FAILED is cuDNN's out-of-memory. The frontend's `UserWarning: Plan failed with a cudnnException:
+# ... cudnn_status: CUDNN_STATUS_NOT_SUPPORTED` (torch 2.3) is a plan cuDNN skipped, no error: none of these match it.
+_CUDNN = re.compile(
+    r"(?:cuDNN|CuDNN) error: (?P<status>CUDNN_STATUS_[A-Z_]+)"
+    r"|(?:^|(?<=Error: )|(?<=Exception: ))(?P<bare>CUDNN_STATUS_[A-Z_]+)\s*$"
+    r"|(?P<engine>GET|FIND) was unable to find an engine to execute this computation"
+    r"|cuDNN Frontend error: (?P<frontend>\S.*)$"
+    r"|cuDNN version (?:incompatibility|mismatch): PyTorch was compiled +against (?P<built>\([\d, ]+\)|\d+) but "
+    r"(?:found runtime version|linked against) (?P<run>\([\d, ]+\)|\d+)"
+)
+
+
+@rule("cudnn-error", ("cuDNN error: ", "CuDNN error: ", "CUDNN_STATUS_", "was unable to find an engine to execute",
+                      "cuDNN Frontend error: ", "cuDNN version "), _CUDNN.pattern)
+def _cudnn(m, rec, state):
+    status = m.group("status") or m.group("bare")
+    if m.group("built"):
+        detail = f"torch was built against cuDNN {m.group('built')} but loaded {m.group('run')} (another cuDNN shadows torch's own)"
+        status = "version mismatch"
+    elif m.group("engine"):
+        detail = f"cuDNN found no engine for the operation ({m.group('engine')}: the v8 frontend)"
+    elif m.group("frontend"):
+        detail = f"cuDNN frontend: {m.group('frontend').strip()[:200]}"
+    else:
+        detail = f"cuDNN returned {status}"
+    if not first_time(state, _key(rec, "cudnn", status or m.group("engine") or "frontend"), rec.loc.line):
+        return []
+    if status == "CUDNN_STATUS_ALLOC_FAILED":
+        return _error(rec, "cuda_oom", {"cudnn": True, "detail": "cuDNN could not allocate GPU memory (CUDNN_STATUS_ALLOC_FAILED)"})
+    ev = _error(rec, "cuda_error", {"cuda_error": detail, "library": "cudnn", "status": status,
+                                    "engine": m.group("engine")})
+    if ev.exc_type is None and m.group("bare") is None:
+        ev.exc_type = "cuDNN error"  # logged without the exception's class (a wrapper's log line, `what():`)
+    _terminated(ev, rec, state)
+    return ev
+
+
+# cuBLAS failed a call. aten/src/ATen/cuda/Exceptions.h TORCH_CUDABLAS_CHECK (torch 1.5+): "CUDA error: ",
+# at::cuda::blas::_cublasGetErrorEnum(status), " when calling `" #EXPR "`" (read by the cuda-error rule below, which
+# marks it library = cublas); THC's THCublasCheck (torch <= 1.4, aten/src/THC/THCGeneral.cpp): _THError(file, line,
+# "cublas runtime error : %s", errmsg) with errmsg from the status: "library not initialized", "resource allocation
+# failed" (older "ressource"), "an invalid numeric value was used as an argument", "an absent device architectural
+# feature is required", "an access to GPU memory space failed", "the GPU program failed to execute", "an internal
+# operation failed", "unknown error"; the message ends " at <file>:<line>". Allocation failure is the OOM.
+_THC_CUBLAS = {"library not initialized": "CUBLAS_STATUS_NOT_INITIALIZED",
+               "an invalid numeric value was used as an argument": "CUBLAS_STATUS_INVALID_VALUE",
+               "an absent device architectural feature is required": "CUBLAS_STATUS_ARCH_MISMATCH",
+               "an access to GPU memory space failed": "CUBLAS_STATUS_MAPPING_ERROR",
+               "the GPU program failed to execute": "CUBLAS_STATUS_EXECUTION_FAILED",
+               "an internal operation failed": "CUBLAS_STATUS_INTERNAL_ERROR", "unknown error": None}
+
+
+@rule("thc-cublas", ("cublas runtime error : ",),
+      r"cublas runtime error : (?P<msg>library not initialized|res?source allocation failed|an invalid numeric value was "
+      r"used as an argument|an absent device architectural feature is required|an access to GPU memory space failed"
+      r"|the GPU program failed to execute|an internal operation failed|unknown error)")
+def _thc_cublas(m, rec, state):
+    msg = m.group("msg")
+    if not first_time(state, _key(rec, "thc_cublas", msg), rec.loc.line):
+        return []
+    if msg.endswith("allocation failed"):
+        return _error(rec, "cuda_oom", {"cublas": True, "detail": f"cuBLAS could not allocate GPU memory ({msg})"})
+    status = _THC_CUBLAS[msg]
+    return _error(rec, "cuda_error", {"cuda_error": f"cublas runtime error : {msg}", "library": "cublas",
+                                      "status": status, "call": None})
+
+
+# An op the MPS (Apple GPU) backend has no kernel for, with PYTORCH_ENABLE_MPS_FALLBACK unset: aten/src/ATen/mps/
+# MPSFallback.mm mps_error_fallback, TORCH_CHECK_NOT_IMPLEMENTED(false, "The operator '", op.schema().operator_name(),
+# "' is not currently implemented for the MPS device. If you want this op to be added in priority during the prototype
+# phase of this feature, please comment on https://github.com/pytorch/pytorch/issues/77764. As a temporary fix, you can
+# set the environment variable `PYTORCH_ENABLE_MPS_FALLBACK=1` ..." (torch 1.12: "is not current implemented"; 2.6+
+# points at issue 141287 instead). A C++ caller that does not catch it aborts: `libc++abi: terminating due to uncaught
+# exception of type c10::NotImplementedError: <the message>`. With the fallback enabled the same op only warns, "The
+# operator '...' is not currently supported on the MPS backend and will fall back to run on the CPU." (not this).
+# Apple's MPS has no 64-bit floats: moving or creating a float64 tensor on the device raises c10::TypeError
+# (TORCH_CHECK_TYPE in aten/src/ATen/mps) "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't
+# support float64. Please use float32 instead." (Python: TypeError; from C++ a libc++abi abort).
+@rule("mps-float64", ("Cannot convert a MPS Tensor to ",), r"Cannot convert a MPS Tensor to (?P<dtype>\w+) dtype")
+def _mps_float64(m, rec, state):
+    if not first_time(state, ("mps_dtype", m.group("dtype")), rec.loc.line):
+        return []
+    ev = _error(rec, "dtype_unsupported", {"device": "mps", "dtype": m.group("dtype")})
+    ev.message = f"the Apple GPU (MPS) has no {m.group('dtype')}: {rec.text[m.start():].strip()}"
+    return ev
+
+
+_LIBCXX_ABORT = re.compile(r"terminating (?:due to|with) uncaught exception of type (?P<type>[A-Za-z_][\w:]*)")
+
+
+@rule("mps-op-unsupported", ("for the MPS device",),
+      r"The operator '(?P<op>[^']{1,200})' is not current(?:ly)? implemented for the MPS device")
+def _mps_op(m, rec, state):
+    op = m.group("op")
+    if not first_time(state, ("mps_op", op), rec.loc.line):
+        return []
+    ev = _error(rec, "mps_op_unsupported", {"op": op, "device": "mps"})
+    if ev.exc_type is None:
+        abort = _LIBCXX_ABORT.search(rec.text)
+        ev.exc_type = abort.group("type") if abort else "NotImplementedError"
+        if abort:
+            ev.fields["aborted"] = True
+        ev.message = rec.text[m.start():].strip()
+    return ev
+
+
 @rule(
     "cuda-error",
     ("CUDA error: ", "cuda runtime error ("),
@@ -681,7 +849,14 @@ def _cuda_error(m, rec, state):
                       "native bf16 needs compute capability 8.0 or newer)")
         _terminated(ev, rec, state)
         return ev
-    ev = _error(rec, "cuda_error", {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None})
+    fields = {"cuda_error": err, "code": int(m.group("code")) if m.group("code") else None}
+    blas = _CUBLAS_STATUS.match(err)
+    if blas is not None:
+        fields.update(library="cublas", status=blas.group("status"), call=blas.group("call"))
+        # the call's argument list, often cut by the paste, says less than its name (ROCm prints the status there)
+        fields["cuda_error"] = (f"{blas.group('status')} when calling {blas.group('call')}" if blas.group("call")
+                                else blas.group("status"))
+    ev = _error(rec, "cuda_error", fields)
     _terminated(ev, rec, state)  # `what():  CUDA error: X` of an aborting process is its uncaught exception
     return ev
 
@@ -692,14 +867,19 @@ def _cuda_error(m, rec, state):
 # Maxwell, Pascal, Volta, Turing depend on the cuBLAS release; pytorch/pytorch#57773); torch 1.7-1.9 refused it
 # itself: "BFloat16 gemm in CUDA requires Ampere or later GPU" (python.py).
 _BF16_GEMM_UNSUPPORTED = re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED when calling `[^`]*\bCUDA_R_16BF\b")
+# ROCm builds hipify the check: `CUDA error: HIPBLAS_STATUS_NOT_SUPPORTED when calling `HIPBLAS_STATUS_NOT_SUPPORTED``
+# (the call's text replaced by the status, hipBLAS / hipBLASLt).
+_CUBLAS_STATUS = re.compile(r"(?P<status>(?:CU|HIP)BLAS_STATUS_[A-Z_]+)(?: when calling `(?!(?:CU|HIP)BLAS_STATUS_)"
+                            r"(?P<call>[A-Za-z_]\w*))?")
 
 
 PARSER = Parser(
     name="cuda",
     framework=FW,
     priority=30,
-    description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, Triton kernels past the GPU's resources, cuBLAS, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
+    description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, Triton kernels past the GPU's resources, cuBLAS and cuDNN status errors, ops the MPS backend lacks, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
     rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink,
-           _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _xid,
-           _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cuda_error],
+           _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _assert_bare, _xid,
+           _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cudnn,
+           _thc_cublas, _mps_op, _mps_float64, _cuda_error],
 )

@@ -12,7 +12,7 @@ import pickletools
 import re
 from typing import Optional
 
-from nanscope.model import ErrorEvent, LifecycleEvent
+from nanscope.model import ErrorEvent, LifecycleEvent, WarningEvent
 from nanscope.parsers.base import Parser, rule
 
 # A logger's own prefix before the exception text: vLLM's `ERROR 01-11 03:46:48 [core.py:936] `
@@ -54,6 +54,12 @@ _CLASSIFY = [
     # batch size after every out-of-memory error (should_reduce_batch_size: "CUDA out of memory.", ...) and gives
     # up with RuntimeError("No executable batch size found, reached zero."): not even batch size 1 fits.
     (re.compile(r"No executable batch size found, reached zero"), "cuda_oom"),
+    # aten/src/ATen/MapAllocator.cpp MapAllocator (TH's THAllocator.c before 1.0): mapping the shared-memory segment a
+    # tensor crosses processes in failed, TORCH_CHECK(false, "unable to mmap ", size, " bytes from file <", filename,
+    # ">: ", str_error(errno), " (", errno, ")"), the file a `/torch_<pid>_<n>` segment (file_system sharing) or
+    # `<filename not specified>` (file_descriptor sharing). ENOMEM (12) there is DataLoader workers / share_memory_()
+    # holding more shared mappings than the host allows (vm.max_map_count, /dev/shm): shared memory, not the heap.
+    (re.compile(r"unable to mmap \d+ bytes from file <(?:/?torch_[^>]*|filename not specified)>"), "shm_exhausted"),
     # Python's builtin MemoryError, never the tail of another name: `module 'torch' has no attribute
     # 'OutOfMemoryError'` (an old torch missing the CUDA OOM class) is an AttributeError, not host memory.
     # c10/core/impl/alloc_cpu.cpp alloc_cpu: posix_memalign failed, "DefaultCPUAllocator: can't allocate memory: you
@@ -100,8 +106,12 @@ _CLASSIFY = [
     #   -> "fp16 mixed precision requires a GPU"; newer: "... requires a GPU (not 'mps')."
     # aten/src/ATen/cuda/CUDABlas.cpp, torch 1.7-1.9 (pytorch/pytorch#50442 took it out): TORCH_CHECK(false,
     #   "BFloat16 gemm in CUDA requires Ampere or later GPU"); later releases let cuBLAS refuse (cuda.py).
+    # ATen's dispatch macros (aten/src/ATen/Dispatch.h AT_DISPATCH_SWITCH: #NAME, " not implemented for '",
+    # toString(scalar_type), "'") when the kernel has no half-precision case: mostly the CPU kernels of an fp16 model
+    # run on the CPU ("addmm_impl_cpu_", "LayerNormKernelImpl", "slow_conv2d_cpu").
     (re.compile(r"Your setup doesn't support bf16/|\b(?:fp16|bf16) mixed precision requires a GPU"
-                r"|BFloat16 gemm in CUDA requires Ampere or later GPU"), "dtype_unsupported"),
+                r"|BFloat16 gemm in CUDA requires Ampere or later GPU"
+                r"|\"\w+\" not implemented for '(?:Half|BFloat16)'"), "dtype_unsupported"),
     # A compiled extension that does not match the torch (or CUDA) it is loaded into:
     #  - the dynamic loader cannot resolve a symbol the .so was linked against (glibc dlerror, as Python's
     #    ImportError / OSError message: "<file>.so: undefined symbol: _ZN3c10..."; macOS dyld "Symbol not found:
@@ -143,8 +153,17 @@ _CLASSIFY = [
     # Unsupported subclass CacheLimitExceeded ("cache_size_limit reached", torch 2.2-2.5), renamed
     # RecompileLimitExceeded with config.recompile_limit (torch >= 2.6; torch/_dynamo/exc.py).
     # torch_npu's triton_heuristics raises Exception("Triton compilation failed") when no config compiles.
+    # Dynamo's own failures while tracing (torch/_dynamo/exc.py, torch 2.0+; torchdynamo.exc before): TorchRuntimeError
+    # (an op failed on fake tensors: get_fake_value's `raise TorchRuntimeError(str(e))`, 2.5+ "RuntimeError when making
+    # fake tensor call"), Unsupported (a graph break where fullgraph=True forbids one), UserError,
+    # InternalTorchDynamoError, UncapturedHigherOrderOpError; torch/fx/experimental/symbolic_shapes.py
+    # GuardOnDataDependentSymNode ("Could not guard on data-dependent expression ...", 2.4+ "It appears that you're
+    # trying to get a value out of symbolic int/float whose value is data-dependent ...") from branching on a tensor's
+    # value. Unsupported and GuardOnDataDependentSymNode do not end in Error: the dynamo-exception rule reads them.
     (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"
-                r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b"), "compile_failed"),
+                r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b|\bTorchRuntimeError$"
+                r"|\b(?:torch\._dynamo|torchdynamo)\.exc\.(?:Unsupported|UserError|InternalTorchDynamoError"
+                r"|UncapturedHigherOrderOpError)$|\bGuardOnDataDependentSymNode$"), "compile_failed"),
     # torch/csrc/autograd/saved_variable.cpp SavedVariable::unpack, every release since 0.4 (1.x+ appends
     # ": [torch.cuda.FloatTensor [4, 512]], which is output 0 of XBackward0, is at version 2; expected version 1
     # instead. Hint: ..."): a tensor saved for the backward pass was modified in place after it was saved.
@@ -212,7 +231,12 @@ _CLASSIFY = [
     (re.compile(r"Expected all tensors to be on the same (?:common )?device"
                 r"|Expected object of (?:device type|backend) (?P<want>\w+) but got (?:device type|backend) (?!(?P=want)\b)\w+"
                 r" for argument|\bexpected device (?P<dev>\S+) but got device (?!(?P=dev)(?:\s|$))\S+"
-                r"|to have the same device as tensor for argument #\d+ '\w+'; but device \d+ does not equal \d+"),
+                r"|to have the same device as tensor for argument #\d+ '\w+'; but device \d+ does not equal \d+"
+                # aten/src/ATen/core/Generator.h check_generator: a random op's generator on another device than
+                # the tensors (a DataLoader sampler's / random_split's CPU generator under a CUDA default device):
+                # "Expected a 'cuda' device type for generator but found 'cpu'" (1.x: "Expected a 'cuda:0'
+                # generator device but found 'cpu'")
+                r"|Expected a '(?P<gdev>[\w:]+)' (?:device type for generator|generator device) but found '(?!(?P=gdev)')"),
      "device_mismatch"),
     # torch/serialization.py load(), torch >= 2.4 (_get_wo_message): "Weights only load failed. ..." then
     # "WeightsUnpickler error: <why>" (a global not on the allowlist, an opcode the restricted unpickler does not
@@ -421,17 +445,37 @@ def _thread_head(m, rec, state):
 _TRACEBACK_SPAN = 400
 
 
+# A paste often starts inside the traceback (its head cut off): a checkpoint loader's or writer's frame still says
+# what the exception that follows was about, when that exception comes within this many lines of it.
+_LOOSE_FRAME_SPAN = 40
+
+
 @rule("frame", ('File "',), r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>\w+))?', match_start=True)
 def _frame(m, rec, state):
-    # Only inside a traceback: remember whether the exception passed through a checkpoint loader
-    # or writer (the innermost such frame decides).
-    if "traceback_line" not in state:
+    # Inside a traceback (or, for a checkpoint frame, a paste cut inside one): remember whether the exception
+    # passed through a checkpoint loader or writer (the innermost such frame decides).
+    if "traceback_line" not in state and not _CHECKPOINT_FRAMES.search(m.group("path")):
         return None
-    if _CHECKPOINT_FRAMES.search(m.group("path")):
-        state["frame"] = m.group("path")
+    return _note_frame(m.group("path"), m.group("fn"), rec, state)
+
+
+# IPython's frames: `/opt/conda/.../torch/serialization.py in _legacy_load(f, map_location, ...)` (ultratb, IPython
+# <= 7) and `File ~/.../torch/serialization.py:1033, in _legacy_load(...)` (IPython 8); only a checkpoint frame
+# matters here.
+@rule("notebook-checkpoint-frame", ("serialization.py", "_weights_only_unpickler.py", "safetensors/torch.py",
+                                    "safetensors\\torch.py"),
+      r"^\s*(?:File )?(?P<path>\S*?(?:" + _CHECKPOINT_FRAMES.pattern + r"))(?::\d+,)? in (?P<fn>\w+)\(", match_start=True)
+def _notebook_frame(m, rec, state):
+    return _note_frame(m.group("path"), m.group("fn"), rec, state)
+
+
+def _note_frame(path: str, fn: Optional[str], rec, state) -> list:
+    if "traceback_line" not in state:
+        state["frame_at"] = rec.loc.line
+    if _CHECKPOINT_FRAMES.search(path):
+        state["frame"] = path
         # a writer's frame makes it a save, a reader's a load; the helpers inside either (`__exit__`,
         # `_open_zipfile_writer_file.__init__`, `_open_file`) keep what the frame above them said
-        fn = m.group("fn")
         if fn in _SAVE_FUNCS:
             state["saving"] = True
         elif fn in _LOAD_FUNCS:
@@ -497,6 +541,16 @@ def _dynamo_fallback(m, rec, state):
     return out
 
 
+# Dynamo's exception classes whose names end in no Error (see _CLASSIFY's compile_failed entry): torch._dynamo.exc.
+# Unsupported and torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode. A chained or pytest-captured
+# report indents the line; the dotted names are dynamo's own, so an indented one counts too.
+@rule("dynamo-exception", ("exc.Unsupported: ", "GuardOnDataDependentSymNode: "),
+      r"^\s*(?P<type>(?:torch\._dynamo|torchdynamo)\.exc\.Unsupported"
+      r"|torch\.fx\.experimental\.symbolic_shapes\.GuardOnDataDependentSymNode): (?P<msg>\S.*)$", match_start=True)
+def _dynamo_exception(m, rec, state):
+    return _exception.build(m, rec, state)
+
+
 @rule("exception", ("Error", "Exception", "Interrupt", "Exit", "Failure"), EXC_LINE.pattern, match_start=True)
 def _exception(m, rec, state):
     exc_type = m.group("type")
@@ -505,8 +559,11 @@ def _exception(m, rec, state):
     thread = state.pop("thread", None)
     frame = state.pop("frame", "")
     saving = state.pop("saving", False)
+    loose = state.pop("frame_at", None)
     if tb is not None and rec.loc.line - tb > _TRACEBACK_SPAN:
         tb, frame, saving = None, "", False
+    elif tb is None and (loose is None or rec.loc.line - loose > _LOOSE_FRAME_SPAN):
+        frame, saving = "", False  # a checkpoint frame seen outside a traceback is another exception's
     held = state.get("pending")
     if held is not None and held.error == "compile_failed" and rec.loc.line - held.loc.line <= 2 \
             and not (held.fields or {}).get("inner"):
@@ -576,6 +633,12 @@ def _exception(m, rec, state):
     if kind in ("ddp_unused_parameters", "compile_failed") or _RAY_ACTOR_DIED.search(exc_type):
         state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
         return out
+    if kind == "exception" and _DIST_PARAM.search(msg):
+        if _DIST_REAL.search(msg):
+            return out + [_dist_nan(rec, msg)]
+        ev.fields = {**(ev.fields or {}), "distribution": True}
+        state["pending"] = ev  # repr(self) of the distribution can run over lines: the constraint follows
+        return out
     if kind == "exception" and _ANNOUNCES_NEXT_LINE.search(msg):
         # transformers' lazy-import error: the message goes on in the next line; a build-mismatch line there makes
         # this exception that (_extension_bare), else it stays as it is
@@ -583,6 +646,36 @@ def _exception(m, rec, state):
         state["pending"] = ev
         return out
     return out + [ev]
+
+
+# torch/distributions/distribution.py Distribution.__init__ (validate_args, on by default since torch 1.8): raise
+# ValueError(f"Expected parameter {param} ({type(value).__name__} of shape {tuple(value.shape)}) of distribution
+# {repr(self)} to satisfy the constraint {repr(constraint)}, but found invalid values:\n{value}"). constraints.real's
+# check is `value == value`: only NaN fails it, so a Real() refusal is a NaN the model produced (its parameters or
+# outputs went NaN), the run stopping on a non-finite value. repr(self) may print whole tensors, so the constraint
+# can be on a later line of the same message.
+_DIST_PARAM = re.compile(r"^Expected parameter \w+ \(\w+ of shape \([\d, ]*\)\) of distribution \w+\(")
+_DIST_REAL = re.compile(r"to satisfy the constraint Real\(\), but found invalid values")
+_DIST_SPAN = 6
+
+
+def _dist_nan(rec, msg: str) -> WarningEvent:
+    param = re.match(r"Expected parameter (\w+)", msg)
+    return WarningEvent(loc=rec.loc, text=rec.text, framework="pytorch", warning="nonfinite_stop",
+                        message=("torch.distributions refused a NaN " + (f"'{param.group(1)}' " if param else "")
+                                 + "parameter (the Real() constraint fails only on NaN): the model's values went NaN"),
+                        fields={"check": "torch.distributions"})
+
+
+@rule("distribution-real", ("to satisfy the constraint Real(), but found invalid values",), _DIST_REAL.pattern)
+def _distribution_real(m, rec, state):
+    held = state.get("pending")
+    if held is None or not (held.fields or {}).get("distribution") or rec.loc.line - held.loc.line > _DIST_SPAN:
+        return None
+    state.pop("pending")
+    ev = _dist_nan(rec, held.message)
+    ev.loc, ev.text = held.loc, held.text  # the evidence is the exception line
+    return [ev]
 
 
 # aten/src/ATen/MapAllocator.cpp (TH's THAllocator.c before 1.0): shm_open failed for a tensor a DataLoader worker
@@ -868,7 +961,8 @@ PARSER = Parser(
     priority=80,
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
-           _triton_compile_failed, _ignite_terminating, _compile_raised, _ray_actor_name,
-           _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _exception,
+           _triton_compile_failed, _ignite_terminating, _compile_raised, _ray_actor_name, _notebook_frame,
+           _distribution_real,
+           _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,
            _weights_only_bare, _extension_bare],
 )
