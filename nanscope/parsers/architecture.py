@@ -17,8 +17,10 @@ know, each in its own words:
       f"The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize this
       architecture. ..."
 
-vLLM's `Model architectures [...] failed to be inspected` is not this: the architecture is known, but importing
-its module failed (a broken install), and the log above says why.
+vLLM's `Model architectures [...] failed to be inspected` is not read here: the architecture is in vLLM's
+table but importing its module failed (a broken install, a missing dependency, an unsupported platform).
+parsers/vllm.py's registry-inspect rule reads the registry's own `Error in inspecting model architecture`
+line as model-architecture-unsupported with a detail that says so.
 """
 
 from __future__ import annotations
