@@ -345,6 +345,40 @@ def _store_barrier_timeout(m, rec, state):
                           "phase": "process group creation"})
 
 
+# The same barrier's progress line, logged every 10 s while a rank waits (torch 1.8 - 1.13 logging.info with
+# worker_count=; 2.0+ logger.info with num_workers_joined=, some releases adding "error: ..." after it):
+#   Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1
+#       (world_size=4, worker_count=8, timeout=0:30:00)
+# One such line is a normal start-up (the last ranks are still loading). It says the group will not form when
+# more processes joined than the world has (two jobs on one MASTER_PORT, a stale run, a launcher process that
+# joined too: the count can only grow) or when the same rank has waited three rounds (30 s and more) for the
+# same key. Only the line that decides it makes an event; the ranks that never came are not named.
+_BARRIER_WAIT_ROUNDS = 3
+
+
+@rule(
+    "store-based-barrier-wait",
+    ("Waiting in store based barrier",),
+    r"Waiting in store based barrier to initialize process ?group for rank: (?P<rank>\d+), key: (?P<key>[^\s(]+) "
+    r"\(world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+), timeout=(?P<timeout>[^)\s]+)",
+)
+def _store_barrier_wait(m, rec, state):
+    me, key = int(m.group("rank")), m.group("key")
+    world, joined = int(m.group("world")), int(m.group("joined"))
+    waits = state.setdefault("store_barrier_waits", {})
+    if len(waits) > MAX_REMEMBERED:
+        waits.clear()
+    n = waits[(me, key)] = waits.get((me, key), 0) + 1
+    over = joined > world
+    if not (over or n >= _BARRIER_WAIT_ROUNDS) or not first_time(state, ("store_barrier_wait", key), rec.loc.line):
+        return []
+    return _error(rec, "collective_timeout", rank=_rank(rec, me, True),
+                  fields={"backend": "store", "pg_rank": me, "store_key": key, "world_size": world, "joined": joined,
+                          "phase": "process group creation", "stalled": True, "rounds": n,
+                          "reason": (f"{joined} processes joined a group of {world}" if over
+                                     else f"{joined} of {world} ranks joined after {n} rounds of waiting")})
+
+
 # ProcessGroupNCCL.cpp broadcastUniqueNCCLID (torch 2.0+; "retreiving" sic in 2.0/2.1, "NcclUniqueId" in
 # vendor forks): every rank but the group's rank 0 reads rank 0's ncclUniqueId from the store:
 #   c10::str("[", rank_, "] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d
@@ -879,23 +913,30 @@ def _nccl_cuda_failure(m, rec, state):
     msg = m.group("msg")
     if not first_time(state, ("nccl_cuda", msg), rec.loc.line):
         return []
-    return _error(rec, "nccl_error", fields={"code": "ncclUnhandledCudaError", "reason": f"Cuda failure '{msg}'",
-                                            "cuda_error": msg, "out_of_memory": msg == "out of memory"})
+    oom = msg == "out of memory"
+    # a device allocation of NCCL's own (its buffers, the proxy's FIFOs) that the full GPU refused: the OOM itself
+    return _error(rec, "cuda_oom" if oom else "nccl_error", fields={
+        "code": "ncclUnhandledCudaError", "reason": f"Cuda failure '{msg}'", "cuda_error": msg, "out_of_memory": oom,
+        **({"source": "nccl"} if oom else {})})
 
 
 # NVIDIA/nccl src/init.cc initTransportsRank (every release 2.x), after the first allgather of peer info:
 #   WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx", rank, i, busId)
-# and ncclCommInitRank returns ncclInvalidUsage: two processes of one communicator share a GPU.
-@rule("nccl-duplicate-gpu", ("Duplicate GPU detected",),
-      r"NCCL WARN Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
+#   (2.x: `init.cc:904 NCCL WARN Duplicate GPU ...`; the old releases' `init.cc:497 WARN Duplicate GPU ...`)
+# and ncclCommInitRank returns ncclInvalidUsage: two processes of one communicator share a GPU. Torch (NCCL >=
+# 2.13) repeats the text without the header as the `Last error:` of its DistBackendError (`invalid usage`,
+# `ncclInvalidUsage: This usually reflects invalid usage of NCCL library.`, `Last error:`, `Duplicate GPU
+# detected : rank 1 and rank 0 both on CUDA device 10`); that bare line counts as well. One event per process.
+@rule("nccl-duplicate-gpu", ("Duplicate GPU detected : rank",),
+      r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 def _nccl_duplicate_gpu(m, rec, state):
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     if not first_time(state, ("nccl_duplicate_gpu",), rec.loc.line):
         return []
     a, b = int(m.group("a")), int(m.group("b"))
-    return _error(rec, "nccl_error", fields={"code": "ncclInvalidUsage", "reason": f"Duplicate GPU detected: ranks {a} and {b} "
-                                            f"on CUDA device {m.group('dev')}", "duplicate_ranks": sorted((a, b)),
-                                            "cuda_device": m.group("dev")})
+    return _error(rec, "nccl_duplicate_gpu", fields={
+        "code": "ncclInvalidUsage", "reason": f"Duplicate GPU detected: ranks {a} and {b} on CUDA device {m.group('dev')}",
+        "duplicate_ranks": sorted((a, b)), "cuda_device": m.group("dev")})
 
 
 # torch/csrc/distributed/c10d/socket.cpp SocketConnectOp, the client side of the c10d store (torch 1.11+):
@@ -1172,7 +1213,7 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _store_barrier_timeout, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+    rules=[_watchdog_timeout, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
            _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
