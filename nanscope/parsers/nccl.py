@@ -911,6 +911,9 @@ def _ibv_failed(m, rec, state):
 def _nccl_cuda_failure(m, rec, state):
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     msg = m.group("msg")
+    if "nvls.cc:" in rec.text[: m.start()]:
+        # CUCHECK inside src/transport/nvls.cc: a cuMulticast* call of the NVLS set-up failed (see below)
+        return _nvls_failed(rec, state, msg, int(m.group("num")) if m.group("num") else None)
     if not first_time(state, ("nccl_cuda", msg), rec.loc.line):
         return []
     oom = msg == "out of memory"
@@ -918,6 +921,34 @@ def _nccl_cuda_failure(m, rec, state):
     return _error(rec, "cuda_oom" if oom else "nccl_error", fields={
         "code": "ncclUnhandledCudaError", "reason": f"Cuda failure '{msg}'", "cuda_error": msg, "out_of_memory": oom,
         **({"source": "nccl"} if oom else {})})
+
+
+# NVIDIA/nccl src/transport/nvls.cc, NVLink SHARP (NVLS, 2.17+ on NVSwitch systems: H100 / H200 / B200 SXM): the
+# communicator's set-up creates multicast objects and binds memory to them (cuMulticastCreate / AddDevice / BindMem).
+# When the NVSwitch fabric cannot (Fabric Manager down or restarted without a GPU reset, no IMEX channel device in
+# the container, multicast slots used up) the CUDA call fails and init ends with ncclUnhandledCudaError:
+#   transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot be performed in the present state'
+#   transport/nvls.cc:245 NCCL WARN Cuda failure 'initialization error'           (CUCHECK, <= 2.18 without the number)
+#   transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error
+#       401 '...'. / This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches. /
+#       Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future.   (2.27+; 2.29: `... at MC
+#       group %llx offset %zu : CUDA error ...`; torch repeats it after `Last error:`)
+# "NVLS multicast support is not available on dev N" is INFO: NCCL then simply does not use NVLS.
+def _nvls_failed(rec, state, msg: Optional[str], code: Optional[int]) -> list:
+    state["nccl_warned"] = rec.loc.line
+    if not first_time(state, ("nccl_nvls",), rec.loc.line):
+        return []
+    what = (f"CUDA error {code} '{msg}'" if code is not None and msg else f"CUDA error '{msg}'" if msg
+            else "its CUDA multicast call failed")
+    return [_error(rec, "nccl_nvls_failed", fields={
+        "code": "ncclUnhandledCudaError", "reason": what,
+        "cuda_error": msg, "cuda_code": code})]
+
+
+@rule("nccl-nvls-bind", ("NVLink SHARP (NVLS) Multicast memory",),
+      r"Failed to \w+ NVLink SHARP \(NVLS\) Multicast memory(?:.*?: CUDA error (?P<code>\d+)(?: '(?P<msg>[^']*)')?)?")
+def _nccl_nvls_bind(m, rec, state):
+    return _nvls_failed(rec, state, m.group("msg"), int(m.group("code")) if m.group("code") else None)
 
 
 # NVIDIA/nccl src/init.cc initTransportsRank (every release 2.x), after the first allgather of peer info:
@@ -1213,7 +1244,7 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+    rules=[_nccl_nvls_bind, _watchdog_timeout, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
            _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,

@@ -426,3 +426,25 @@ def test_store_barrier_wait_torch2_wording(tmp_path):
     p = tmp_path / "x.log"
     p.write_text(line, encoding="utf-8")
     assert [f.id for f in api.diagnose([str(p)]).findings] == ["rendezvous-timeout"]
+
+
+# NVIDIA/nccl src/transport/nvls.cc: CUCHECK of the multicast set-up (NVIDIA/nccl#1788, 2620.log; #1029, 2626.log)
+# and 2.27+'s own message, wrapped by the paste (aarora79/agentic-coding-harness-benchmarks#173, 2624.log)
+@pytest.mark.parametrize("line,code,msg", [
+    ("[2025-07-21 19:05:29] node004:27907:27907 [1] transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot be performed in the present state'",
+     401, "the operation cannot be performed in the present state"),
+    ("rdma-test-gpu-worker-1: rdma-test-gpu-worker-1:2918:4483 [4] transport/nvls.cc:245 NCCL WARN Cuda failure 'initialization error'",
+     None, "initialization error"),
+    ("transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory", None, None),
+    ("Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'. ",
+     401, "the operation cannot be performed in the present state"),
+], ids=["cucheck", "cucheck-2.18", "bind-wrapped", "bind-last-error"])
+def test_nvls_failures_are_their_own_error(line, code, msg):
+    evs = [e for e in _mine(line + "\n") if e.kind == "error"]
+    assert [(e.error, e.fields["cuda_code"], e.fields["cuda_error"]) for e in evs] == [("nccl_nvls_failed", code, msg)]
+
+
+def test_nvls_info_line_is_no_error():
+    # NVIDIA/nccl#1029: NCCL only reports that it will not use NVLS
+    assert [e for e in _mine("rdma-test-gpu-worker-0: rdma-test-gpu-worker-0:4280:5850 [5] NCCL INFO NVLS multicast support "
+                             "is not available on dev 5\n") if e.kind == "error"] == []
