@@ -814,7 +814,7 @@ def _ofi(m, rec, state):
 # failed.` / `Last error:` / `Bootstrap : no socket interface found`); that bare line counts as well.
 _SOCK_WARN = re.compile(
     r"(?:NCCL WARN |\.(?:h|cc|cu):\d+ WARN )(?:(?:Net|ncclSocketInit|socketStartConnect) ?: )?"
-    r"(?:Call to (?P<call>[a-z_]+) failed : (?P<cerr>.*)"
+    r"(?:Call to (?P<call>[a-z_]+) failed ?: (?P<cerr>.*)"
     r"|Socket creation failed : (?P<serr>.*)"
     r"|Connect to (?P<peer>\S+) failed : (?P<perr>.*)"
     r"|connecting to address (?P<addr>\S*) ?with family (?P<fam>\d+) is neither AF_INET"
@@ -830,6 +830,14 @@ def _nccl_socket_failed(m, rec, state):
     if m.group("call") is not None and m.group("call").startswith("ibv_"):
         return None  # nccl-ibv-failed's
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    call = m.group("call")
+    if call in ("posix_fallocate", "fallocate", "ftruncate") and "No space left on device" in m.group("cerr"):
+        # include/shm.h (2.4 - 2.11) sizing the SHM transport's segment: /dev/shm is full
+        if not first_time(state, ("nccl_shm",), rec.loc.line):
+            return []
+        return _shm_full(rec, None)
+    if call in ("shm_open", "open"):
+        state["nccl_shm_open_failed"] = rec.loc.line
     if m.group("call") is not None:
         reason = f"call to {m.group('call')} failed: {m.group('cerr').strip()}"
     elif m.group("serr") is not None:
@@ -1095,8 +1103,20 @@ def _nccl_shm(m, rec, state):
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     if not first_time(state, ("nccl_shm",), rec.loc.line):
         return []
-    return _error(rec, "nccl_error", fields={"code": "ncclSystemError", "reason": "cannot create a /dev/shm segment (shared memory too small)",
-                                            "shm_segment": m.group("seg") or m.group("ext"), "transport": "shm"})
+    seg = m.group("seg") or m.group("ext")
+    opened = state.get("nccl_shm_open_failed")
+    if m.group("ext") is None and opened is not None and rec.loc.line - opened < 8:
+        # the segment could not even be opened (`Call to shm_open failed : Permission denied`): not a full /dev/shm
+        return _error(rec, "nccl_error", fields={"code": "ncclSystemError", "reason": "cannot create a /dev/shm segment",
+                                                "shm_segment": seg, "transport": "shm"})
+    return _shm_full(rec, seg)
+
+
+def _shm_full(rec, seg: Optional[str]) -> ErrorEvent:
+    """NCCL's SHM transport could not size its /dev/shm segment: the shared memory is full (a container's 64 MB)."""
+    return _error(rec, "shm_exhausted", fields={"code": "ncclSystemError", "source": "nccl", "transport": "shm",
+                                               "reason": "NCCL's SHM transport cannot size its /dev/shm segment",
+                                               "segment": seg})
 
 
 @rule(

@@ -448,3 +448,25 @@ def test_nvls_info_line_is_no_error():
     # NVIDIA/nccl#1029: NCCL only reports that it will not use NVLS
     assert [e for e in _mine("rdma-test-gpu-worker-0: rdma-test-gpu-worker-0:4280:5850 [5] NCCL INFO NVLS multicast support "
                              "is not available on dev 5\n") if e.kind == "error"] == []
+
+
+# NVIDIA/nccl's SHM transport: a full /dev/shm (a container's 64 MB) is shm_exhausted; a segment it may not open is not
+@pytest.mark.parametrize("text", [
+    # NVIDIA/nccl#342 (2630.log): 2.7's include/shm.h, no space before the colon
+    "include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device\n",
+    # NVIDIA/nccl-tests#166 (983.log): 2.12+ misc/shmutils.cc
+    "ubuntu:9621:9691 [6] misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes\n"
+    "ubuntu:9621:9691 [6] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-fjwOOB (size 5967872)\n",
+], ids=["posix_fallocate", "shmutils"])
+def test_nccl_shm_segment_in_a_full_dev_shm_is_shm_exhausted(text):
+    evs = [e for e in _mine(text) if e.kind == "error"]
+    assert [(e.error, e.fields["source"]) for e in evs] == [("shm_exhausted", "nccl")]
+
+
+def test_nccl_shm_segment_that_cannot_be_opened_stays_an_nccl_error():
+    # NVIDIA/nccl#328: shm_open refused (permissions), then the segment error
+    evs = [e for e in _mine("node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied\n"
+                            "node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2\n"
+                            "node08:27106:27302 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+                            "nccl-shm-recv-b7948f403864987a-0-3-0 (size 4460544)\n") if e.kind == "error"]
+    assert {e.error for e in evs} == {"nccl_error"}
