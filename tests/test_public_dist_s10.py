@@ -48,7 +48,7 @@ def _report(name: str):
     ("2237.log", "remote-launch-failed"),         # pdsh: Permission denied (publickey,password), ssh exit 255 (DeepSpeed#5709)
     ("2238.log", "remote-launch-failed"),         # DeepSpeed launcher: host=... was not reachable via ssh (hpcac/2023-APAC-HPC-AI#1)
     ("2239.log", "remote-launch-failed"),         # horovodrun's task server: ssh ... Connection refused (horovod#1226)
-    ("2240.log", "collective-timeout"),           # store based barrier: 4 of 8 ranks joined (Megatron-DeepSpeed#338)
+    ("2240.log", "rendezvous-timeout"),           # store based barrier: 4 of 8 ranks joined (Megatron-DeepSpeed#338)
     ("2241.log", "gpu-p2p-unsupported"),          # NCCL p2p.cc: failed to open CUDA IPC handle : 217 (ray_lightning#24)
     ("2242.log", "gpu-p2p-unsupported"),          # torch's CUDA error 217 at a vLLM start-up (ai-dynamo/dynamo#1229)
     ("2243.log", "gpu-p2p-unsupported"),          # CUDA error 217 at ggml-cuda.cu (llama.cpp#3230)
@@ -145,7 +145,7 @@ def test_a_git_clone_denied_is_not_a_launcher(tmp_path):
 def test_the_store_barrier_names_no_culprit():
     # only how many ranks joined (4 of 8) is printed, not which: no rank is claimed
     f = _report("2240.log").findings[0]
-    assert f.id == "collective-timeout" and f.initiating_rank is None
+    assert f.id == "rendezvous-timeout" and f.initiating_rank is None
 
 
 def test_the_kernel_remounting_a_disk_read_only(tmp_path):

@@ -174,17 +174,18 @@ def test_an_exit_code_line_outside_the_mpirun_block_is_nothing(tmp_path):
     assert f is None
 
 
-@pytest.mark.parametrize("line", [
-    # PKU-YuanGroup/Open-Sora-Plan#386 (NCCL <= 2.18) and NVIDIA/nccl#1283 (2.19+ prints the number)
-    "ins-7df6eojsifuykig9:3018451:3018451 [0] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'",
-    "n176-080-198:2657296:2658232 [0] include/alloc.h:102 NCCL WARN Cuda failure 1 'invalid argument'",
-    # NVIDIA/nccl-tests#166
-    "ubuntu:9621:9688 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment "
-    "/dev/shm/nccl-KWfVyt (size 5967872)",
+@pytest.mark.parametrize("line, expected", [
+    # PKU-YuanGroup/Open-Sora-Plan#386 (NCCL <= 2.18): NCCL's own buffer refused by a full GPU is the OOM itself
+    ("ins-7df6eojsifuykig9:3018451:3018451 [0] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'", "cuda-oom"),
+    # NVIDIA/nccl#1283 (2.19+ prints the number)
+    ("n176-080-198:2657296:2658232 [0] include/alloc.h:102 NCCL WARN Cuda failure 1 'invalid argument'", "nccl-error"),
+    # NVIDIA/nccl-tests#166: the SHM transport's segment in a full /dev/shm
+    ("ubuntu:9621:9688 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment "
+     "/dev/shm/nccl-KWfVyt (size 5967872)", "shm-exhausted"),
 ])
-def test_nccl_warn_failures_that_end_the_communicator(tmp_path, line):
+def test_nccl_warn_failures_that_end_the_communicator(tmp_path, line, expected):
     f, _ = first(tmp_path, line)
-    assert f.id == "nccl-error"
+    assert f.id == expected
 
 
 def test_raylet_system_error_report_is_a_killed_worker(tmp_path):
@@ -354,8 +355,8 @@ def test_nccl_duplicate_gpu_warnings_under_mpirun_tags(tmp_path):
         "[1,2]<stdout>:smc-gpu-03:29880:30398 [0] NCCL INFO init.cc:867 -> 5",
         "[1,4]<stdout>:smc-gpu-03:29882:30400 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 4 and rank 0 both on CUDA device 1000",
     ]))
-    assert f.id == "nccl-error"
-    assert "Duplicate GPU" in f.summary
+    assert f.id == "nccl-duplicate-gpu"
+    assert "Duplicate GPU" in f.summary and f.initiating_rank is None
 
 
 def test_a_store_nobody_can_reach_is_reported_but_one_retry_is_not(tmp_path):

@@ -345,6 +345,40 @@ def _store_barrier_timeout(m, rec, state):
                           "phase": "process group creation"})
 
 
+# The same barrier's progress line, logged every 10 s while a rank waits (torch 1.8 - 1.13 logging.info with
+# worker_count=; 2.0+ logger.info with num_workers_joined=, some releases adding "error: ..." after it):
+#   Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1
+#       (world_size=4, worker_count=8, timeout=0:30:00)
+# One such line is a normal start-up (the last ranks are still loading). It says the group will not form when
+# more processes joined than the world has (two jobs on one MASTER_PORT, a stale run, a launcher process that
+# joined too: the count can only grow) or when the same rank has waited three rounds (30 s and more) for the
+# same key. Only the line that decides it makes an event; the ranks that never came are not named.
+_BARRIER_WAIT_ROUNDS = 3
+
+
+@rule(
+    "store-based-barrier-wait",
+    ("Waiting in store based barrier",),
+    r"Waiting in store based barrier to initialize process ?group for rank: (?P<rank>\d+), key: (?P<key>[^\s(]+) "
+    r"\(world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+), timeout=(?P<timeout>[^)\s]+)",
+)
+def _store_barrier_wait(m, rec, state):
+    me, key = int(m.group("rank")), m.group("key")
+    world, joined = int(m.group("world")), int(m.group("joined"))
+    waits = state.setdefault("store_barrier_waits", {})
+    if len(waits) > MAX_REMEMBERED:
+        waits.clear()
+    n = waits[(me, key)] = waits.get((me, key), 0) + 1
+    over = joined > world
+    if not (over or n >= _BARRIER_WAIT_ROUNDS) or not first_time(state, ("store_barrier_wait", key), rec.loc.line):
+        return []
+    return _error(rec, "collective_timeout", rank=_rank(rec, me, True),
+                  fields={"backend": "store", "pg_rank": me, "store_key": key, "world_size": world, "joined": joined,
+                          "phase": "process group creation", "stalled": True, "rounds": n,
+                          "reason": (f"{joined} processes joined a group of {world}" if over
+                                     else f"{joined} of {world} ranks joined after {n} rounds of waiting")})
+
+
 # ProcessGroupNCCL.cpp broadcastUniqueNCCLID (torch 2.0+; "retreiving" sic in 2.0/2.1, "NcclUniqueId" in
 # vendor forks): every rank but the group's rank 0 reads rank 0's ncclUniqueId from the store:
 #   c10::str("[", rank_, "] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d
@@ -780,7 +814,7 @@ def _ofi(m, rec, state):
 # failed.` / `Last error:` / `Bootstrap : no socket interface found`); that bare line counts as well.
 _SOCK_WARN = re.compile(
     r"(?:NCCL WARN |\.(?:h|cc|cu):\d+ WARN )(?:(?:Net|ncclSocketInit|socketStartConnect) ?: )?"
-    r"(?:Call to (?P<call>[a-z_]+) failed : (?P<cerr>.*)"
+    r"(?:Call to (?P<call>[a-z_]+) failed ?: (?P<cerr>.*)"
     r"|Socket creation failed : (?P<serr>.*)"
     r"|Connect to (?P<peer>\S+) failed : (?P<perr>.*)"
     r"|connecting to address (?P<addr>\S*) ?with family (?P<fam>\d+) is neither AF_INET"
@@ -796,6 +830,14 @@ def _nccl_socket_failed(m, rec, state):
     if m.group("call") is not None and m.group("call").startswith("ibv_"):
         return None  # nccl-ibv-failed's
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
+    call = m.group("call")
+    if call in ("posix_fallocate", "fallocate", "ftruncate") and "No space left on device" in m.group("cerr"):
+        # include/shm.h (2.4 - 2.11) sizing the SHM transport's segment: /dev/shm is full
+        if not first_time(state, ("nccl_shm",), rec.loc.line):
+            return []
+        return _shm_full(rec, None)
+    if call in ("shm_open", "open"):
+        state["nccl_shm_open_failed"] = rec.loc.line
     if m.group("call") is not None:
         reason = f"call to {m.group('call')} failed: {m.group('cerr').strip()}"
     elif m.group("serr") is not None:
@@ -877,25 +919,63 @@ def _ibv_failed(m, rec, state):
 def _nccl_cuda_failure(m, rec, state):
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     msg = m.group("msg")
+    if "nvls.cc:" in rec.text[: m.start()]:
+        # CUCHECK inside src/transport/nvls.cc: a cuMulticast* call of the NVLS set-up failed (see below)
+        return _nvls_failed(rec, state, msg, int(m.group("num")) if m.group("num") else None)
     if not first_time(state, ("nccl_cuda", msg), rec.loc.line):
         return []
-    return _error(rec, "nccl_error", fields={"code": "ncclUnhandledCudaError", "reason": f"Cuda failure '{msg}'",
-                                            "cuda_error": msg, "out_of_memory": msg == "out of memory"})
+    oom = msg == "out of memory"
+    # a device allocation of NCCL's own (its buffers, the proxy's FIFOs) that the full GPU refused: the OOM itself
+    return _error(rec, "cuda_oom" if oom else "nccl_error", fields={
+        "code": "ncclUnhandledCudaError", "reason": f"Cuda failure '{msg}'", "cuda_error": msg, "out_of_memory": oom,
+        **({"source": "nccl"} if oom else {})})
+
+
+# NVIDIA/nccl src/transport/nvls.cc, NVLink SHARP (NVLS, 2.17+ on NVSwitch systems: H100 / H200 / B200 SXM): the
+# communicator's set-up creates multicast objects and binds memory to them (cuMulticastCreate / AddDevice / BindMem).
+# When the NVSwitch fabric cannot (Fabric Manager down or restarted without a GPU reset, no IMEX channel device in
+# the container, multicast slots used up) the CUDA call fails and init ends with ncclUnhandledCudaError:
+#   transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot be performed in the present state'
+#   transport/nvls.cc:245 NCCL WARN Cuda failure 'initialization error'           (CUCHECK, <= 2.18 without the number)
+#   transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error
+#       401 '...'. / This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches. /
+#       Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future.   (2.27+; 2.29: `... at MC
+#       group %llx offset %zu : CUDA error ...`; torch repeats it after `Last error:`)
+# "NVLS multicast support is not available on dev N" is INFO: NCCL then simply does not use NVLS.
+def _nvls_failed(rec, state, msg: Optional[str], code: Optional[int]) -> list:
+    state["nccl_warned"] = rec.loc.line
+    if not first_time(state, ("nccl_nvls",), rec.loc.line):
+        return []
+    what = (f"CUDA error {code} '{msg}'" if code is not None and msg else f"CUDA error '{msg}'" if msg
+            else "its CUDA multicast call failed")
+    return [_error(rec, "nccl_nvls_failed", fields={
+        "code": "ncclUnhandledCudaError", "reason": what,
+        "cuda_error": msg, "cuda_code": code})]
+
+
+@rule("nccl-nvls-bind", ("NVLink SHARP (NVLS) Multicast memory",),
+      r"Failed to \w+ NVLink SHARP \(NVLS\) Multicast memory(?:.*?: CUDA error (?P<code>\d+)(?: '(?P<msg>[^']*)')?)?")
+def _nccl_nvls_bind(m, rec, state):
+    return _nvls_failed(rec, state, m.group("msg"), int(m.group("code")) if m.group("code") else None)
 
 
 # NVIDIA/nccl src/init.cc initTransportsRank (every release 2.x), after the first allgather of peer info:
 #   WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx", rank, i, busId)
-# and ncclCommInitRank returns ncclInvalidUsage: two processes of one communicator share a GPU.
-@rule("nccl-duplicate-gpu", ("Duplicate GPU detected",),
-      r"NCCL WARN Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
+#   (2.x: `init.cc:904 NCCL WARN Duplicate GPU ...`; the old releases' `init.cc:497 WARN Duplicate GPU ...`)
+# and ncclCommInitRank returns ncclInvalidUsage: two processes of one communicator share a GPU. Torch (NCCL >=
+# 2.13) repeats the text without the header as the `Last error:` of its DistBackendError (`invalid usage`,
+# `ncclInvalidUsage: This usually reflects invalid usage of NCCL library.`, `Last error:`, `Duplicate GPU
+# detected : rank 1 and rank 0 both on CUDA device 10`); that bare line counts as well. One event per process.
+@rule("nccl-duplicate-gpu", ("Duplicate GPU detected : rank",),
+      r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 def _nccl_duplicate_gpu(m, rec, state):
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     if not first_time(state, ("nccl_duplicate_gpu",), rec.loc.line):
         return []
     a, b = int(m.group("a")), int(m.group("b"))
-    return _error(rec, "nccl_error", fields={"code": "ncclInvalidUsage", "reason": f"Duplicate GPU detected: ranks {a} and {b} "
-                                            f"on CUDA device {m.group('dev')}", "duplicate_ranks": sorted((a, b)),
-                                            "cuda_device": m.group("dev")})
+    return _error(rec, "nccl_duplicate_gpu", fields={
+        "code": "ncclInvalidUsage", "reason": f"Duplicate GPU detected: ranks {a} and {b} on CUDA device {m.group('dev')}",
+        "duplicate_ranks": sorted((a, b)), "cuda_device": m.group("dev")})
 
 
 # torch/csrc/distributed/c10d/socket.cpp SocketConnectOp, the client side of the c10d store (torch 1.11+):
@@ -1023,8 +1103,20 @@ def _nccl_shm(m, rec, state):
     state["nccl_warned"] = rec.loc.line  # what the error-return trace after it echoes
     if not first_time(state, ("nccl_shm",), rec.loc.line):
         return []
-    return _error(rec, "nccl_error", fields={"code": "ncclSystemError", "reason": "cannot create a /dev/shm segment (shared memory too small)",
-                                            "shm_segment": m.group("seg") or m.group("ext"), "transport": "shm"})
+    seg = m.group("seg") or m.group("ext")
+    opened = state.get("nccl_shm_open_failed")
+    if m.group("ext") is None and opened is not None and rec.loc.line - opened < 8:
+        # the segment could not even be opened (`Call to shm_open failed : Permission denied`): not a full /dev/shm
+        return _error(rec, "nccl_error", fields={"code": "ncclSystemError", "reason": "cannot create a /dev/shm segment",
+                                                "shm_segment": seg, "transport": "shm"})
+    return _shm_full(rec, seg)
+
+
+def _shm_full(rec, seg: Optional[str]) -> ErrorEvent:
+    """NCCL's SHM transport could not size its /dev/shm segment: the shared memory is full (a container's 64 MB)."""
+    return _error(rec, "shm_exhausted", fields={"code": "ncclSystemError", "source": "nccl", "transport": "shm",
+                                               "reason": "NCCL's SHM transport cannot size its /dev/shm segment",
+                                               "segment": seg})
 
 
 @rule(
@@ -1172,7 +1264,7 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_watchdog_timeout, _pg_status, _store_barrier_timeout, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+    rules=[_nccl_nvls_bind, _watchdog_timeout, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
            _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,

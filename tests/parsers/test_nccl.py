@@ -356,3 +356,117 @@ def test_no_interface_after_torch_error_is_one_primary_finding_on_its_rank(tmp_p
     assert report.findings[0].initiating_rank == 0
     assert "NCCL_SOCKET_IFNAME" in report.findings[0].fix
     assert "Bootstrap : no socket interface found" in report.findings[0].summary
+
+
+# NVIDIA/nccl src/init.cc "Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx": the WARN
+# (NeMo RL#3155, a Ray actor's prefix, 2602.log) and torch's `Last error:` echo (verl#161, 2600.log)
+@pytest.mark.parametrize("line", [
+    "(MegatronPolicyWorker pid=1391870) [2026-07-10 06:19:36] pool0-00008:1391870:1393239 [7] init.cc:904 NCCL WARN Duplicate GPU detected : rank 15 and rank 7 both on CUDA device e4000",
+    "Duplicate GPU detected : rank 15 and rank 7 both on CUDA device e4000",
+], ids=["warn", "last-error"])
+def test_duplicate_gpu_is_its_own_error_naming_both_ranks(line):
+    evs = [e for e in _mine(line + "\n") if e.kind == "error"]
+    assert [(e.error, e.fields["duplicate_ranks"], e.fields["cuda_device"]) for e in evs] == [
+        ("nccl_duplicate_gpu", [7, 15], "e4000")]
+    assert evs[0].rank is None  # the pair shares a GPU; neither is claimed
+
+
+def test_duplicate_gpu_after_torch_error_is_the_one_finding(tmp_path):
+    # verl-project/verl#161 (2600.log): the DistBackendError and its `Last error:` are one incident; the specific
+    # signature takes the generic nccl-error's place and claims no initiating rank
+    from nanscope import api
+    p = tmp_path / "x.log"
+    p.write_text("""torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5
+ncclInvalidUsage: This usually reflects invalid usage of NCCL library.
+Last error:
+Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 10
+""", encoding="utf-8")
+    report = api.diagnose([str(p)])
+    assert [f.id for f in report.findings] == ["nccl-duplicate-gpu"]
+    assert report.findings[0].initiating_rank is None
+    assert "set_device" in report.findings[0].fix
+
+
+# NVIDIA/nccl src/include/checks.h CUDACHECK on NCCL's own allocation (NVIDIA/nccl#1235, 2611.log): the OOM itself
+def test_nccl_cuda_failure_out_of_memory_is_a_cuda_oom_other_cuda_errors_stay_nccl_errors():
+    oom = _mine("ng30903:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n")
+    assert [(e.error, e.fields["source"], e.fields["cuda_error"]) for e in oom] == [("cuda_oom", "nccl", "out of memory")]
+    # NVIDIA/TensorRT-LLM#1670
+    other = _mine("VM-0-16-ubuntu:392:494 [2] enqueue.cc:54 NCCL WARN Cuda failure 'invalid resource handle'\n")
+    assert [(e.error, e.fields["cuda_error"]) for e in other] == [("nccl_error", "invalid resource handle")]
+
+
+# torch/distributed/distributed_c10d.py _store_based_barrier's progress line, logged every 10 s while waiting
+_WAIT_1401 = ("05/10/2023 23:07:45 - INFO - torch.distributed.distributed_c10d - Waiting in store based barrier to "
+              "initialize process group for rank: 0, key: store_based_barrier_key:2 (world_size=8, worker_count=1, "
+              "timeout=0:30:00)\n")  # huggingface/accelerate#1401 (2607.log)
+
+
+def test_store_barrier_wait_is_an_error_only_from_the_third_round_of_one_rank():
+    assert [e for e in _mine(_WAIT_1401 * 2) if e.kind == "error"] == []
+    evs = [e for e in _mine(_WAIT_1401 * 5) if e.kind == "error"]
+    assert [(e.error, e.fields["phase"], e.fields["joined"], e.fields["world_size"], e.fields["rounds"]) for e in evs] == [
+        ("collective_timeout", "process group creation", 1, 8, 3)]
+
+
+def test_store_barrier_wait_with_more_workers_than_the_world_fails_at_once():
+    # ultralytics/yolov5#4574 (2608.log): 8 processes on one store for a world of 4
+    line = ("Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 "
+            "(world_size=4, worker_count=8, timeout=0:30:00)\n")
+    evs = [e for e in _mine(line) if e.kind == "error"]
+    assert [(e.fields["joined"], e.fields["world_size"], e.fields["reason"]) for e in evs] == [
+        (8, 4, "8 processes joined a group of 4")]
+
+
+def test_store_barrier_wait_torch2_wording(tmp_path):
+    # [SRC] torch 2.0+ distributed_c10d.py logger.info("... (world_size=%s, num_workers_joined=%s, timeout=%s)") rendered
+    line = ("INFO:torch.distributed.distributed_c10d:Waiting in store based barrier to initialize process group for rank: 3, "
+            "key: store_based_barrier_key:1 (world_size=4, num_workers_joined=5, timeout=0:30:00)\n")
+    from nanscope import api
+    p = tmp_path / "x.log"
+    p.write_text(line, encoding="utf-8")
+    assert [f.id for f in api.diagnose([str(p)]).findings] == ["rendezvous-timeout"]
+
+
+# NVIDIA/nccl src/transport/nvls.cc: CUCHECK of the multicast set-up (NVIDIA/nccl#1788, 2620.log; #1029, 2626.log)
+# and 2.27+'s own message, wrapped by the paste (aarora79/agentic-coding-harness-benchmarks#173, 2624.log)
+@pytest.mark.parametrize("line,code,msg", [
+    ("[2025-07-21 19:05:29] node004:27907:27907 [1] transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot be performed in the present state'",
+     401, "the operation cannot be performed in the present state"),
+    ("rdma-test-gpu-worker-1: rdma-test-gpu-worker-1:2918:4483 [4] transport/nvls.cc:245 NCCL WARN Cuda failure 'initialization error'",
+     None, "initialization error"),
+    ("transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory", None, None),
+    ("Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'. ",
+     401, "the operation cannot be performed in the present state"),
+], ids=["cucheck", "cucheck-2.18", "bind-wrapped", "bind-last-error"])
+def test_nvls_failures_are_their_own_error(line, code, msg):
+    evs = [e for e in _mine(line + "\n") if e.kind == "error"]
+    assert [(e.error, e.fields["cuda_code"], e.fields["cuda_error"]) for e in evs] == [("nccl_nvls_failed", code, msg)]
+
+
+def test_nvls_info_line_is_no_error():
+    # NVIDIA/nccl#1029: NCCL only reports that it will not use NVLS
+    assert [e for e in _mine("rdma-test-gpu-worker-0: rdma-test-gpu-worker-0:4280:5850 [5] NCCL INFO NVLS multicast support "
+                             "is not available on dev 5\n") if e.kind == "error"] == []
+
+
+# NVIDIA/nccl's SHM transport: a full /dev/shm (a container's 64 MB) is shm_exhausted; a segment it may not open is not
+@pytest.mark.parametrize("text", [
+    # NVIDIA/nccl#342 (2630.log): 2.7's include/shm.h, no space before the colon
+    "include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device\n",
+    # NVIDIA/nccl-tests#166 (983.log): 2.12+ misc/shmutils.cc
+    "ubuntu:9621:9691 [6] misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes\n"
+    "ubuntu:9621:9691 [6] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-fjwOOB (size 5967872)\n",
+], ids=["posix_fallocate", "shmutils"])
+def test_nccl_shm_segment_in_a_full_dev_shm_is_shm_exhausted(text):
+    evs = [e for e in _mine(text) if e.kind == "error"]
+    assert [(e.error, e.fields["source"]) for e in evs] == [("shm_exhausted", "nccl")]
+
+
+def test_nccl_shm_segment_that_cannot_be_opened_stays_an_nccl_error():
+    # NVIDIA/nccl#328: shm_open refused (permissions), then the segment error
+    evs = [e for e in _mine("node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied\n"
+                            "node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2\n"
+                            "node08:27106:27302 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+                            "nccl-shm-recv-b7948f403864987a-0-3-0 (size 4460544)\n") if e.kind == "error"]
+    assert {e.error for e in evs} == {"nccl_error"}
