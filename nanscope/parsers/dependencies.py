@@ -17,6 +17,13 @@ huggingface/transformers, by module (the texts are the library's templates):
 - utils/versions.py `require_version`: `{requirement} is required for a normal functioning of this module, but
   found {pkg}=={version}.`; utils/import_utils.py `requires_backends`: `{obj} requires the {library} library but it
   was not found in your environment.` (protobuf, SentencePiece, tokenizers, timm, ...).
+
+OpenMMLab packages check their dependencies' versions at import (mmdet/__init__.py, mmseg, mmpose, mmdet3d, mmocr,
+mmrotate): `assert (mmcv_version >= digit_version(mmcv_minimum_version) and mmcv_version < ...), f'MMCV=={mmcv.__version__}
+is used but incompatible. Please install mmcv>={mmcv_minimum_version}, <{mmcv_maximum_version}.'` (1.x: `<=`; some
+print the version tuples, `mmcv>=(1, 3, 13, 0, 0, 0), <(1, 7, 0, 0, 0, 0).`), and the same for MMEngine: the installed
+mmcv / mmengine is outside the range this release supports (too old, or a newer major such as mmcv 2.x under a 1.x
+package).
 """
 
 from __future__ import annotations
@@ -70,10 +77,19 @@ def _dependency(m, rec, state):
     return _event(m, rec, state, "dependency_missing", f"{g('obj')} needs the {g('lib')} library, which is not installed")
 
 
+@rule("openmmlab-version", (" is used but incompatible. Please install ",),
+      r"(?<![\w{])(?P<msg>(?P<pkg>MMCV|MMEngine|MMDetection|MMSegmentation)==(?P<ver>[\w.+\-]{1,40}) is used but incompatible\. "
+      r"Please install (?P<need>[^\n]{1,160}?))\.?\s*$")
+def _openmmlab_version(m, rec, state):
+    return _event(m, rec, state, "dependency_missing",
+                  f"{m.group('pkg')} {m.group('ver')} is installed, outside the range this OpenMMLab release supports ({m.group('need')})",
+                  framework="mmengine")
+
+
 PARSER = Parser(
     name="dependencies",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
-    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version",
-    rules=[_dependency],
+    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks",
+    rules=[_dependency, _openmmlab_version],
 )

@@ -45,6 +45,9 @@ rule holds for every model, path and number the template is filled with:
   should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
   tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
   (inputs type `list` where type `int` is expected).` since 4.2x).
+- tensorflow core/kernels/data/batch_util.cc (tf.data `.batch()`, Keras fit over a dataset): `Cannot batch tensors with
+  different shapes in component {i}. First element had shape {shape} and element {j} had shape {shape}.` (an
+  INVALID_ARGUMENT, often as `(1) INVALID_ARGUMENT:  Cannot batch ...` in a Graph execution error).
 - accelerate accelerator.py `Accelerator.prepare_model`: `You can't train a model that has been loaded in
   8-bit precision on a different device than the one you're training on. Make sure you loaded the model
   on the correct device using for example `device_map={'':torch.cuda.current_device()}` ...`, and `You
@@ -54,6 +57,9 @@ rule holds for every model, path and number the template is filled with:
   {scope}::{registry} registry. Please check whether the value of `{type}` is correct or it was registered
   as expected. ...'`; mmcv 1.x mmcv/utils/registry.py: `KeyError: '{type} is not in the {registry}
   registry'` (re-raised by a parent builder as `"{Parent}: '{type} is not in ...'"`).
+- timm timm/models/_factory.py `create_model` (factory.py before 0.9): `RuntimeError: Unknown model ({name})`; fvcore
+  fvcore/common/registry.py `Registry.get` (detectron2): `KeyError: "No object named '{name}' found in '{registry}'
+  registry!"`: a name no registry has, like mmengine's (registry-type-not-found).
 - transformers utils/hub.py `cached_file` (every from_pretrained): `{id} is not a local folder and is not a
   valid model identifier listed on 'https://huggingface.co/models'` (+ `If this is a private repository,
   make sure to pass a token ...`), and for a gated repo `You are trying to access a gated repo.`;
@@ -194,9 +200,16 @@ def _model_no_loss(m, rec, state):
     return error_event(m, rec, "model_returned_no_loss", "hf", detail)
 
 
-@rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",),
-      _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b)")
+@rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
+                           "Cannot batch tensors with different shapes in component "),
+      _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b"
+      r"|Cannot batch tensors with different shapes in component \d+\.(?P<tf>)(?: First element had shape (?P<a>\[[\d,]*\]) and element \d+ had shape (?P<b>\[[\d,]*\]))?)")
 def _batch_not_padded(m, rec, state):
+    if m.group("tf") is not None:
+        shapes = f" ({m.group('a')} and {m.group('b')})" if m.group("a") else ""
+        return error_event(m, rec, "batch_not_padded", "tensorflow",
+                           f"tf.data could not stack examples of different shapes{shapes} into one batch: "
+                           "the inputs were not resized or padded to one shape")
     feat = re.search(r"Perhaps your features \(`(?P<f>[^`]+)` in this case\)", rec.text)
     detail = ("the batch's sequences differ in length (or are not token ids) and were not padded"
               + (f"; the feature `{feat.group('f')}` is nested or not tokenized" if feat else ""))
@@ -223,6 +236,23 @@ def _registry_type(m, rec, state):
     detail = f"the config's type {m.group('obj')} is in no {scope}{m.group('reg')} registry (not imported, or another scope)"
     return ErrorEvent(loc=rec.loc, text=rec.text, framework="mmengine", error="registry_type_not_found",
                       message=rec.text[m.start("msg"):].strip()[:400], exc_type="KeyError", fields={"detail": detail})
+
+
+# Other registries that build a model from a name: timm's create_model (timm/models/_factory.py, factory.py before
+# 0.9: `raise RuntimeError('Unknown model (%s)' % model_name)`) and fvcore's Registry.get (detectron2 and its
+# projects: `raise KeyError("No object named '{}' found in '{}' registry!".format(name, self._name))`). The raise
+# in a traceback's source line has a quote before the words, the error line the exception type.
+@rule("model-registry", ("RuntimeError: Unknown model (", "No object named '"),
+      r"RuntimeError: (?P<msg>Unknown model \((?P<timm>[^()\s]{1,200})\))"
+      r"|KeyError: [\"'](?P<fvmsg>No object named '(?P<obj>[^']{1,200})' found in '(?P<reg>[^']{1,100})' registry)")
+def _model_registry(m, rec, state):
+    if m.group("timm"):
+        return error_event(m, rec, "registry_type_not_found", "timm",
+                           f"timm has no model registered as {m.group('timm')} (the module that defines it was not imported, "
+                           "or this timm release does not have it)")
+    detail = f"the config's {m.group('obj')} is in no {m.group('reg')} registry (the module that registers it was not imported)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="detectron2", error="registry_type_not_found",
+                      message=rec.text[m.start("fvmsg"):].strip()[:400], exc_type="KeyError", fields={"detail": detail})
 
 
 @rule("hf-hub-refusal", ("is not a local folder and is not a", "Access to model ", "GatedRepoError: ",
@@ -280,6 +310,6 @@ PARSER = Parser(
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, FlashAttention 2, "
                 "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _extension_build, _model_no_loss,
-           _batch_not_padded, _quantized_device_map, _registry_type,
+           _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
            _hf_not_accessible],
 )

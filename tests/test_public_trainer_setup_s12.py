@@ -1,0 +1,84 @@
+"""Trainer set-up failures first seen in the blind public round 2650-2669 (session 12): ZeRO-3 / FSDP sharded
+weights used outside the engine, empty training datasets, cuDNN that cannot initialise under JAX / TensorFlow,
+timm's model registry, Lightning's Trainer without a GPU, OpenMMLab's mmcv version check and tf.data batches of
+unequal images. Each is named by its own class instead of a generic uncaught exception (or nothing).
+
+Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
+the thread named in the comment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import diagnose_lines, ids
+from nanscope import api
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("2650.log", "zero3-param-partitioned"),  # the empty Parameter printed after the error
+    ("2651.log", "zero3-param-partitioned"),  # [rank1]: prefix, PEFT's LoRA embedding
+    ("2652.log", "zero3-param-partitioned"),
+    ("2653.log", "dataset-empty"),  # accelerate's re-raise after it
+    ("2654.log", "dataset-empty"),  # torch 1.x, python 3.6
+    ("2670.log", "dataset-empty"),  # LLaMA-Factory's own check
+    ("2655.log", "cudnn-init-failed"),  # XLA's log lines only, no exception
+    ("2656.log", "cudnn-init-failed"),  # a notebook's XlaRuntimeError cell after it
+    ("2657.log", "cudnn-init-failed"),  # TensorFlow's 2 root error(s)
+    ("2658.log", "registry-type-not-found"),  # timm's create_model
+    ("2659.log", "registry-type-not-found"),
+    ("2660.log", "cuda-no-device"),  # Lightning 0.x: the message on the lines after the exception type
+    ("2661.log", "cuda-no-device"),  # Hydra's repr of the exception
+    ("2662.log", "dependency-missing"),  # mmcv newer than mmdet supports
+    ("2663.log", "dependency-missing"),
+    ("2665.log", "batch-not-padded"),  # tf.data
+])
+def test_set_up_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+@pytest.mark.parametrize("name", ["2666.log", "2667.log", "2668.log", "2669.log"])
+def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
+    # Keras 3 and tf.keras early stopping (a loss that rises for two epochs before the stop), TensorFlow's cudart
+    # warning on a machine without CUDA, TensorFlow's start-up lines
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_the_cudnn_versions_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "2655.log")]).findings[0].summary
+    assert "(9.10.1)" in summary and "(9.13.1)" in summary
+
+
+def test_the_mmcv_range_the_package_wants_is_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "2662.log")]).findings[0].summary
+    assert "MMCV 2.2.0" in summary and "mmcv>=2.0.0rc4, <2.2.0" in summary
+
+
+def test_the_rank_that_raised_is_named() -> None:
+    assert "on rank 1" in api.diagnose([str(PUBLIC / "2651.log")]).findings[0].summary
+
+
+@pytest.mark.parametrize("line", [
+    # the library's own raise / call lines in a traceback are no failure by themselves
+    '    raise ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")',  # kohya_ss#2660
+    "    return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)",  # LlamaFactory#3446
+    "    raise RuntimeError('Unknown model (%s)' % model_name)",  # SpikingResformer#1
+    '    raise RuntimeError("Cannot find valid samples, check `data/README.md` for the data format.")',  # LlamaFactory#2577
+])
+def test_source_lines_that_quote_the_message_are_not_the_failure(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+def test_lightning_seeing_fewer_gpus_than_asked_is_not_a_missing_gpu(tmp_path) -> None:
+    # ray-project/ray_lightning#32: a Ray worker given one GPU while the Trainer asks for two
+    found = ids(diagnose_lines(tmp_path, ["(pid=1521999)  But your machine only has: [0]"]))
+    assert found == ["parallel-size-exceeds-gpus"]
+
+
+def test_a_cudnn_plan_warning_is_not_an_initialisation_failure() -> None:
+    # 1821.log: torch's cuDNN v8 API falls back to another plan and the run goes on
+    assert "cudnn-init-failed" not in ids(api.diagnose([str(PUBLIC / "1821.log")]))
