@@ -1,7 +1,8 @@
-"""Trainer set-up failures first seen in the blind public round 2650-2669 (session 12): ZeRO-3 / FSDP sharded
-weights used outside the engine, empty training datasets, cuDNN that cannot initialise under JAX / TensorFlow,
-timm's model registry, Lightning's Trainer without a GPU, OpenMMLab's mmcv version check and tf.data batches of
-unequal images. Each is named by its own class instead of a generic uncaught exception (or nothing).
+"""Trainer set-up failures first seen in the blind public rounds 2650-2669 and 2671-2684 (session 12): ZeRO-3 / FSDP
+sharded weights used outside the engine, empty training datasets, cuDNN that cannot initialise under JAX / TensorFlow,
+timm's model registry, Lightning's Trainer without a GPU, OpenMMLab's mmcv version check, tf.data batches of unequal
+images; imports that fail, weights left on the meta device, embedding indices past the table, DeepSpeed without
+CUDA_HOME, ZeRO's no_sync under gradient accumulation, Lightning forking after CUDA. Each is named by its own class instead of a generic uncaught exception (or nothing).
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
 the thread named in the comment.
@@ -36,15 +37,27 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("2662.log", "dependency-missing"),  # mmcv newer than mmdet supports
     ("2663.log", "dependency-missing"),
     ("2665.log", "batch-not-padded"),  # tf.data
+    ("2671.log", "dependency-missing"),  # ModuleNotFoundError of a package
+    ("2672.log", "dependency-missing"),  # a module another transformers release does not have
+    ("2673.log", "dependency-missing"),  # cannot import name, peft newer than transformers
+    ("2674.log", "dependency-missing"),
+    ("2675.log", "dependency-missing"),  # transformers' require_version
+    ("2676.log", "meta-tensor-copy"),
+    ("2677.log", "meta-tensor-copy"),  # torch 2.1+ wording
+    ("2678.log", "embedding-index-out-of-range"),
+    ("2679.log", "embedding-index-out-of-range"),  # a notebook traceback
+    ("2680.log", "extension-build-failed"),  # DeepSpeed's MissingCUDAException
+    ("2681.log", "zero-no-sync-unsupported"),
+    ("2682.log", "cuda-forked-subprocess"),  # Lightning's ddp_notebook check
 ])
 def test_set_up_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["2666.log", "2667.log", "2668.log", "2669.log"])
+@pytest.mark.parametrize("name", ["2666.log", "2667.log", "2668.log", "2669.log", "2683.log", "2684.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     # Keras 3 and tf.keras early stopping (a loss that rises for two epochs before the stop), TensorFlow's cudart
-    # warning on a machine without CUDA, TensorFlow's start-up lines
+    # warning on a machine without CUDA, TensorFlow's start-up lines, the tokenizer's maximum-length warning
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -68,6 +81,8 @@ def test_the_rank_that_raised_is_named() -> None:
     "    return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)",  # LlamaFactory#3446
     "    raise RuntimeError('Unknown model (%s)' % model_name)",  # SpikingResformer#1
     '    raise RuntimeError("Cannot find valid samples, check `data/README.md` for the data format.")',  # LlamaFactory#2577
+    '    raise MissingCUDAException("CUDA_HOME does not exist, unable to compile CUDA op(s)")',  # vixtts-demo#12
+    "    from transformers.deepspeed import is_deepspeed_zero3_enabled",  # DB-GPT-Hub#295
 ])
 def test_source_lines_that_quote_the_message_are_not_the_failure(tmp_path, line: str) -> None:
     assert ids(diagnose_lines(tmp_path, [line])) == []
@@ -82,3 +97,28 @@ def test_lightning_seeing_fewer_gpus_than_asked_is_not_a_missing_gpu(tmp_path) -
 def test_a_cudnn_plan_warning_is_not_an_initialisation_failure() -> None:
     # 1821.log: torch's cuDNN v8 API falls back to another plan and the run goes on
     assert "cudnn-init-failed" not in ids(api.diagnose([str(PUBLIC / "1821.log")]))
+
+
+def test_a_circular_import_in_the_code_is_not_a_missing_dependency(tmp_path) -> None:
+    # CPython's wording for an import cycle in the user's own modules: the generic exception, not dependency-missing
+    line = ("ImportError: cannot import name 'Trainer' from partially initialized module 'trainer' "
+            "(most likely due to a circular import) (/work/trainer.py)")
+    assert "dependency-missing" not in ids(diagnose_lines(tmp_path, [line]))
+
+
+def test_a_missing_flash_attn_module_is_flash_attention_unavailable(tmp_path) -> None:
+    assert ids(diagnose_lines(tmp_path, ["ModuleNotFoundError: No module named 'flash_attn'"])) == ["flash-attention-unavailable"]
+
+
+def test_the_missing_module_and_the_removed_name_are_in_the_summary() -> None:
+    assert "transformers.deepspeed" in api.diagnose([str(PUBLIC / "2672.log")]).findings[0].summary
+    assert "transformers has no EncoderDecoderCache" in api.diagnose([str(PUBLIC / "2673.log")]).findings[0].summary
+
+
+def test_the_zero_stage_is_in_the_summary() -> None:
+    assert "ZeRO stage 2" in api.diagnose([str(PUBLIC / "2681.log")]).findings[0].summary
+
+
+def test_a_compile_failure_caused_by_an_import_stays_the_compile_failure() -> None:
+    # 305.log: inductor's import of triton fails inside BackendCompilerFailed: the compile failure is what the user sees
+    assert ids(api.diagnose([str(PUBLIC / "305.log")]))[0] == "torch-compile-failed"

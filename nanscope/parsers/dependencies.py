@@ -24,6 +24,14 @@ is used but incompatible. Please install mmcv>={mmcv_minimum_version}, <{mmcv_ma
 print the version tuples, `mmcv>=(1, 3, 13, 0, 0, 0), <(1, 7, 0, 0, 0, 0).`), and the same for MMEngine: the installed
 mmcv / mmengine is outside the range this release supports (too old, or a newer major such as mmcv 2.x under a 1.x
 package).
+
+Python's own import errors say the same for any package (CPython Python/import.c, importlib._bootstrap):
+`ModuleNotFoundError: No module named 'deepspeed'` (3.6+; `ImportError: No module named deepspeed` before), a dotted
+name when the package exists but this release has no such module (`No module named 'transformers.deepspeed'`, moved to
+transformers.integrations in 4.46), and `ImportError: cannot import name 'EncoderDecoderCache' from 'transformers'
+(/.../transformers/__init__.py)` (3.7+; `cannot import name X` before) when a package imports a name another release of
+its dependency removed or has not added yet. `flash_attn` missing is flash-attention-unavailable; a circular import in
+the user's code (`... from partially initialized module ...`) is no dependency and is left to the generic exception.
 """
 
 from __future__ import annotations
@@ -73,7 +81,7 @@ def _dependency(m, rec, state):
         return _event(m, rec, state, "dependency_missing",
                       f"the model's remote code imports {', '.join(pkgs)[:200]}, not installed here (or not importable)")
     if g("req"):
-        return _event(m, rec, state, "dependency_missing", f"this code needs {g('req')} but {g('found')} is installed")
+        return _event(m, rec, state, "dependency_missing", f"this code needs {g('req')} but {g('found').rstrip('.')} is installed")
     return _event(m, rec, state, "dependency_missing", f"{g('obj')} needs the {g('lib')} library, which is not installed")
 
 
@@ -86,10 +94,38 @@ def _openmmlab_version(m, rec, state):
                   framework="mmengine")
 
 
+@rule("python-import", ("ModuleNotFoundError: No module named ", "ImportError: No module named ", "ImportError: cannot import name "),
+      r"(?<![\w.])(?:ModuleNotFoundError|ImportError): (?P<msg>No module named '?(?P<mod>[\w.\-]{1,200})'?"
+      r"|cannot import name '?(?P<name>\w{1,200})'?(?: from '(?P<src>[\w.\-]{1,200})')?)")
+def _python_import(m, rec, state):
+    if "partially initialized module" in rec.text:
+        return []  # a circular import in the code itself
+    mod = m.group("mod")
+    if mod is not None:
+        root = mod.split(".")[0]
+        if root == "flash_attn":
+            return _event(m, rec, state, "flash_attention_unavailable",
+                          "flash_attn is not installed here (or a build that does not import with this torch / CUDA)")
+        if "." in mod:
+            detail = (f"the module {mod} cannot be imported: {root} is not installed, or the installed {root} release has no "
+                      f"such module (the code was written for another release)")
+        else:
+            detail = (f"the module {mod} is not installed in this environment (for the project's own modules: the script "
+                      "runs from another directory or PYTHONPATH)")
+        return _event(m, rec, state, "dependency_missing", detail, framework="python")
+    src = m.group("src")
+    if src is None:
+        detail = f"{m.group('name')} cannot be imported: the installed package is another release than the code importing it expects"
+    else:
+        detail = (f"{src} has no {m.group('name')}: the installed {src.split('.')[0]} is another release than the code importing it "
+                  "expects (the name was removed, renamed or not added yet)")
+    return _event(m, rec, state, "dependency_missing", detail, framework="python")
+
+
 PARSER = Parser(
     name="dependencies",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
-    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks",
-    rules=[_dependency, _openmmlab_version],
+    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks; failed imports",
+    rules=[_dependency, _openmmlab_version, _python_import],
 )

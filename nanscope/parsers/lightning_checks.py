@@ -29,6 +29,11 @@ The Trainer also refuses a GPU run on a machine whose torch sees no CUDA device 
 - utilities/device_parser.py `_sanitize_gpu_ids` (0.x-1.x; later accelerators/cuda.py): `You requested GPUs: [0]`
   then, on the next line, `But your machine only has: []` (later `You requested gpu: ...`): an empty list is no
   GPU at all; a non-empty one is fewer GPUs than the devices asked for (parallel-size-exceeds-gpus).
+
+The fork-based strategies (ddp_notebook / ddp_fork, 1.8+) refuse to start when the notebook already used CUDA:
+strategies/launchers/multiprocessing.py `_check_bad_cuda_fork`: `RuntimeError: Lightning can't create new processes if
+CUDA is already initialized. Did you manually call `torch.cuda.*` functions, ...` (cuda-forked-subprocess, the same
+failure torch reports as `Cannot re-initialize CUDA in forked subprocess`).
 """
 
 from __future__ import annotations
@@ -78,10 +83,17 @@ def _no_gpu(m, rec, state):
     return error_event(m, rec, "cuda_no_device", "lightning", detail, cuda_error=m.group("msg").strip()[:120])
 
 
+@rule("lightning-cuda-fork", ("Lightning can't create new processes if CUDA is already initialized",),
+      r"(?<![\"'])(?P<msg>Lightning can't create new processes if CUDA is already initialized)")
+def _cuda_fork(m, rec, state):
+    return error_event(m, rec, "cuda_forked_subprocess", "lightning",
+                       "the fork-based strategy (ddp_notebook / ddp_fork) found CUDA already initialised in the parent process")
+
+
 PARSER = Parser(
     name="lightning_checks",
     framework="lightning",
     priority=40,  # before the generic exception parser (python, 80)
     description="Lightning ModelCheckpoint / EarlyStopping / ReduceLROnPlateau monitoring a metric that is never logged; a GPU Trainer with no GPU",
-    rules=[_monitor_missing, _no_gpu],
+    rules=[_monitor_missing, _no_gpu, _cuda_fork],
 )

@@ -38,7 +38,10 @@ rule holds for every model, path and number the template is filled with:
   `subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.` (`'-j',
   'N'` added under MAX_JOBS); DeepSpeed's op_builder/builder.py `jit_load`: `Unable to JIT load the
   {name} op due to ninja not being installed.` / `... due to it not being compatible due to
-  hardware/software issue.`; torch's `Ninja is required to load C++ extensions`.
+  hardware/software issue.`; torch's `Ninja is required to load C++ extensions`; no CUDA toolkit to compile with: DeepSpeed
+  op_builder/builder.py `installed_cuda_version`: `MissingCUDAException("CUDA_HOME does not exist, unable to compile CUDA
+  op(s)")` (before 0.10 an `assert cuda_home is not None, "..."`), torch cpp_extension.py `CUDA_HOME environment variable is
+  not set. Please set it to your CUDA install root.`
 - transformers trainer.py `Trainer.compute_loss`: `The model did not return a loss from the inputs, only
   the following keys: {output keys}. For reference, the inputs it received are {input keys}.`
 - transformers tokenization_utils_base.py `BatchEncoding.convert_to_tensors`: `Unable to create tensor, you
@@ -174,14 +177,18 @@ def _quantized(m, rec, state):
     return error_event(m, rec, "quantized_model_no_adapter", "hf", detail)
 
 
-@rule("extension-build", ("Error building extension '", "['ninja', '-v'", "Unable to JIT load the ", "Ninja is required to load C++ extensions"),
+@rule("extension-build", ("Error building extension '", "['ninja', '-v'", "Unable to JIT load the ", "Ninja is required to load C++ extensions",
+                          "CUDA_HOME does not exist, unable to compile CUDA op", "CUDA_HOME environment variable is not set"),
       _TYPE + r"(?P<msg>Error building extension '(?P<name>[^'{}]+)'"
+      r"|(?P<nocuda>CUDA_HOME does not exist, unable to compile CUDA op\(s\)|CUDA_HOME environment variable is not set)"
       r"|Command '\['ninja', '-v'(?:, '-j', '\d+')?\]' returned non-zero exit status \d+"
       r"|Unable to JIT load the (?P<op>\w+) op due to (?P<why>ninja not being installed|it not being compatible)"
       r"|Ninja is required to load C\+\+ extensions)")
 def _extension_build(m, rec, state):
     name = m.group("name") or m.group("op")
-    if m.group("why") and m.group("why").startswith("it not"):
+    if m.group("nocuda"):
+        detail = "no CUDA toolkit was found to compile the CUDA ops (CUDA_HOME is not set and no nvcc is on the PATH)"
+    elif m.group("why") and m.group("why").startswith("it not"):
         detail = f"DeepSpeed's {name} op is not compatible with this hardware / software (see ds_report)"
     elif m.group("why") or "Ninja is required" in m.group("msg"):
         detail = "ninja is not installed, so no C++/CUDA extension can be JIT-built"

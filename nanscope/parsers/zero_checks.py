@@ -1,4 +1,7 @@
-"""A layer ran on a parameter that ZeRO-3 (or FSDP) has sharded away: the local weight is an empty placeholder.
+"""DeepSpeed ZeRO checks a training set-up trips: a sharded placeholder weight used outside the engine, and
+accelerate's gradient accumulation entering no_sync under ZeRO's gradient partitioning.
+
+A layer ran on a parameter that ZeRO-3 (or FSDP) has sharded away: the local weight is an empty placeholder.
 
 DeepSpeed ZeRO-3 (deepspeed/runtime/zero/partition_parameters.py, `zero.Init` and the engine's parameter
 coordinator) keeps each parameter as a 0-element tensor on every rank (`ds_tensor` holds this rank's shard) and
@@ -13,6 +16,11 @@ embedding check refuses it:
 
 Printing the parameter shows the placeholder (`Parameter containing:` / `tensor([], device='cuda:1', ...)`).
 Only the raised form is read: the check's own source line (`"'weight' must be 2-D"` in quotes) is not.
+
+deepspeed/runtime/engine.py `DeepSpeedEngine.no_sync` (0.16+): `assert not self.zero_optimization_partition_gradients(),
+f"no_sync context manager is incompatible with gradient partitioning logic of ZeRO stage {stage}"`. accelerate's
+`accumulate()` / the HF Trainer enter the model's no_sync() on the micro-steps of gradient accumulation, so ZeRO-2 / 3
+with gradient_accumulation_steps > 1 stops at the first accumulation step (until transformers / accelerate skip it).
 """
 
 from __future__ import annotations
@@ -28,10 +36,18 @@ def _weight_not_2d(m, rec, state):
                        "an embedding got a weight that is not 2-D: a ZeRO-3 / FSDP sharded placeholder used outside the engine's forward")
 
 
+@rule("zero-no-sync", ("no_sync context manager is incompatible with gradient partitioning logic of ZeRO stage",),
+      r"(?<![\"'])(?P<msg>no_sync context manager is incompatible with gradient partitioning logic of ZeRO stage (?P<stage>\d))")
+def _zero_no_sync(m, rec, state):
+    return error_event(m, rec, "zero_no_sync_unsupported", "deepspeed",
+                       f"gradient accumulation entered DeepSpeed's no_sync(), which ZeRO stage {m.group('stage')} refuses "
+                       "(it partitions gradients and must reduce them every micro-step)", stage=int(m.group("stage")))
+
+
 PARSER = Parser(
-    name="sharded_params",
+    name="zero_checks",
     framework="deepspeed",
     priority=40,  # before the generic exception parser (python, 80)
-    description="Layers run on ZeRO-3 / FSDP sharded parameters outside the engine ('weight' must be 2-D)",
-    rules=[_weight_not_2d],
+    description="DeepSpeed ZeRO set-up checks: sharded placeholder weights used outside the engine ('weight' must be 2-D), no_sync under ZeRO-2/3",
+    rules=[_weight_not_2d, _zero_no_sync],
 )
