@@ -1,8 +1,9 @@
-"""Trainer set-up failures first seen in the blind public rounds 2650-2669 and 2671-2684 (session 12): ZeRO-3 / FSDP
+"""Trainer set-up failures first seen in the blind public rounds 2650-2669, 2671-2684 and 2685-2693 (session 12): ZeRO-3 / FSDP
 sharded weights used outside the engine, empty training datasets, cuDNN that cannot initialise under JAX / TensorFlow,
 timm's model registry, Lightning's Trainer without a GPU, OpenMMLab's mmcv version check, tf.data batches of unequal
 images; imports that fail, weights left on the meta device, embedding indices past the table, DeepSpeed without
-CUDA_HOME, ZeRO's no_sync under gradient accumulation, Lightning forking after CUDA. Each is named by its own class instead of a generic uncaught exception (or nothing).
+CUDA_HOME, ZeRO's no_sync under gradient accumulation, Lightning forking after CUDA; fp16 kernels the CPU lacks,
+collate's torch.stack over unequal samples, FlashAttention's sm80 check, PEFT without default target modules. Each is named by its own class instead of a generic uncaught exception (or nothing).
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
 the thread named in the comment.
@@ -49,12 +50,20 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("2680.log", "extension-build-failed"),  # DeepSpeed's MissingCUDAException
     ("2681.log", "zero-no-sync-unsupported"),
     ("2682.log", "cuda-forked-subprocess"),  # Lightning's ddp_notebook check
+    ("2685.log", "dtype-unsupported"),  # fp16 LayerNorm on the CPU
+    ("2686.log", "dtype-unsupported"),  # the paste lost the closing quote
+    ("2687.log", "batch-not-padded"),  # inside a DataLoader worker's re-raise
+    ("2688.log", "batch-not-padded"),
+    ("2689.log", "batch-not-padded"),
+    ("2690.log", "cuda-arch-unsupported"),  # flash-attn's backward on a T4
+    ("2691.log", "cuda-arch-unsupported"),
+    ("2692.log", "peft-target-modules-not-found"),
 ])
 def test_set_up_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["2666.log", "2667.log", "2668.log", "2669.log", "2683.log", "2684.log"])
+@pytest.mark.parametrize("name", ["2666.log", "2667.log", "2668.log", "2669.log", "2683.log", "2684.log", "2693.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     # Keras 3 and tf.keras early stopping (a loss that rises for two epochs before the stop), TensorFlow's cudart
     # warning on a machine without CUDA, TensorFlow's start-up lines, the tokenizer's maximum-length warning
@@ -122,3 +131,14 @@ def test_the_zero_stage_is_in_the_summary() -> None:
 def test_a_compile_failure_caused_by_an_import_stays_the_compile_failure() -> None:
     # 305.log: inductor's import of triton fails inside BackendCompilerFailed: the compile failure is what the user sees
     assert ids(api.diagnose([str(PUBLIC / "305.log")]))[0] == "torch-compile-failed"
+
+
+def test_a_kernel_given_integer_or_float_labels_is_a_dtype_mismatch_not_a_precision_problem(tmp_path) -> None:
+    # aten's AT_DISPATCH wording with a dtype that is not a low precision: the tensors have the wrong type
+    line = "RuntimeError: \"nll_loss_forward_reduce_cuda_kernel_2d_index\" not implemented for 'Float'"
+    assert ids(diagnose_lines(tmp_path, [line])) == ["dtype-mismatch"]
+
+
+def test_the_unequal_shapes_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "2688.log")]).findings[0].summary
+    assert "[4, 128, 170] and [4, 96, 128]" in summary

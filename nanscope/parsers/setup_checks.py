@@ -10,7 +10,8 @@ rule holds for every model, path and number the template is filled with:
   `_find_and_replace`, peft/utils/other.py for modules_to_save): `Target modules {target_modules} not
   found in the base model. Please check the target modules and try again.` (+ ` Note: You specified
   'layers_to_transform': ...`), and its siblings `No modules were targeted for adaptation. ...`,
-  `All modules were excluded. This is likely unintended. ...`.
+  `All modules were excluded. This is likely unintended. ...`; tuners_utils.py `_prepare_adapter_config` (lora/model.py
+  before 0.7): `Please specify `target_modules` in `peft_config``: no default targets for the model's type.
 - transformers trainer.py: `_load_from_checkpoint` `Can't find a valid checkpoint at {path}`, `train`
   with resume_from_checkpoint=True `No valid checkpoint found in output directory ({output_dir})`.
 - transformers tokenization_utils_base.py `_get_padding_truncation_strategies`: `Asking to pad but the
@@ -48,6 +49,9 @@ rule holds for every model, path and number the template is filled with:
   should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
   tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
   (inputs type `list` where type `int` is expected).` since 4.2x).
+- aten/src/ATen/native/TensorShape.cpp `check_stack_inputs` (torch.stack, which the DataLoader's default_collate and most
+  collate functions call): `stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and [3, 224, 300]
+  at entry 1` (often inside `Caught RuntimeError in DataLoader worker process 0.`).
 - tensorflow core/kernels/data/batch_util.cc (tf.data `.batch()`, Keras fit over a dataset): `Cannot batch tensors with
   different shapes in component {i}. First element had shape {shape} and element {j} had shape {shape}.` (an
   INVALID_ARGUMENT, often as `(1) INVALID_ARGUMENT:  Cannot batch ...` in a Graph execution error).
@@ -115,13 +119,18 @@ def _amp_fp16(m, rec, state):
 
 
 @rule("peft-target-modules", ("not found in the base model", "No modules were targeted for adaptation",
-                              "All modules were excluded. This is likely unintended"),
+                              "All modules were excluded. This is likely unintended", "Please specify `target_modules` in `peft_config`"),
       _TYPE + r"(?P<msg>Target modules (?P<mods>.{0,500}?) not found in the base model\b"
-      r"|No modules were targeted for adaptation\b|All modules were excluded\. This is likely unintended)")
+      r"|No modules were targeted for adaptation\b|All modules were excluded\. This is likely unintended"
+      r"|(?P<nodefault>Please specify `target_modules` in `peft_config`))")
 def _peft_targets(m, rec, state):
     mods = m.group("mods")
-    detail = (f"PEFT found none of the target modules {mods[:160]} in the model" if mods is not None
-              else "PEFT matched no module to adapt (target_modules / exclude_modules)")
+    if m.group("nodefault"):
+        detail = ("PEFT has no default LoRA target modules for this model type and none were given (target_modules is "
+                  "empty: an architecture this peft release does not know)")
+    else:
+        detail = (f"PEFT found none of the target modules {mods[:160]} in the model" if mods is not None
+                  else "PEFT matched no module to adapt (target_modules / exclude_modules)")
     return error_event(m, rec, "peft_target_modules", "peft", detail)
 
 
@@ -208,10 +217,15 @@ def _model_no_loss(m, rec, state):
 
 
 @rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
-                           "Cannot batch tensors with different shapes in component "),
+                           "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got "),
       _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b"
+      r"|stack expects each tensor to be equal size, but got (?P<s0>\[[\d, ]*\]) at entry \d+ and (?P<s1>\[[\d, ]*\]) at entry \d+"
       r"|Cannot batch tensors with different shapes in component \d+\.(?P<tf>)(?: First element had shape (?P<a>\[[\d,]*\]) and element \d+ had shape (?P<b>\[[\d,]*\]))?)")
 def _batch_not_padded(m, rec, state):
+    if m.group("s0"):
+        return error_event(m, rec, "batch_not_padded", "pytorch",
+                           f"torch.stack (the DataLoader's collate) got samples of different shapes ({m.group('s0')} and {m.group('s1')}): "
+                           "the inputs were not resized, cropped or padded to one shape")
     if m.group("tf") is not None:
         shapes = f" ({m.group('a')} and {m.group('b')})" if m.group("a") else ""
         return error_event(m, rec, "batch_not_padded", "tensorflow",
