@@ -1,9 +1,10 @@
-"""Trainer set-up failures first seen in the blind public rounds 2650-2669, 2671-2684 and 2685-2693 (session 12): ZeRO-3 / FSDP
+"""Trainer set-up failures first seen in the blind public rounds 2650-2669, 2671-2684, 2685-2693 and 2694-2699 (session 12): ZeRO-3 / FSDP
 sharded weights used outside the engine, empty training datasets, cuDNN that cannot initialise under JAX / TensorFlow,
 timm's model registry, Lightning's Trainer without a GPU, OpenMMLab's mmcv version check, tf.data batches of unequal
 images; imports that fail, weights left on the meta device, embedding indices past the table, DeepSpeed without
 CUDA_HOME, ZeRO's no_sync under gradient accumulation, Lightning forking after CUDA; fp16 kernels the CPU lacks,
-collate's torch.stack over unequal samples, FlashAttention's sm80 check, PEFT without default target modules. Each is named by its own class instead of a generic uncaught exception (or nothing).
+collate's torch.stack over unequal samples, FlashAttention's sm80 check, PEFT without default target modules; optimizer
+states that do not fit on resume, optimizers given no trainable parameter, Keras with no gradient. Each is named by its own class instead of a generic uncaught exception (or nothing).
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
 the thread named in the comment.
@@ -58,6 +59,12 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("2690.log", "cuda-arch-unsupported"),  # flash-attn's backward on a T4
     ("2691.log", "cuda-arch-unsupported"),
     ("2692.log", "peft-target-modules-not-found"),
+    ("2694.log", "optimizer-state-mismatch"),
+    ("2695.log", "optimizer-state-mismatch"),  # bitsandbytes' 8-bit optimizer
+    ("2696.log", "no-trainable-parameters"),  # behind a GUI's '[training STDERR] ' relay
+    ("2697.log", "no-trainable-parameters"),
+    ("2698.log", "autograd-no-grad"),  # TensorFlow's wording
+    ("2699.log", "no-trainable-parameters"),
 ])
 def test_set_up_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
@@ -92,6 +99,8 @@ def test_the_rank_that_raised_is_named() -> None:
     '    raise RuntimeError("Cannot find valid samples, check `data/README.md` for the data format.")',  # LlamaFactory#2577
     '    raise MissingCUDAException("CUDA_HOME does not exist, unable to compile CUDA op(s)")',  # vixtts-demo#12
     "    from transformers.deepspeed import is_deepspeed_zero3_enabled",  # DB-GPT-Hub#295
+    '    raise ValueError("optimizer got an empty parameter list")',  # pruning-from-scratch#4
+    '    raise ValueError("loaded state dict contains a parameter group "',  # stereo-transformer#58
 ])
 def test_source_lines_that_quote_the_message_are_not_the_failure(tmp_path, line: str) -> None:
     assert ids(diagnose_lines(tmp_path, [line])) == []
