@@ -151,3 +151,13 @@ def test_a_kernel_given_integer_or_float_labels_is_a_dtype_mismatch_not_a_precis
 def test_the_unequal_shapes_are_in_the_summary() -> None:
     summary = api.diagnose([str(PUBLIC / "2688.log")]).findings[0].summary
     assert "[4, 128, 170] and [4, 96, 128]" in summary
+
+
+@pytest.mark.parametrize("line", [
+    # transformers training_args.py / trainer.py: options that contradict each other (lines from notebooks' output)
+    "ValueError: --load_best_model_at_end requires the save and eval strategy to match, but found",
+    "ValueError: You have set `args.eval_strategy` to IntervalStrategy.EPOCH but you didn't pass an `eval_dataset` to "
+    "`Trainer`. Either set `args.eval_strategy` to `no` or pass an `eval_dataset`. ",
+])
+def test_contradicting_trainer_options_are_an_invalid_config(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == ["trainer-config-invalid"]
