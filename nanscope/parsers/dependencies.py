@@ -94,12 +94,22 @@ def _openmmlab_version(m, rec, state):
                   framework="mmengine")
 
 
+# torch._dynamo prints the backend's exception on the line after `BackendCompilerFailed: backend='inductor' raised:`; that
+# inner ImportError is part of the compile failure (torch-compile-failed, whose event takes the line), not a second one
+@rule("compile-raised", ("BackendCompilerFailed: backend=",), r"BackendCompilerFailed: backend=\S+ raised:\s*$")
+def _compile_raised(m, rec, state):
+    state["compile_raised_line"] = rec.loc.line
+    return None  # not this parser's line: the generic exception parser reads it
+
+
 @rule("python-import", ("ModuleNotFoundError: No module named ", "ImportError: No module named ", "ImportError: cannot import name "),
       r"(?<![\w.])(?:ModuleNotFoundError|ImportError): (?P<msg>No module named '?(?P<mod>[\w.\-]{1,200})'?"
       r"|cannot import name '?(?P<name>\w{1,200})'?(?: from '(?P<src>[\w.\-]{1,200})')?)")
 def _python_import(m, rec, state):
     if "partially initialized module" in rec.text:
         return []  # a circular import in the code itself
+    if state.get("compile_raised_line") == rec.loc.line - 1:
+        return None  # the backend compiler's inner exception (see _compile_raised)
     mod = m.group("mod")
     if mod is not None:
         root = mod.split(".")[0]
@@ -127,5 +137,5 @@ PARSER = Parser(
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
     description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks; failed imports",
-    rules=[_dependency, _openmmlab_version, _python_import],
+    rules=[_dependency, _openmmlab_version, _compile_raised, _python_import],
 )
