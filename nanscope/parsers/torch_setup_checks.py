@@ -81,7 +81,7 @@ def _kernel_dtype(m, rec, state):
 
 
 @rule("kernel-sm-check", ("to be true, but got false",),
-      r"(?<![\"'])Expected (?P<cond>is_sm\d+\w*(?: \|\| is_sm\d+\w*){0,4}) to be true, but got false")
+      r"(?<![\"'])Expected (?P<cond>is_sm\w{1,8}(?: \|\| is_sm\w{1,8}){0,4}) to be true, but got false")
 def _kernel_sm_check(m, rec, state):
     if not first_time(state, ("sm", "check"), rec.loc.line):
         return []
