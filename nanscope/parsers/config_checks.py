@@ -11,6 +11,15 @@
 
 The pydantic line is read only for the tools' own config models (a server's request model is not a training
 config).
+
+The HF Trainer checks its options against each other before training (transformers training_args.py
+`TrainingArguments.__post_init__`, trainer.py `Trainer.__init__` / `evaluate`):
+- `--load_best_model_at_end requires the save and eval strategy to match, but found` (+ the two strategies on the next
+  lines; 4.4x: `..., except when --save_strategy="best", but found`),
+- `--load_best_model_at_end requires the saving steps to be a round multiple of the evaluation steps, but found {save},
+  which is not a round multiple of {eval}.`,
+- `You have set `args.eval_strategy` to {strategy} but you didn't pass an `eval_dataset` to `Trainer`. ...` (4.4x;
+  `evaluation_strategy` before), and `Trainer: evaluation requires an eval_dataset.` (evaluate() with none).
 """
 
 from __future__ import annotations
@@ -48,10 +57,32 @@ def _config_invalid(m, rec, state):
     return error_event(m, rec, "trainer_config_invalid", tool, detail)
 
 
+@rule("hf-trainer-options", ("--load_best_model_at_end requires the ", "but you didn't pass an `eval_dataset` to `Trainer`",
+                              "Trainer: evaluation requires an eval_dataset"),
+      r"(?<![\"'])(?P<msg>--load_best_model_at_end requires the (?P<best>save and eval strategy to match|saving steps to be a round "
+      r"multiple of the evaluation steps)"
+      r"|You have set `args\.(?:eval_strategy|evaluation_strategy)` to (?P<strategy>\S+) but you didn't pass an `eval_dataset` to `Trainer`"
+      r"|Trainer: evaluation requires an eval_dataset)")
+def _trainer_options(m, rec, state):
+    if not first_time(state, ("config", "trainer-options"), rec.loc.line):
+        return []
+    best = m.group("best")
+    if best is not None and best.startswith("save and eval"):
+        detail = "load_best_model_at_end needs save_strategy and eval_strategy to be the same (steps / epoch)"
+    elif best is not None:
+        detail = "load_best_model_at_end needs save_steps to be a multiple of eval_steps"
+    else:
+        strategy = m.group("strategy")
+        detail = (f"evaluation is on{f' ({strategy.rstrip(chr(46))})' if strategy else ''} but the Trainer got no eval_dataset: "
+                  "pass one or set eval_strategy='no'")
+    return error_event(m, rec, "trainer_config_invalid", "hf", detail)
+
+
 PARSER = Parser(
     name="config_checks",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
-    description="Fine-tuning configs failing validation: HfArgumentParser's unused arguments, axolotl's pydantic models",
-    rules=[_config_invalid],
+    description="Fine-tuning configs failing validation: HfArgumentParser's unused arguments, axolotl's pydantic models, "
+                "the HF Trainer's options that contradict each other",
+    rules=[_config_invalid, _trainer_options],
 )

@@ -17,6 +17,21 @@ huggingface/transformers, by module (the texts are the library's templates):
 - utils/versions.py `require_version`: `{requirement} is required for a normal functioning of this module, but
   found {pkg}=={version}.`; utils/import_utils.py `requires_backends`: `{obj} requires the {library} library but it
   was not found in your environment.` (protobuf, SentencePiece, tokenizers, timm, ...).
+
+OpenMMLab packages check their dependencies' versions at import (mmdet/__init__.py, mmseg, mmpose, mmdet3d, mmocr,
+mmrotate): `assert (mmcv_version >= digit_version(mmcv_minimum_version) and mmcv_version < ...), f'MMCV=={mmcv.__version__}
+is used but incompatible. Please install mmcv>={mmcv_minimum_version}, <{mmcv_maximum_version}.'` (1.x: `<=`; some
+print the version tuples, `mmcv>=(1, 3, 13, 0, 0, 0), <(1, 7, 0, 0, 0, 0).`), and the same for MMEngine: the installed
+mmcv / mmengine is outside the range this release supports (too old, or a newer major such as mmcv 2.x under a 1.x
+package).
+
+Python's own import errors say the same for any package (CPython Python/import.c, importlib._bootstrap):
+`ModuleNotFoundError: No module named 'deepspeed'` (3.6+; `ImportError: No module named deepspeed` before), a dotted
+name when the package exists but this release has no such module (`No module named 'transformers.deepspeed'`, moved to
+transformers.integrations in 4.46), and `ImportError: cannot import name 'EncoderDecoderCache' from 'transformers'
+(/.../transformers/__init__.py)` (3.7+; `cannot import name X` before) when a package imports a name another release of
+its dependency removed or has not added yet. `flash_attn` missing is flash-attention-unavailable; a circular import in
+the user's code (`... from partially initialized module ...`) is no dependency and is left to the generic exception.
 """
 
 from __future__ import annotations
@@ -66,14 +81,61 @@ def _dependency(m, rec, state):
         return _event(m, rec, state, "dependency_missing",
                       f"the model's remote code imports {', '.join(pkgs)[:200]}, not installed here (or not importable)")
     if g("req"):
-        return _event(m, rec, state, "dependency_missing", f"this code needs {g('req')} but {g('found')} is installed")
+        return _event(m, rec, state, "dependency_missing", f"this code needs {g('req')} but {g('found').rstrip('.')} is installed")
     return _event(m, rec, state, "dependency_missing", f"{g('obj')} needs the {g('lib')} library, which is not installed")
+
+
+@rule("openmmlab-version", (" is used but incompatible. Please install ",),
+      r"(?<![\w{])(?P<msg>(?P<pkg>MMCV|MMEngine|MMDetection|MMSegmentation)==(?P<ver>[\w.+\-]{1,40}) is used but incompatible\. "
+      r"Please install (?P<need>[^\n]{1,160}?))\.?\s*$")
+def _openmmlab_version(m, rec, state):
+    return _event(m, rec, state, "dependency_missing",
+                  f"{m.group('pkg')} {m.group('ver')} is installed, outside the range this OpenMMLab release supports ({m.group('need')})",
+                  framework="mmengine")
+
+
+# torch._dynamo prints the backend's exception on the line after `BackendCompilerFailed: backend='inductor' raised:`; that
+# inner ImportError is part of the compile failure (torch-compile-failed, whose event takes the line), not a second one
+@rule("compile-raised", ("BackendCompilerFailed: backend=",), r"BackendCompilerFailed: backend=\S+ raised:\s*$")
+def _compile_raised(m, rec, state):
+    state["compile_raised_line"] = rec.loc.line
+    return None  # not this parser's line: the generic exception parser reads it
+
+
+@rule("python-import", ("ModuleNotFoundError: No module named ", "ImportError: No module named ", "ImportError: cannot import name "),
+      r"(?<![\w.])(?:ModuleNotFoundError|ImportError): (?P<msg>No module named '?(?P<mod>[\w.\-]{1,200})'?"
+      r"|cannot import name '?(?P<name>\w{1,200})'?(?: from '(?P<src>[\w.\-]{1,200})')?)")
+def _python_import(m, rec, state):
+    if "partially initialized module" in rec.text:
+        return []  # a circular import in the code itself
+    if state.get("compile_raised_line") == rec.loc.line - 1:
+        return None  # the backend compiler's inner exception (see _compile_raised)
+    mod = m.group("mod")
+    if mod is not None:
+        root = mod.split(".")[0]
+        if root == "flash_attn":
+            return _event(m, rec, state, "flash_attention_unavailable",
+                          "flash_attn is not installed here (or a build that does not import with this torch / CUDA)")
+        if "." in mod:
+            detail = (f"the module {mod} cannot be imported: {root} is not installed, or the installed {root} release has no "
+                      f"such module (the code was written for another release)")
+        else:
+            detail = (f"the module {mod} is not installed in this environment (for the project's own modules: the script "
+                      "runs from another directory or PYTHONPATH)")
+        return _event(m, rec, state, "dependency_missing", detail, framework="python")
+    src = m.group("src")
+    if src is None:
+        detail = f"{m.group('name')} cannot be imported: the installed package is another release than the code importing it expects"
+    else:
+        detail = (f"{src} has no {m.group('name')}: the installed {src.split('.')[0]} is another release than the code importing it "
+                  "expects (the name was removed, renamed or not added yet)")
+    return _event(m, rec, state, "dependency_missing", detail, framework="python")
 
 
 PARSER = Parser(
     name="dependencies",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
-    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version",
-    rules=[_dependency],
+    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks; failed imports",
+    rules=[_dependency, _openmmlab_version, _compile_raised, _python_import],
 )

@@ -125,10 +125,25 @@ def _tf_oom(m, rec, state):
                       message=m.group(0), fields=fields)
 
 
+# tf.keras optimizer_v2/utils.py filter_empty_gradients (keras/optimizers/... in Keras 2.x, keras/src/optimizers in 3):
+# `raise ValueError(f"No gradients provided for any variable: {variable names}.")` (Keras 3: `No gradients provided for any
+# variable.`): the tape found no gradient from the loss to any trainable variable (autograd-no-grad's TensorFlow form).
+@rule("keras-no-gradients", ("No gradients provided for any variable",),
+      r"(?<![\"'])(?P<msg>No gradients provided for any variable)")
+def _no_gradients(m, rec, state):
+    if not first_time(state, ("keras", "no-gradients"), rec.loc.line):
+        return []
+    message = ("TensorFlow found no gradient from the loss to any trainable variable: the loss is not a differentiable "
+               "function of them (argmax, numpy or integer casts between prediction and loss, a custom loss that ignores "
+               "y_pred, the loss computed outside the GradientTape)")
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="keras", error="autograd_no_grad", message=message,
+                      exc_type="ValueError", fields={"detail": rec.text[m.start():].strip()[:300]})
+
+
 PARSER = Parser(
     name="keras",
     framework="keras",
     priority=27,
-    description="Keras / tf.keras progress bars and TerminateOnNaN; TensorFlow's OOM when allocating tensor",
-    rules=[_progbar, _epoch_header, _terminate, _tf_oom],
+    description="Keras / tf.keras progress bars and TerminateOnNaN; TensorFlow's OOM when allocating tensor; no gradients for any variable",
+    rules=[_progbar, _epoch_header, _terminate, _tf_oom, _no_gradients],
 )

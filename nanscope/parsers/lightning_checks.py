@@ -18,13 +18,29 @@ Lightning-AI/pytorch-lightning, by release (the metric name and the logged keys 
 
 Only the raised form is the failure (the exception's type before the text); the warnings are not read.
 Keras' `Early stopping conditioned on metric ... Available metrics are:` is a warning and is not this.
+
+The Trainer also refuses a GPU run on a machine whose torch sees no CUDA device (cuda-no-device), by release:
+- trainer/connectors/accelerator_connector.py `_choose_gpu_accelerator_backend` (1.7+, lightning 2.x):
+  `MisconfigurationException("No supported gpu backend found!")` (accelerator='gpu', neither CUDA nor MPS).
+- `_check_device_config_and_set_final_flags` / `_set_parallel_devices_and_init_accelerator` (1.6+):
+  `` `CUDAAccelerator` can not run on your system since the accelerator is not available. The following
+  accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']. ``
+  (1.6: `GPUAccelerator can not run ...`, no backticks).
+- utilities/device_parser.py `_sanitize_gpu_ids` (0.x-1.x; later accelerators/cuda.py): `You requested GPUs: [0]`
+  then, on the next line, `But your machine only has: []` (later `You requested gpu: ...`): an empty list is no
+  GPU at all; a non-empty one is fewer GPUs than the devices asked for (parallel-size-exceeds-gpus).
+
+The fork-based strategies (ddp_notebook / ddp_fork, 1.8+) refuse to start when the notebook already used CUDA:
+strategies/launchers/multiprocessing.py `_check_bad_cuda_fork`: `RuntimeError: Lightning can't create new processes if
+CUDA is already initialized. Did you manually call `torch.cuda.*` functions, ...` (cuda-forked-subprocess, the same
+failure torch reports as `Cannot re-initialize CUDA in forked subprocess`).
 """
 
 from __future__ import annotations
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
-from nanscope.parsers.setup_checks import exc_type_before
+from nanscope.parsers.setup_checks import error_event, exc_type_before
 
 _RAISED = ("MisconfigurationException", "RuntimeError")
 
@@ -49,10 +65,35 @@ def _monitor_missing(m, rec, state):
                       fields={"detail": detail, "metric": metric, "callback": who, "logged": avail.strip()[:300]})
 
 
+@rule("lightning-no-gpu", ("No supported gpu backend found", "Accelerator can not run on your system since the accelerator is not available",
+                           "Accelerator` can not run on your system since the accelerator is not available", "But your machine only has: ["),
+      # Hydra prints the exception's repr (`MisconfigurationException('No supported gpu backend found!')`); the raise
+      # in a traceback's source line is no evidence, nor is a test's `match="CUDAAccelerator` ...`
+      r"(?<!raise MisconfigurationException\(\")(?<!raise MisconfigurationException\(')(?P<msg>No supported gpu backend found!?"
+      r"|(?<![\"'])`?(?P<acc>CUDA|GPU)Accelerator`? can not run on your system since the accelerator is not available"
+      r"|(?<![\"'{])But your machine only has: \[(?P<avail>[\d, ]*)\])")
+def _no_gpu(m, rec, state):
+    avail = m.group("avail")
+    if avail is not None and avail.strip():
+        return error_event(m, rec, "parallel_exceeds_gpus", "lightning",
+                           f"the Trainer asked for more GPUs than this process sees (visible: [{avail.strip()}]): devices / gpus "
+                           f"is larger than the GPUs the launcher or CUDA_VISIBLE_DEVICES gives it")
+    detail = ("the Lightning Trainer asked for a GPU, and torch sees no CUDA device "
+              "(a CPU-only torch build, no GPU allocated to the job, or CUDA_VISIBLE_DEVICES empty)")
+    return error_event(m, rec, "cuda_no_device", "lightning", detail, cuda_error=m.group("msg").strip()[:120])
+
+
+@rule("lightning-cuda-fork", ("Lightning can't create new processes if CUDA is already initialized",),
+      r"(?<![\"'])(?P<msg>Lightning can't create new processes if CUDA is already initialized)")
+def _cuda_fork(m, rec, state):
+    return error_event(m, rec, "cuda_forked_subprocess", "lightning",
+                       "the fork-based strategy (ddp_notebook / ddp_fork) found CUDA already initialised in the parent process")
+
+
 PARSER = Parser(
     name="lightning_checks",
     framework="lightning",
     priority=40,  # before the generic exception parser (python, 80)
-    description="Lightning ModelCheckpoint / EarlyStopping / ReduceLROnPlateau monitoring a metric that is never logged",
-    rules=[_monitor_missing],
+    description="Lightning ModelCheckpoint / EarlyStopping / ReduceLROnPlateau monitoring a metric that is never logged; a GPU Trainer with no GPU",
+    rules=[_monitor_missing, _no_gpu, _cuda_fork],
 )

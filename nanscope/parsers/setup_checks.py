@@ -10,7 +10,8 @@ rule holds for every model, path and number the template is filled with:
   `_find_and_replace`, peft/utils/other.py for modules_to_save): `Target modules {target_modules} not
   found in the base model. Please check the target modules and try again.` (+ ` Note: You specified
   'layers_to_transform': ...`), and its siblings `No modules were targeted for adaptation. ...`,
-  `All modules were excluded. This is likely unintended. ...`.
+  `All modules were excluded. This is likely unintended. ...`; tuners_utils.py `_prepare_adapter_config` (lora/model.py
+  before 0.7): `Please specify `target_modules` in `peft_config``: no default targets for the model's type.
 - transformers trainer.py: `_load_from_checkpoint` `Can't find a valid checkpoint at {path}`, `train`
   with resume_from_checkpoint=True `No valid checkpoint found in output directory ({output_dir})`.
 - transformers tokenization_utils_base.py `_get_padding_truncation_strategies`: `Asking to pad but the
@@ -38,13 +39,22 @@ rule holds for every model, path and number the template is filled with:
   `subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.` (`'-j',
   'N'` added under MAX_JOBS); DeepSpeed's op_builder/builder.py `jit_load`: `Unable to JIT load the
   {name} op due to ninja not being installed.` / `... due to it not being compatible due to
-  hardware/software issue.`; torch's `Ninja is required to load C++ extensions`.
+  hardware/software issue.`; torch's `Ninja is required to load C++ extensions`; no CUDA toolkit to compile with: DeepSpeed
+  op_builder/builder.py `installed_cuda_version`: `MissingCUDAException("CUDA_HOME does not exist, unable to compile CUDA
+  op(s)")` (before 0.10 an `assert cuda_home is not None, "..."`), torch cpp_extension.py `CUDA_HOME environment variable is
+  not set. Please set it to your CUDA install root.`
 - transformers trainer.py `Trainer.compute_loss`: `The model did not return a loss from the inputs, only
   the following keys: {output keys}. For reference, the inputs it received are {input keys}.`
 - transformers tokenization_utils_base.py `BatchEncoding.convert_to_tensors`: `Unable to create tensor, you
   should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
   tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
   (inputs type `list` where type `int` is expected).` since 4.2x).
+- aten/src/ATen/native/TensorShape.cpp `check_stack_inputs` (torch.stack, which the DataLoader's default_collate and most
+  collate functions call): `stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and [3, 224, 300]
+  at entry 1` (often inside `Caught RuntimeError in DataLoader worker process 0.`).
+- tensorflow core/kernels/data/batch_util.cc (tf.data `.batch()`, Keras fit over a dataset): `Cannot batch tensors with
+  different shapes in component {i}. First element had shape {shape} and element {j} had shape {shape}.` (an
+  INVALID_ARGUMENT, often as `(1) INVALID_ARGUMENT:  Cannot batch ...` in a Graph execution error).
 - accelerate accelerator.py `Accelerator.prepare_model`: `You can't train a model that has been loaded in
   8-bit precision on a different device than the one you're training on. Make sure you loaded the model
   on the correct device using for example `device_map={'':torch.cuda.current_device()}` ...`, and `You
@@ -54,6 +64,9 @@ rule holds for every model, path and number the template is filled with:
   {scope}::{registry} registry. Please check whether the value of `{type}` is correct or it was registered
   as expected. ...'`; mmcv 1.x mmcv/utils/registry.py: `KeyError: '{type} is not in the {registry}
   registry'` (re-raised by a parent builder as `"{Parent}: '{type} is not in ...'"`).
+- timm timm/models/_factory.py `create_model` (factory.py before 0.9): `RuntimeError: Unknown model ({name})`; fvcore
+  fvcore/common/registry.py `Registry.get` (detectron2): `KeyError: "No object named '{name}' found in '{registry}'
+  registry!"`: a name no registry has, like mmengine's (registry-type-not-found).
 - transformers utils/hub.py `cached_file` (every from_pretrained): `{id} is not a local folder and is not a
   valid model identifier listed on 'https://huggingface.co/models'` (+ `If this is a private repository,
   make sure to pass a token ...`), and for a gated repo `You are trying to access a gated repo.`;
@@ -106,13 +119,18 @@ def _amp_fp16(m, rec, state):
 
 
 @rule("peft-target-modules", ("not found in the base model", "No modules were targeted for adaptation",
-                              "All modules were excluded. This is likely unintended"),
+                              "All modules were excluded. This is likely unintended", "Please specify `target_modules` in `peft_config`"),
       _TYPE + r"(?P<msg>Target modules (?P<mods>.{0,500}?) not found in the base model\b"
-      r"|No modules were targeted for adaptation\b|All modules were excluded\. This is likely unintended)")
+      r"|No modules were targeted for adaptation\b|All modules were excluded\. This is likely unintended"
+      r"|(?P<nodefault>Please specify `target_modules` in `peft_config`))")
 def _peft_targets(m, rec, state):
     mods = m.group("mods")
-    detail = (f"PEFT found none of the target modules {mods[:160]} in the model" if mods is not None
-              else "PEFT matched no module to adapt (target_modules / exclude_modules)")
+    if m.group("nodefault"):
+        detail = ("PEFT has no default LoRA target modules for this model type and none were given (target_modules is "
+                  "empty: an architecture this peft release does not know)")
+    else:
+        detail = (f"PEFT found none of the target modules {mods[:160]} in the model" if mods is not None
+                  else "PEFT matched no module to adapt (target_modules / exclude_modules)")
     return error_event(m, rec, "peft_target_modules", "peft", detail)
 
 
@@ -168,14 +186,18 @@ def _quantized(m, rec, state):
     return error_event(m, rec, "quantized_model_no_adapter", "hf", detail)
 
 
-@rule("extension-build", ("Error building extension '", "['ninja', '-v'", "Unable to JIT load the ", "Ninja is required to load C++ extensions"),
+@rule("extension-build", ("Error building extension '", "['ninja', '-v'", "Unable to JIT load the ", "Ninja is required to load C++ extensions",
+                          "CUDA_HOME does not exist, unable to compile CUDA op", "CUDA_HOME environment variable is not set"),
       _TYPE + r"(?P<msg>Error building extension '(?P<name>[^'{}]+)'"
+      r"|(?P<nocuda>CUDA_HOME does not exist, unable to compile CUDA op\(s\)|CUDA_HOME environment variable is not set)"
       r"|Command '\['ninja', '-v'(?:, '-j', '\d+')?\]' returned non-zero exit status \d+"
       r"|Unable to JIT load the (?P<op>\w+) op due to (?P<why>ninja not being installed|it not being compatible)"
       r"|Ninja is required to load C\+\+ extensions)")
 def _extension_build(m, rec, state):
     name = m.group("name") or m.group("op")
-    if m.group("why") and m.group("why").startswith("it not"):
+    if m.group("nocuda"):
+        detail = "no CUDA toolkit was found to compile the CUDA ops (CUDA_HOME is not set and no nvcc is on the PATH)"
+    elif m.group("why") and m.group("why").startswith("it not"):
         detail = f"DeepSpeed's {name} op is not compatible with this hardware / software (see ds_report)"
     elif m.group("why") or "Ninja is required" in m.group("msg"):
         detail = "ninja is not installed, so no C++/CUDA extension can be JIT-built"
@@ -194,9 +216,21 @@ def _model_no_loss(m, rec, state):
     return error_event(m, rec, "model_returned_no_loss", "hf", detail)
 
 
-@rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",),
-      _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b)")
+@rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
+                           "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got "),
+      _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b"
+      r"|stack expects each tensor to be equal size, but got (?P<s0>\[[\d, ]*\]) at entry \d+ and (?P<s1>\[[\d, ]*\]) at entry \d+"
+      r"|Cannot batch tensors with different shapes in component \d+\.(?P<tf>)(?: First element had shape (?P<a>\[[\d,]*\]) and element \d+ had shape (?P<b>\[[\d,]*\]))?)")
 def _batch_not_padded(m, rec, state):
+    if m.group("s0"):
+        return error_event(m, rec, "batch_not_padded", "pytorch",
+                           f"torch.stack (the DataLoader's collate) got samples of different shapes ({m.group('s0')} and {m.group('s1')}): "
+                           "the inputs were not resized, cropped or padded to one shape")
+    if m.group("tf") is not None:
+        shapes = f" ({m.group('a')} and {m.group('b')})" if m.group("a") else ""
+        return error_event(m, rec, "batch_not_padded", "tensorflow",
+                           f"tf.data could not stack examples of different shapes{shapes} into one batch: "
+                           "the inputs were not resized or padded to one shape")
     feat = re.search(r"Perhaps your features \(`(?P<f>[^`]+)` in this case\)", rec.text)
     detail = ("the batch's sequences differ in length (or are not token ids) and were not padded"
               + (f"; the feature `{feat.group('f')}` is nested or not tokenized" if feat else ""))
@@ -223,6 +257,23 @@ def _registry_type(m, rec, state):
     detail = f"the config's type {m.group('obj')} is in no {scope}{m.group('reg')} registry (not imported, or another scope)"
     return ErrorEvent(loc=rec.loc, text=rec.text, framework="mmengine", error="registry_type_not_found",
                       message=rec.text[m.start("msg"):].strip()[:400], exc_type="KeyError", fields={"detail": detail})
+
+
+# Other registries that build a model from a name: timm's create_model (timm/models/_factory.py, factory.py before
+# 0.9: `raise RuntimeError('Unknown model (%s)' % model_name)`) and fvcore's Registry.get (detectron2 and its
+# projects: `raise KeyError("No object named '{}' found in '{}' registry!".format(name, self._name))`). The raise
+# in a traceback's source line has a quote before the words, the error line the exception type.
+@rule("model-registry", ("RuntimeError: Unknown model (", "No object named '"),
+      r"RuntimeError: (?P<msg>Unknown model \((?P<timm>[^()\s]{1,200})\))"
+      r"|KeyError: [\"'](?P<fvmsg>No object named '(?P<obj>[^']{1,200})' found in '(?P<reg>[^']{1,100})' registry)")
+def _model_registry(m, rec, state):
+    if m.group("timm"):
+        return error_event(m, rec, "registry_type_not_found", "timm",
+                           f"timm has no model registered as {m.group('timm')} (the module that defines it was not imported, "
+                           "or this timm release does not have it)")
+    detail = f"the config's {m.group('obj')} is in no {m.group('reg')} registry (the module that registers it was not imported)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="detectron2", error="registry_type_not_found",
+                      message=rec.text[m.start("fvmsg"):].strip()[:400], exc_type="KeyError", fields={"detail": detail})
 
 
 @rule("hf-hub-refusal", ("is not a local folder and is not a", "Access to model ", "GatedRepoError: ",
@@ -280,6 +331,6 @@ PARSER = Parser(
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, FlashAttention 2, "
                 "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _extension_build, _model_no_loss,
-           _batch_not_padded, _quantized_device_map, _registry_type,
+           _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
            _hf_not_accessible],
 )

@@ -1,0 +1,39 @@
+"""The training data has no samples: the sampler or the fine-tuning tool refuses to start on an empty dataset.
+
+- torch/utils/data/sampler.py `RandomSampler.__init__` (DataLoader(shuffle=True), the HF Trainer, accelerate):
+  `ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")`
+  (torch 1.3+; torch 1.0-1.2: `"num_samples should be a positive integeral value, but got num_samples={}"`),
+  raised with num_samples=0 when len(dataset) is 0.
+- LLaMA-Factory src/llamafactory/data/loader.py `_get_preprocessed_dataset` (older src/llmtuner/data/loader.py,
+  utils.py): `RuntimeError("Cannot find valid samples, check `data/README.md` for the data format.")` (later
+  `... check the data format.`) and, for pre-training, `Cannot find sufficient samples, consider increasing
+  dataset size.`: every example was dropped by preprocessing (wrong columns / format, all longer than cutoff_len).
+
+A positive num_samples is another error (a wrong num_samples argument), not an empty dataset, and is not read.
+"""
+
+from __future__ import annotations
+
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.setup_checks import error_event
+
+
+@rule("dataset-empty", ("but got num_samples=0", "Cannot find valid samples, check", "Cannot find sufficient samples, consider"),
+      r"(?<![\"'])(?P<msg>num_samples should be a positive (?:integer|integeral) value, but got num_samples=0\b"
+      r"|Cannot find (?P<lf>valid samples, check|sufficient samples, consider increasing dataset size))")
+def _dataset_empty(m, rec, state):
+    if m.group("lf"):
+        detail = ("preprocessing kept no sample of the training data (the dataset's columns or format do not match its "
+                  "dataset_info entry, or every example was filtered out)")
+        return error_event(m, rec, "dataset_empty", "llamafactory", detail)
+    return error_event(m, rec, "dataset_empty", "pytorch",
+                       "the DataLoader's sampler got a dataset of length 0: the data path or pattern matched no sample")
+
+
+PARSER = Parser(
+    name="empty_dataset",
+    framework="pytorch",
+    priority=40,  # before the generic exception parser (python, 80)
+    description="Training data with no samples (RandomSampler's num_samples=0, LLaMA-Factory's no valid samples)",
+    rules=[_dataset_empty],
+)
