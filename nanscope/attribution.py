@@ -175,12 +175,14 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                                    f"names no rank (a launcher, scheduler or server line)")
             if others:
                 root.decided_by += ", before the collateral errors" + (" on the other ranks" if ranks else "")
-        if not root.sig.rank_evidence and root.category == "distributed" and root.initiating_rank is not None:
-            # a fault of the node or of the launch that every affected rank reports alike (two ranks on one GPU,
-            # the node's NVSwitch fabric): the rank that printed it first is not where it started
+        if not root.sig.rank_evidence and root.initiating_rank is not None:
+            # what every affected rank reports alike: a fault of the node or of the launch (two ranks on one GPU,
+            # the node's NVSwitch fabric), or a check of the job's configuration that every rank makes (a batch
+            # size the generations do not divide): the rank that printed it first is not where it started
+            what = ("a fault of the node or the launch" if root.category == "distributed"
+                    else "a check of the job's configuration that every rank makes")
             root.decided_by = (f"tier 4: {root.id} is reported by the ranks it affects alike (rank "
-                               f"{root.initiating_rank} printed it first); it is a fault of the node or the launch, "
-                               f"not of one rank")
+                               f"{root.initiating_rank} printed it first); it is {what}, not a fault of one rank")
             root.initiating_rank = None
             root.confidence = "low"
         tiers[id(root)] = 2

@@ -106,12 +106,9 @@ _CLASSIFY = [
     #   -> "fp16 mixed precision requires a GPU"; newer: "... requires a GPU (not 'mps')."
     # aten/src/ATen/cuda/CUDABlas.cpp, torch 1.7-1.9 (pytorch/pytorch#50442 took it out): TORCH_CHECK(false,
     #   "BFloat16 gemm in CUDA requires Ampere or later GPU"); later releases let cuBLAS refuse (cuda.py).
-    # ATen's dispatch macros (aten/src/ATen/Dispatch.h AT_DISPATCH_SWITCH: #NAME, " not implemented for '",
-    # toString(scalar_type), "'") when the kernel has no half-precision case: mostly the CPU kernels of an fp16 model
-    # run on the CPU ("addmm_impl_cpu_", "LayerNormKernelImpl", "slow_conv2d_cpu").
+    # (ATen's dispatch message, `"<kernel>" not implemented for '<dtype>'`, is read by torch_setup_checks.py.)
     (re.compile(r"Your setup doesn't support bf16/|\b(?:fp16|bf16) mixed precision requires a GPU"
-                r"|BFloat16 gemm in CUDA requires Ampere or later GPU"
-                r"|\"\w+\" not implemented for '(?:Half|BFloat16)'"), "dtype_unsupported"),
+                r"|BFloat16 gemm in CUDA requires Ampere or later GPU"), "dtype_unsupported"),
     # A compiled extension that does not match the torch (or CUDA) it is loaded into:
     #  - the dynamic loader cannot resolve a symbol the .so was linked against (glibc dlerror, as Python's
     #    ImportError / OSError message: "<file>.so: undefined symbol: _ZN3c10..."; macOS dyld "Symbol not found:
