@@ -247,3 +247,22 @@ def test_every_worker_aborting_in_the_same_second_names_no_rank(tmp_path):
     # 1512 (open-mmlab/mmsegmentation#3106): ranks 0, 1 and 2 all SIGABRT at 22:36:10, no error file
     f = diagnose(tmp_path, lines("1512.log"))
     assert f.initiating_rank is None and f.confidence == "low"
+
+
+def test_milabench_tag_and_pipe_are_peeled_to_the_ranks_under_them():
+    # 2612 (mila-iqia/milabench#269): milabench/log.py TerminalFormatter prints `{tag} [stderr] {line}`
+    msg, origin = peel(lines("2612.log")[0], Origin())
+    assert origin.rank == 14 and msg.startswith("[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [Rank 14]")
+
+
+def test_a_gui_relay_tag_is_peeled_so_the_exception_is_read(tmp_path):
+    # 2696 (kohya-ss/musubi-tuner#817): a GUI relays the trainer's stderr as `[training STDERR] ...`
+    msg, _ = peel(lines("2696.log")[2], Origin())
+    assert msg == "ValueError: optimizer got an empty parameter list"
+    f = diagnose(tmp_path, lines("2696.log"))
+    assert f.id == "no-trainable-parameters"
+
+
+def test_a_pipe_name_inside_prose_is_no_prefix():
+    for text in ("wrote the log to out [stderr] and more", "[stderr] RuntimeError: x", "see [training STDERR]: x"):
+        assert peel(text, Origin()) == (text, Origin())

@@ -28,6 +28,10 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
   svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers (a pod is a node:
                             its replica index, ingest/topology.py pod_index, names ranks only
                             with the processes per pod known)
+  bench.node [stderr]      milabench's terminal (milabench/log.py TerminalFormatter: the run's tag, then
+                            `[stdout]` / `[stderr]`, then the benchmark's line): peeled, no rank
+  [training STDERR]         a GUI relaying its trainer's pipes (`[<name> STDERR] `, kohya-ss/musubi-tuner#817):
+                            peeled, no rank
   2024-05-01T12:00:00.123Z  kubectl logs --timestamps (the time is kept as the line's timestamp)
   rank:  3 | 2022-04-03 ... ParlAI's distributed prefix: ParlaiLogger.add_format_prefix puts
                             f'{prefix} ' before LOGFILE_FORMAT '%(asctime)s %(levelname)-8s | %(message)s'
@@ -79,6 +83,8 @@ _PREFIX = re.compile(
       | \(pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \[(?:pod/)?(?P<pod>[\w.\-]+)/[\w.\-]*\][ \t]
       | (?P<svc>[A-Za-z][\w.\-]*)[ \t]+\|[ \t]
+      | [A-Za-z][\w.\-]{0,127}[ ]\[(?:stdout|stderr)\][ ]
+      | \[[A-Za-z][\w.\-]{0,63}[ ](?:STDOUT|STDERR)\][ ]
       | (?P<anyhost>[A-Za-z][\w\-]{0,62}(?:\.[\w\-]{1,63}){0,8}):[ ](?=\S)
     )
     """,
