@@ -24,6 +24,7 @@ import numpy as np
 CAP = 512  # buckets per stream: about one per pixel of a plot
 MAX_STREAMS = 512  # streams with a curve; later ones are counted only
 EVENTS_PER_KIND = 4  # timeline events kept per stream and kind
+PENDING = 4096  # single step events a curve gathers before adding them
 VALUES = ("loss", "grad_norm", "loss_scale")
 _NONE = np.iinfo(np.int64).max  # "no mark in this bucket"
 
@@ -103,7 +104,8 @@ class RankSeries:
 class _Curve:
     """One stream's buckets while the log is read."""
 
-    __slots__ = ("origin", "width", "count", "mins", "maxs", "nonfinite", "skipped", "lo", "hi", "events", "kinds")
+    __slots__ = ("origin", "width", "count", "mins", "maxs", "nonfinite", "skipped", "lo", "hi", "events", "kinds",
+                 "pending")
 
     def __init__(self) -> None:
         self.origin: Optional[int] = None
@@ -117,6 +119,9 @@ class _Curve:
         self.hi: Optional[int] = None
         self.events: list[TimelineEvent] = []
         self.kinds: dict[str, int] = {}
+        # single step events not yet added: (step, loss, grad_norm, loss_scale, skipped, source, line, ts);
+        # added together (SeriesRecorder._flush): one array call per value instead of one per event
+        self.pending: list[tuple] = []
 
     def _fit(self, lo: int, hi: int) -> None:
         """Widen (and move) the buckets until steps lo..hi fit."""
@@ -236,10 +241,14 @@ class SeriesRecorder:
 
     def feed(self, e: Any) -> None:
         kind = e.kind
+        if kind == "step":
+            self._step(e)
+            return
+        c = self._curves.get(e.stream)
+        if c is not None and c.pending:
+            self._flush(c)  # what came before this event goes in first, as it was read
         if kind == "steps":
             self._batch(e)
-        elif kind == "step":
-            self._step(e)
         elif kind == "scale":
             if e.action in ("overflow", "decrease", "minimum") and e.step is not None:
                 c = self._curve(e.stream)
@@ -271,14 +280,31 @@ class SeriesRecorder:
         c = self._curve(e.stream)
         if c is None:
             return
+        c.pending.append((e.step, e.loss, e.grad_norm, e.loss_scale, bool(e.skipped) or bool(e.skipped_iters),
+                          e.loc.source, e.loc.line, e.origin.ts))
+        if len(c.pending) >= PENDING:
+            self._flush(c)
+
+    def _flush(self, c: _Curve) -> None:
+        """Add a curve's pending step events at once (its buckets start at the first one's step, as
+        they would one by one), and mark the first of them with a non-finite value."""
+        rows, c.pending = c.pending, []
+        if c.origin is None:
+            c._fit(rows[0][0], rows[0][0])
+        steps = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         values = {}
-        for name in VALUES:
-            v = getattr(e, name)
-            if v is not None:
-                values[name] = (np.array([v], dtype=np.float64), np.ones(1, dtype=bool))
-        skipped = bool(e.skipped) or bool(e.skipped_iters)
-        if c.add(np.array([e.step], dtype=np.int64), values, np.array([skipped])):
-            self._first_bad(c, e.step, e.loc.source, e.loc.line, e.origin.ts)
+        for j, name in enumerate(VALUES, start=1):
+            got = [r[j] for r in rows]
+            present = np.fromiter((v is not None for v in got), dtype=bool, count=len(got))
+            if present.any():
+                values[name] = (np.array([np.nan if v is None else v for v in got], dtype=np.float64), present)
+        skipped = np.fromiter((r[4] for r in rows), dtype=bool, count=len(rows))
+        if c.add(steps, values, skipped):
+            bad = np.zeros(len(rows), dtype=bool)
+            for v, p in values.values():
+                bad |= p & ~np.isfinite(v)
+            r = rows[int(np.argmax(bad))]
+            self._first_bad(c, r[0], r[5], r[6], r[7])
 
     def _batch(self, b: Any) -> None:
         n = len(b)
@@ -315,6 +341,9 @@ class SeriesRecorder:
 
     def series(self) -> list[RankSeries]:
         out = []
+        for c in self._curves.values():
+            if c.pending:
+                self._flush(c)
         for key, c in self._curves.items():
             if c.origin is None and not c.events:
                 continue

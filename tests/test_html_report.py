@@ -173,6 +173,29 @@ def test_series_memory_is_bounded_and_marks_are_never_dropped():
     assert len(b.lo) <= 300 and sorted(int(x) for x in b.nonfinite["loss"] if x >= 0) == sorted(nan_at)
 
 
+def test_single_step_events_keep_the_timeline_in_the_order_they_were_read():
+    # single step events are gathered and added together (series.PENDING): a NaN read before a
+    # crash still comes first on the timeline, at its own step and line, whatever the gathering
+    from nanscope.model import ErrorEvent
+    from nanscope import series
+
+    for pending in (1, 3, series.PENDING):
+        rec = SeriesRecorder()
+        saved, series.PENDING = series.PENDING, pending
+        try:
+            for step in range(10):
+                rec.feed(_step(0, step, float("nan") if step == 5 else 2.0))
+            rec.feed(ErrorEvent(loc=Loc("x.log", 20), text="", framework="pytorch", origin=Origin(rank=0), rank=0,
+                                error="cuda_oom", exc_type="torch.OutOfMemoryError", stream=("rank", None, 0)))
+            for step in range(10, 20):
+                rec.feed(_step(0, step, 2.0))
+            s, = rec.series()
+        finally:
+            series.PENDING = saved
+        assert [(e.kind, e.step, e.line) for e in s.events] == [("nonfinite", 5, 6), ("error", None, 20)]
+        assert s.nonfinite_steps("loss") == [5] and (s.first_step, s.last_step) == (0, 19)
+
+
 def test_a_long_many_rank_run_gives_a_small_page():
     from nanscope.model import Report
 
