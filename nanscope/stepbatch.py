@@ -52,6 +52,8 @@ class StepBatch:
         self.base = base  # native: the origin the file name implies
         self.evs = evs  # from_events: the events themselves
         self.unset = unset  # StepEvent fields that are None on every row
+        # rows whose step streams counted (the log printed none: Event.step_counted); None: no row
+        self.counted: Optional[np.ndarray] = None
         self._events: dict[int, StepEvent] = {}
 
     @classmethod
@@ -138,6 +140,8 @@ class StepBatch:
                         self.step_set[a:b], {}, self.texts.slice(a, b - a) if self.texts is not None else None,
                         self.parsers, self.base, self.evs[a:b] if self.evs is not None else None, self.unset,
                         self.order[a:b])
+        if self.counted is not None:
+            out.counted = self.counted[a:b]
         out._parent, out._at = (self._parent, self._at + a) if self._parent is not None else (self, a)
         return out
 
@@ -148,6 +152,8 @@ class StepBatch:
         ev = self._events.get(i)
         if ev is None:
             ev = self._events[i] = self.ref(i).event()
+            if self.counted is not None and self.counted[i]:
+                ev.step_counted = True
         return ev
 
     def events(self):
@@ -163,7 +169,18 @@ class StepBatch:
         if got is not None:
             return got
         return RowRef(self.texts.line(i), int(self.lines[i]), self.source, self.base, self.parsers,
-                      int(self.step[i]) if self.step_set[i] else None, self.framework, self.origin, self.stream)
+                      int(self.step[i]) if self.step_set[i] else None, self.framework, self.origin, self.stream,
+                      self.counted is not None and bool(self.counted[i]))
+
+    def fill_steps(self, step: np.ndarray, counted: np.ndarray) -> None:
+        """Streams' steps for the rows that printed none (and which of them it counted): every
+        row then has its step, as the events of the per-line path get theirs."""
+        self.step = step
+        self.step_set = np.ones(len(self), dtype=bool)
+        self.counted = counted if counted.any() else None
+        for i, ev in self._events.items():  # (rows already made events)
+            ev.step = int(step[i])
+            ev.step_counted = bool(counted[i])
 
 
 class Lines:
@@ -210,6 +227,9 @@ class Joined(StepBatch):
                          np.concatenate([q.step_set for q in parts]), {},
                          unset=frozenset.intersection(*[q.unset for q in parts]),
                          order=np.concatenate([q.order for q in parts]))
+        if any(q.counted is not None for q in parts):
+            self.counted = np.concatenate([q.counted if q.counted is not None else np.zeros(len(q), dtype=bool)
+                                           for q in parts])
         self.parts = parts
         self.offsets = np.cumsum([0] + [len(q) for q in parts])
 
@@ -246,12 +266,13 @@ REPARSE: Callable[..., list] = _unregistered
 class RowRef:
     """A native row, enough to make its StepEvent later: the per-line path on that one line."""
 
-    __slots__ = ("raw", "line", "source", "base", "parsers", "step", "framework", "origin", "stream")
+    __slots__ = ("raw", "line", "source", "base", "parsers", "step", "framework", "origin", "stream", "counted")
 
     def __init__(self, raw: bytes, line: int, source: str, base: Any, parsers: tuple, step: Optional[int],
-                 framework: Optional[str], origin: Optional[Origin], stream: Any):
+                 framework: Optional[str], origin: Optional[Origin], stream: Any, counted: bool = False):
         self.raw, self.line, self.source, self.base, self.parsers = raw, line, source, base, parsers
         self.step, self.framework, self.origin, self.stream = step, framework, origin, stream
+        self.counted = counted
 
     def event(self) -> StepEvent:
         raw = self.raw.rsplit(b"\r", 1)[-1]  # an HF progress line: its event is the dict's
@@ -265,4 +286,5 @@ class RowRef:
                            rank=self.stream[2] if self.stream and self.stream[0] == "rank" else None, stream=self.stream)
         if self.step is not None:
             ev.step = self.step
+            ev.step_counted = self.counted
         return ev

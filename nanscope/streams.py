@@ -122,11 +122,14 @@ class Streams:
         n = len(b)
         if n == 0:
             return
-        if not b.step_set.all() or any(b.col(f) is None for f in ("skipped", "skipped_total", "skipped_iters")):
-            for ev in b.events():  # rare: rows without a step
+        if any(b.col(f) is None for f in ("skipped", "skipped_total", "skipped_iters")):
+            for ev in b.events():  # rare: a batch that cannot say these in arrays
                 yield from self.process(ev)
             return
-        st.counted = False  # (every row printed its step)
+        if b.step_set.all():
+            st.counted = False  # (every row printed its step)
+        else:
+            _fill_steps(st, b)
         if st.fatal:
             self._correct_fatal(st, b.step, st.step)
         if n <= SMALL_BATCH:
@@ -291,6 +294,28 @@ class Streams:
             if s.steps or s.skipped_steps:
                 out.append(s)
         return sorted(out, key=lambda s: (s.rank is None, s.node or "", s.rank if s.rank is not None else -1, s.label))
+
+
+def _fill_steps(st: _Stream, b: StepBatch) -> None:
+    """process()'s steps for the rows of a batch that printed none, in arrays: such a row's step
+    is the one before it + 1 (the stream's last step before the batch, or, with none, the count
+    of its step lines), and it is counted (Event.step_counted) while no row of the stream has
+    printed a step number."""
+    n = len(b)
+    idx = np.arange(n)
+    printed = b.step_set
+    last = np.where(printed, idx, -1)
+    np.maximum.accumulate(last, out=last)
+    step = b.step.copy()
+    after = ~printed & (last >= 0)
+    step[after] = step[last[after]] + (idx[after] - last[after])
+    lead = last < 0  # (all unprinted: the rows before the batch's first printed step)
+    base = st.step if st.step is not None else st.steps_seen
+    step[lead] = base + idx[lead] + 1
+    counted_lead = st.counted or st.step is None
+    counted = lead & counted_lead
+    st.counted = bool(counted_lead) if not printed.any() else False
+    b.fill_steps(step, counted)
 
 
 def _pending(fatal: list) -> list:

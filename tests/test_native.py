@@ -589,6 +589,25 @@ def test_hf_progress_lines_are_read_natively_with_the_per_line_steps(tmp_path, m
     assert steps["steps"] == 399 and steps["first_step"] == 2 and steps["last_step"] == 400
 
 
+@pytest.mark.parametrize("bars_first", [False, True])
+def test_hf_dicts_without_bars_get_their_counted_steps_in_the_batch(tmp_path, monkeypatch, bars_first):
+    """Trainer log dicts with no bar and no step (public/1020: tqdm off; grad_norm nan from the
+    first), hundreds of them: the lane reads them, streams give them their steps in the batch (a
+    count 1, 2, ..., or on from the last bar's count after real progress lines), and the report is
+    the per-line one, its steps said as counts only where the log printed none."""
+    dicts = (ROOT_PATH / "sample_logs/public/1020.log").read_bytes().split(b"\n")[:4]
+    lines = [b"some header line"] + ([_hf_bar(i) for i in range(1, 51)] if bars_first else [])
+    lines += [dicts[i % 4] for i in range(600)]
+    log = tmp_path / "hf_dicts.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    taken, slow, fast = _hf_lane_both_ways(log, monkeypatch)
+    assert sum(taken) >= 600
+    assert fast == slow
+    f = {x["id"]: x for x in fast["findings"]}["nan-persistent"]
+    assert ("the log prints no step numbers" in f["summary"]) != bars_first
+    assert fast["ranks"][0]["last_step"] == (651 if bars_first else 600)
+
+
 def test_hf_progress_lines_around_a_line_the_lane_does_not_read_are_still_read_natively(tmp_path, monkeypatch):
     """A chunk whose HF lines end a training run (the `train_runtime` dict glued to the last bar,
     from sample_logs/hf) and start another: the lane reads the progress lines before and after
