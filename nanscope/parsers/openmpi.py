@@ -45,6 +45,10 @@ others did not for more than HOROVOD_STALL_CHECK_TIME_SECONDS:
     v0.18: Missing ranks:\n0: [<tensor>, <tensor> ...]\n...   (a line per rank; "0!" when it shut down)
 Ready sets that differ between tensors mean the ranks submitted different tensors (a desync); one
 rank missing from every tensor is the rank the others wait for (read only from "missing ranks").
+The head alone, once, with no tensor or rank after it, is not a hang (the check fires whenever one
+collective waits past the threshold, and the run may go on): it becomes a timeout when the tensors or
+`Missing ranks:` follow, or when the head repeats (horovod/horovod#2843: one warning, then "Everything
+is OK").
 """
 
 from __future__ import annotations
@@ -161,11 +165,59 @@ def _mpi_init_failed(m, rec, state):
                       message=rec.text.strip(" *\t"), fields={"source": "mpi", "call": m.group("fn")})
 
 
+# Open MPI's TCP transport between the ranks (opal/mca/btl/tcp/help-mpi-btl-tcp.txt, v2.x .. v5.x;
+# 1.10: ompi/mca/btl/tcp), printed by the process whose peer went away or could not be reached:
+#   [peer hung up]
+#     An MPI communication peer process has unexpectedly disconnected.  This
+#     usually indicates a failure in the peer process (e.g., a crash or ...
+#       Local host: %s / Local PID:  %d / Peer host:  %s
+#   [client connect fail] (two wordings in the same file)
+#     WARNING: Open MPI failed to TCP connect to a peer MPI process.  This
+#     WARNING: Open MPI failed to TCP connect to a peer MPI process via
+#       Local host: %s / PID: %d / Message: %s / Error: %s (%d)
+# The printing process is a victim (the text says the root cause is the peer's failure); `Peer host:`
+# names the peer's node, not its rank.
+_PEER_SPAN = 16  # lines from the help text's head to its `Peer host:` line
+
+
+@rule(
+    "btl-tcp-peer",
+    ("peer process has unexpectedly disconnected", "Open MPI failed to TCP connect to a peer MPI process"),
+    r"An MPI communication peer process has unexpectedly disconnected\.|"
+    r"(?P<connect>Open MPI failed to TCP connect to a peer MPI process)",
+)
+def _btl_tcp_peer(m, rec, state):
+    kind = "connect_failed" if m.group("connect") else "peer_hung_up"
+    if not first_time(state, ("btl_tcp", kind), rec.loc.line):
+        return []
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="openmpi", error="peer_connection_lost",
+                    message=rec.text.strip(), fields={"source": "openmpi", "transport": "tcp", "kind": kind, "peer": None})
+    state["btl_peer"] = (rec.loc.line, ev)
+    return ev
+
+
+@rule("btl-tcp-peer-host", ("Peer host:",), r"^\s*Peer host:\s*(?P<host>\S+)\s*$", match_start=True)
+def _btl_tcp_peer_host(m, rec, state):
+    held = state.get("btl_peer")
+    if held is None or rec.loc.line - held[0] > _PEER_SPAN:
+        return None
+    state.pop("btl_peer", None)
+    held[1].fields["peer_host"] = m.group("host")
+    held[1].message = f"{held[1].message} (peer host {m.group('host')})"
+    return []
+
+
 _STALL_OPS = re.compile(r"\[(?P<kind>ready|missing) ranks: (?P<ranks>\d+(?:, \d+)*)")
 _STALL_SPAN = 64  # lines from the stall warning's head to its last per-tensor line
 
 
-def _stall_event(loc, text: str, secs: int, groups: list[tuple[str, frozenset]]) -> ErrorEvent:
+def _stall_event(loc, text: str, secs: int, groups: list[tuple[str, frozenset]], listed: bool = False) -> ErrorEvent:
+    if not groups and not listed:
+        # The check's head alone, no stalled tensor named: Horovod prints it once whenever a collective
+        # waits past the threshold, and a run that goes on after it was only slow there (the warning
+        # says "may indicate"). It becomes a timeout when the tensors or ranks follow, or it repeats.
+        return ErrorEvent(loc=loc, text=text, framework="horovod", error="collective_stall", message=text.strip(),
+                          fields={"source": "horovod", "stall_seconds": secs, "tensors": 0})
     sets = {ranks for _kind, ranks in groups}
     missing = {r for kind, ranks in groups if kind == "missing" for r in ranks}
     fields: dict = {"source": "horovod", "stall_seconds": secs, "tensors": len(groups)}
@@ -189,27 +241,56 @@ def _horovod_stall(m, rec, state):
     secs = int(m.group("secs"))
     held = state.pop("pending", None)
     out = [held] if held is not None else []
+    # The check repeats every HOROVOD_STALL_CHECK_TIME_SECONDS while the ranks stay stalled: a second
+    # head makes the first one a timeout even when neither listed its tensors.
+    repeat = state.get("hvd_stall") is not None
+    if held is not None and held.error == "collective_stall":
+        held.error = "collective_timeout"
     groups = [(g.group("kind"), frozenset(int(r) for r in g.group("ranks").split(", ")))
               for g in _STALL_OPS.finditer(rec.text, m.end())]
     if groups:  # v0.13: the stalled tensors on the same line
+        state["hvd_stall"] = {"line": rec.loc.line, "loc": rec.loc, "text": rec.text, "secs": secs,
+                              "groups": groups, "listed": True}
         return out + [_stall_event(rec.loc, rec.text, secs, groups)]
-    # v0.15+: the tensors follow, one a line; the event waits for them (flushed at the end otherwise)
-    state["pending"] = _stall_event(rec.loc, rec.text, secs, [])
-    state["hvd_stall"] = {"line": rec.loc.line, "loc": rec.loc, "text": rec.text, "secs": secs, "groups": []}
+    # v0.13 (pasted a tensor a line) / v0.15+: the tensors follow, one a line; the event waits for them
+    # (flushed at the end otherwise)
+    state["pending"] = _stall_event(rec.loc, rec.text, secs, [], listed=repeat)
+    state["hvd_stall"] = {"line": rec.loc.line, "loc": rec.loc, "text": rec.text, "secs": secs, "groups": [],
+                          "listed": repeat}
     return out
 
 
-@rule("horovod-stall-missing", ("[missing ranks:",), r"\[missing ranks: (?P<ranks>\d+(?:, \d+)*)\]")
-def _horovod_stall_missing(m, rec, state):
+def _stall_update(rec, state) -> bool:
     stall = state.get("hvd_stall")
     if stall is None or rec.loc.line - stall["line"] > _STALL_SPAN or state.get("pending") is None:
-        return None
+        return False
     stall["line"] = rec.loc.line
-    stall["groups"].append(("missing", frozenset(int(r) for r in m.group("ranks").split(", "))))
     # The held event was placed (text, origin, stream) on the head's line: update it, do not replace it.
-    held, now = state["pending"], _stall_event(stall["loc"], stall["text"], stall["secs"], stall["groups"])
+    held = state["pending"]
+    now = _stall_event(stall["loc"], stall["text"], stall["secs"], stall["groups"], stall["listed"])
     held.error, held.fields = now.error, now.fields
-    return []
+    return True
+
+
+@rule("horovod-stall-missing", ("[missing ranks:", "[ready ranks:"), r"\[(?P<kind>missing|ready) ranks: (?P<ranks>\d+(?:, \d+)*)\]")
+def _horovod_stall_missing(m, rec, state):
+    stall = state.get("hvd_stall")
+    if stall is None or state.get("pending") is None or rec.loc.line - stall["line"] > _STALL_SPAN:
+        return None
+    stall["groups"].append((m.group("kind"), frozenset(int(r) for r in m.group("ranks").split(", "))))
+    return [] if _stall_update(rec, state) else None
+
+
+# v0.18+ (horovod/common/stall_inspector.cc): `Missing ranks:` and then a line per rank, `0: [tensor, ...]`
+# (`0!` when that rank had already shut down). Those lines start like srun's `N: ` label, so the header
+# is what says the check listed the ranks it waits for.
+@rule("horovod-stall-missing-ranks", ("Missing ranks:",), r"^\s*Missing ranks:\s*$", match_start=True)
+def _horovod_stall_missing_ranks(m, rec, state):
+    stall = state.get("hvd_stall")
+    if stall is None or state.get("pending") is None or rec.loc.line - stall["line"] > _STALL_SPAN:
+        return None
+    stall["listed"] = True
+    return [] if _stall_update(rec, state) else None
 
 
 PARSER = Parser(
@@ -218,5 +299,5 @@ PARSER = Parser(
     priority=12,
     description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted), Horovod's shutdown and stall check",
     rules=[_head, _process_name, _exit_code, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
-           _horovod_stall_missing, _mpi_init_failed],
+           _horovod_stall_missing, _horovod_stall_missing_ranks, _mpi_init_failed, _btl_tcp_peer, _btl_tcp_peer_host],
 )

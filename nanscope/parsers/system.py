@@ -54,6 +54,7 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
 
   fault handlers        UCX: [host:pid:thread:tid] Caught signal 7 (Bus error: nonexistent physical address)
                          CPython faulthandler: Fatal Python error: Segmentation fault
+                         Open MPI opal: [host:pid] *** Process received signal *** / [host:pid] Signal: Segmentation fault (11)
   slurmstepd accounting  error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed / Exceeded job memory limit
   NVML / nvidia-smi      Failed to initialize NVML: Driver/library version mismatch (or: Unknown Error, Driver Not Loaded)
                          NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.  |  No devices were found
@@ -504,6 +505,35 @@ def _fatal_signal(m, rec, state):
     if not first_time(state, ("fatal_signal", signal), rec.loc.line):
         return []
     fields = {"source": source, "self_reported": True, "signal_name": desc, "shm_suspect": signal == "SIGBUS"}
+    return _err(rec, "worker_failed", fields, signal=signal)
+
+
+# Open MPI's own fault handler, in every process mpirun / srun starts with Open MPI loaded (Horovod,
+# nccl-tests, an mpi4py job; opal_signal defaults to 6,7,8,11): open-mpi/ompi opal/util/stacktrace.c
+# show_stackframe (v1.x .. v5.x; openpmix/prrte src/util/stacktrace.c the same), HOSTFORMAT "[%s:%05d] ":
+#     [host:pid] *** Process received signal ***
+#     [host:pid] Signal: %s (%d)                   strsignal(signo), signo: `Signal: Segmentation fault (11)`;
+#                                                  macOS' strsignal: `Signal: Segmentation fault: 11 (11)`;
+#                                                  built without strsignal: `Signal: 11`
+#     [host:pid] Signal code: %s (%d)              `Address not mapped (1)`, `Invalid permissions (2)`
+#     [host:pid] Failing at address: %p
+#     [host:pid] [ 0] <frame> ...  [host:pid] *** End of error message ***
+# mpirun --tag-output / horovodrun put `[1,2]<stderr>:` (job, rank) before each line; the prefix gives the
+# rank. Only the fault signals: `Signal: Aborted (6)` follows an abort() whose cause (a C++ `terminate
+# called ... what():`, an assertion) was printed before it.
+@rule(
+    "opal-fault-signal",
+    ("] Signal: ",),
+    r"^\[[^\]\s]+:\d+\] Signal: (?:(?P<desc>.+?) \((?P<num>\d+)\)|(?P<bare>\d+))\s*$",
+)
+def _opal_fault_signal(m, rec, state):
+    signal = _FAULT_SIGNALS.get(int(m.group("num") or m.group("bare")))
+    if signal is None:
+        return None
+    if not first_time(state, ("fatal_signal", signal), rec.loc.line):
+        return []
+    desc = m.group("desc") or signal
+    fields = {"source": "openmpi", "self_reported": True, "signal_name": desc, "shm_suspect": signal == "SIGBUS"}
     return _err(rec, "worker_failed", fields, signal=signal)
 
 
@@ -1049,7 +1079,7 @@ PARSER = Parser(
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _zsh_crash, _bar_killed, _ide_exit,
            _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
-           _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
+           _fatal_signal, _opal_fault_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
            _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
            _oom_invoked, _nvml_unusable, _kernel_storage, _k8s_exit_signal],
 )

@@ -80,11 +80,39 @@ def _death_signal(m, rec, state):
     )
 
 
-@rule("closing-signal", ("closing signal",), r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
+# The same signal as the exception it raises in the agent: torch/distributed/elastic/multiprocessing/api.py
+# _terminate_process_handler (installed by PContext.start in the agent's main process, torch 1.9 ..
+# 2.x): `raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)`; the
+# f-string formats the Signals IntEnum as its number:
+#   torch.distributed.elastic.multiprocessing.api.SignalException: Process 2920830 got signal: 1
+# Only at the start of a line: a worker's own error.json (its `message`, quoted inside the
+# ChildFailedError table) may hold the same text for the SIGTERM the agent sent it.
+@rule(
+    "signal-exception",
+    ("got signal: ",),
+    r"^\s*(?:torch\.distributed\.elastic\.multiprocessing\.api\.)?SignalException: Process (?P<pid>\d+) "
+    r"got signal: (?:(?P<num>\d+)|Signals\.(?P<name>SIG\w+))\s*$",
+)
+def _signal_exception(m, rec, state):
+    num = to_int(m.group("num"))
+    sig = m.group("name") or _SIGNUM.get(num, f"SIG{num}")
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="torchrun", error="signal_received", message=m.group(0).strip(),
+        exc_type="SignalException", signal=sig, fields={"source": "agent", "signum": num, "pid": int(m.group("pid"))},
+    )
+
+
+# The agent stopping its workers. SubprocessContext._close (a script entrypoint, torchrun's usual case):
+#   logger.warning("Sending process %s closing signal %s", handler.proc.pid, death_sig.name)
+# MultiprocessContext._close (a function entrypoint: start_processes / elastic_launch from Python, e.g.
+# nvidia-resiliency-ext, notebook launchers; torch 1.9 .. 2.x, same file):
+#   logger.warning("Closing process %s via signal %s", proc.pid, death_sig.name)
+@rule("closing-signal", ("closing signal", "via signal "),
+      r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)|Closing process (?P<pid2>\d+) via signal (?P<sig2>SIG\w+)")
 def _closing(m, rec, state):
     return LifecycleEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", action="teardown",
-        fields={"pid": int(m.group("pid")), "signal": m.group("sig")},
+        fields={"pid": int(m.group("pid") or m.group("pid2")), "signal": m.group("sig") or m.group("sig2")},
     )
 
 
@@ -222,6 +250,6 @@ PARSER = Parser(
     framework="torchrun",
     priority=10,
     description="torchrun / torch.distributed.elastic agent lines and ChildFailedError blocks",
-    rules=[_agent_failed, _death_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback,
+    rules=[_agent_failed, _death_signal, _signal_exception, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback,
            _error_handler_head, _error_handler_message, _rendezvous_closed],
 )
