@@ -20,6 +20,7 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          Segmentation fault (core dumped)  |  Bus error (core dumped)   (a crash signal: worker_failed)
   JetBrains IDEs         Process finished with exit code 137 (interrupted by signal 9: SIGKILL)
   kubectl / subprocess   command terminated with exit code 137  |  Command '[...]' died with <Signals.SIGKILL: 9>.
+                         (a fault signal: Command '[...]' died with <Signals.SIGSEGV: 11>., a crash: worker_failed)
   torch/utils/data       RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.
                          RuntimeError: DataLoader worker (pid(s) 1234, 5678) exited unexpectedly
                          ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).
@@ -54,7 +55,7 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
 
   fault handlers        UCX: [host:pid:thread:tid] Caught signal 7 (Bus error: nonexistent physical address)
                          CPython faulthandler: Fatal Python error: Segmentation fault
-                         Open MPI opal: [host:pid] *** Process received signal *** / [host:pid] Signal: Segmentation fault (11)
+                         (Open MPI's own `[host:pid] Signal: Segmentation fault (11)` report: openmpi.py)
   slurmstepd accounting  error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed / Exceeded job memory limit
   NVML / nvidia-smi      Failed to initialize NVML: Driver/library version mismatch (or: Unknown Error, Driver Not Loaded)
                          NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.  |  No devices were found
@@ -508,35 +509,6 @@ def _fatal_signal(m, rec, state):
     return _err(rec, "worker_failed", fields, signal=signal)
 
 
-# Open MPI's own fault handler, in every process mpirun / srun starts with Open MPI loaded (Horovod,
-# nccl-tests, an mpi4py job; opal_signal defaults to 6,7,8,11): open-mpi/ompi opal/util/stacktrace.c
-# show_stackframe (v1.x .. v5.x; openpmix/prrte src/util/stacktrace.c the same), HOSTFORMAT "[%s:%05d] ":
-#     [host:pid] *** Process received signal ***
-#     [host:pid] Signal: %s (%d)                   strsignal(signo), signo: `Signal: Segmentation fault (11)`;
-#                                                  macOS' strsignal: `Signal: Segmentation fault: 11 (11)`;
-#                                                  built without strsignal: `Signal: 11`
-#     [host:pid] Signal code: %s (%d)              `Address not mapped (1)`, `Invalid permissions (2)`
-#     [host:pid] Failing at address: %p
-#     [host:pid] [ 0] <frame> ...  [host:pid] *** End of error message ***
-# mpirun --tag-output / horovodrun put `[1,2]<stderr>:` (job, rank) before each line; the prefix gives the
-# rank. Only the fault signals: `Signal: Aborted (6)` follows an abort() whose cause (a C++ `terminate
-# called ... what():`, an assertion) was printed before it.
-@rule(
-    "opal-fault-signal",
-    ("] Signal: ",),
-    r"^\[[^\]\s]+:\d+\] Signal: (?:(?P<desc>.+?) \((?P<num>\d+)\)|(?P<bare>\d+))\s*$",
-)
-def _opal_fault_signal(m, rec, state):
-    signal = _FAULT_SIGNALS.get(int(m.group("num") or m.group("bare")))
-    if signal is None:
-        return None
-    if not first_time(state, ("fatal_signal", signal), rec.loc.line):
-        return []
-    desc = m.group("desc") or signal
-    fields = {"source": "openmpi", "self_reported": True, "signal_name": desc, "shm_suspect": signal == "SIGBUS"}
-    return _err(rec, "worker_failed", fields, signal=signal)
-
-
 # POSIX shared memory (/dev/shm) is full: torch's MapAllocator (aten/src/ATen/MapAllocator.cpp; TH's
 # THAllocator.c before 1.0) cannot size the segment a tensor crosses processes in (DataLoader workers,
 # torch.multiprocessing queues): `unable to write to file </torch_15769_1517813162>` (1.x adds `: No space
@@ -568,6 +540,23 @@ def _exit_137(m, rec, state):
     if not first_time(state, ("exit137",), rec.loc.line):
         return []
     return _err(rec, "killed", {"source": "wrapper", "exitcode": 137}, signal="SIGKILL")
+
+
+# The same CalledProcessError for a child a fault signal ended (CPython Lib/subprocess.py
+# CalledProcessError.__str__: "Command '%s' died with %r." % (cmd, signal.Signals(-returncode)), 3.6+; the
+# old torch.distributed.launch re-raises it for the worker command it last started, so the command's
+# `--local_rank=N` is not evidence of which worker crashed):
+#   subprocess.CalledProcessError: Command '['/opt/tiger/conda/bin/python3', '-u', 'train_imagenet.py', ...]' died with <Signals.SIGSEGV: 11>.
+@rule(
+    "died-with-fault",
+    ("died with <Signals.SIG",),
+    r"died with <Signals\.(?P<sig>SIGSEGV|SIGBUS|SIGFPE|SIGILL): \d+>",
+)
+def _died_with_fault(m, rec, state):
+    sig = m.group("sig")
+    if not first_time(state, ("fatal_signal", sig), rec.loc.line):
+        return []
+    return _err(rec, "worker_failed", {"source": "wrapper", "self_reported": False}, signal=sig)
 
 
 @rule(
@@ -1077,9 +1066,9 @@ PARSER = Parser(
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions and scheduling, fatal-signal reports, NVML / container-hook / NVIDIA kernel module GPU availability, PCIe AER, kernel storage errors, file-descriptor limits",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _zsh_crash, _bar_killed, _ide_exit,
-           _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
+           _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _died_with_fault, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
-           _fatal_signal, _opal_fault_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
+           _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
            _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
            _oom_invoked, _nvml_unusable, _kernel_storage, _k8s_exit_signal],
 )
