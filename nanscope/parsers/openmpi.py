@@ -45,6 +45,10 @@ others did not for more than HOROVOD_STALL_CHECK_TIME_SECONDS:
     v0.18: Missing ranks:\n0: [<tensor>, <tensor> ...]\n...   (a line per rank; "0!" when it shut down)
 Ready sets that differ between tensors mean the ranks submitted different tensors (a desync); one
 rank missing from every tensor is the rank the others wait for (read only from "missing ranks").
+The head alone, once, with no tensor or rank after it, is not a hang (the check fires whenever one
+collective waits past the threshold, and the run may go on): it becomes a timeout when the tensors or
+`Missing ranks:` follow, or when the head repeats (horovod/horovod#2843: one warning, then "Everything
+is OK").
 """
 
 from __future__ import annotations
@@ -99,6 +103,49 @@ def _exit_code(m, rec, state):
     )
 
 
+# Open MPI's own fault handler, in every process mpirun / srun starts with Open MPI loaded (Horovod,
+# nccl-tests, an mpi4py job; opal_signal defaults to 6,7,8,11): open-mpi/ompi opal/util/stacktrace.c
+# show_stackframe (v1.x .. v5.x; openpmix/prrte src/util/stacktrace.c the same), HOSTFORMAT "[%s:%05d] ":
+#     [host:pid] *** Process received signal ***
+#     [host:pid] Signal: %s (%d)                   strsignal(signo), signo: `Signal: Segmentation fault (11)`;
+#                                                  macOS' strsignal: `Signal: Segmentation fault: 11 (11)`;
+#                                                  built without strsignal: `Signal: 11`
+#     [host:pid] Signal code: %s (%d)              `Address not mapped (1)`, `Invalid permissions (2)`
+#     [host:pid] Failing at address: %p
+#     [host:pid] [ 0] <frame> ...  [host:pid] *** End of error message ***
+# mpirun --tag-output / horovodrun put `[1,2]<stderr>:` (job, rank) before each line; the tag gives the
+# rank. Without it, the launcher's own report of the job's end names the process by the same PID
+# (`mpirun noticed that process rank 0 with PID 19474 on node lhx-910 exited on signal 11`): the report
+# is held until the input ends (or another held event comes) and takes that rank. Only the fault
+# signals: `Signal: Aborted (6)` follows an abort() whose cause (a C++ `terminate called ... what():`, an
+# assertion) was printed before it.
+_OPAL_SPAN = 400  # lines from a process's own report to mpirun's line about the same PID
+_FAULT_SIGNALS = {4: "SIGILL", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+
+
+@rule(
+    "opal-fault-signal",
+    ("] Signal: ",),
+    r"^\[(?P<host>[^\]\s:]+):(?P<pid>\d+)\] Signal: (?:(?P<desc>.+?) \((?P<num>\d+)\)|(?P<bare>\d+))\s*$",
+)
+def _opal_fault_signal(m, rec, state):
+    signal = _FAULT_SIGNALS.get(int(m.group("num") or m.group("bare")))
+    if signal is None:
+        return None
+    if not first_time(state, ("opal_fault", signal), rec.loc.line):
+        return []
+    pid = int(m.group("pid"))
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed", message=rec.text.strip(),
+                    signal=signal, fields={"source": "openmpi", "self_reported": True, "signal_name": m.group("desc") or signal,
+                                           "shm_suspect": signal == "SIGBUS", "host": m.group("host"), "pid": pid})
+    if rec.origin.rank is not None:
+        return ev  # mpirun's tag already says which rank
+    held = state.pop("pending", None)
+    state["pending"] = ev
+    state["opal_fault"] = (rec.loc.line, pid, m.group("host"))
+    return [held] if held is not None else []
+
+
 @rule(
     "proc-aborted-signal",
     ("exited on signal",),
@@ -107,6 +154,15 @@ def _exit_code(m, rec, state):
 )
 def _proc_aborted(m, rec, state):
     num = int(m.group("num"))
+    fault = state.get("opal_fault")
+    held = state.get("pending")
+    if (fault is not None and held is not None and held.fields and held.fields.get("pid") == fault[1]
+            and m.group("pid") == str(fault[1]) and rec.loc.line - fault[0] <= _OPAL_SPAN):
+        # the process's own fault report (held) is this rank's: mpirun names it by the same PID
+        state.pop("opal_fault", None)
+        held.rank = int(m.group("rank"))
+        held.stream = ("rank", held.origin.node if held.origin is not None else None, held.rank)
+        held.fields["rank_from"] = "mpirun's report of the same PID"
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed", message=m.group(0),
         signal=SIGNALS.get(num, f"SIG{num}"), rank=int(m.group("rank")),
@@ -161,54 +217,180 @@ def _mpi_init_failed(m, rec, state):
                       message=rec.text.strip(" *\t"), fields={"source": "mpi", "call": m.group("fn")})
 
 
+# Open MPI's TCP transport between the ranks (opal/mca/btl/tcp/help-mpi-btl-tcp.txt, v2.x .. v5.x;
+# 1.10: ompi/mca/btl/tcp), printed by the process whose peer went away or could not be reached:
+#   [peer hung up]
+#     An MPI communication peer process has unexpectedly disconnected.  This
+#     usually indicates a failure in the peer process (e.g., a crash or ...
+#       Local host: %s / Local PID:  %d / Peer host:  %s
+#   [client connect fail] (two wordings in the same file)
+#     WARNING: Open MPI failed to TCP connect to a peer MPI process.  This
+#     WARNING: Open MPI failed to TCP connect to a peer MPI process via
+#       Local host: %s / PID: %d / Message: %s / Error: %s (%d)
+# The printing process is a victim (the text says the root cause is the peer's failure); `Peer host:`
+# names the peer's node, not its rank.
+_PEER_SPAN = 16  # lines from the help text's head to its `Peer host:` line
+
+
+@rule(
+    "btl-tcp-peer",
+    ("peer process has unexpectedly disconnected", "Open MPI failed to TCP connect to a peer MPI process"),
+    r"An MPI communication peer process has unexpectedly disconnected\.|"
+    r"(?P<connect>Open MPI failed to TCP connect to a peer MPI process)",
+)
+def _btl_tcp_peer(m, rec, state):
+    kind = "connect_failed" if m.group("connect") else "peer_hung_up"
+    if not first_time(state, ("btl_tcp", kind), rec.loc.line):
+        return []
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="openmpi", error="peer_connection_lost",
+                    message=rec.text.strip(), fields={"source": "openmpi", "transport": "tcp", "kind": kind, "peer": None})
+    state["btl_peer"] = (rec.loc.line, ev)
+    return ev
+
+
+@rule("btl-tcp-peer-host", ("Peer host:",), r"^\s*Peer host:\s*(?P<host>\S+)\s*$", match_start=True)
+def _btl_tcp_peer_host(m, rec, state):
+    held = state.get("btl_peer")
+    if held is None or rec.loc.line - held[0] > _PEER_SPAN:
+        return None
+    state.pop("btl_peer", None)
+    held[1].fields["peer_host"] = m.group("host")
+    held[1].message = f"{held[1].message} (peer host {m.group('host')})"
+    return []
+
+
 _STALL_OPS = re.compile(r"\[(?P<kind>ready|missing) ranks: (?P<ranks>\d+(?:, \d+)*)")
 _STALL_SPAN = 64  # lines from the stall warning's head to its last per-tensor line
 
 
-def _stall_event(loc, text: str, secs: int, groups: list[tuple[str, frozenset]]) -> ErrorEvent:
-    sets = {ranks for _kind, ranks in groups}
-    missing = {r for kind, ranks in groups if kind == "missing" for r in ranks}
-    fields: dict = {"source": "horovod", "stall_seconds": secs, "tensors": len(groups)}
+def _stall_event(loc, text: str, secs: int, groups: list[tuple[str, frozenset]], listed: bool = False) -> ErrorEvent:
+    if not groups and not listed:
+        # The check's head alone, no stalled tensor named: Horovod prints it once whenever a collective
+        # waits past the threshold, and a run that goes on after it was only slow there (the warning
+        # says "may indicate"). It becomes a timeout when the tensors or ranks follow, or it repeats.
+        return ErrorEvent(loc=loc, text=text, framework="horovod", error="collective_stall", message=text.strip(),
+                          fields={"source": "horovod", "stall_seconds": secs, "tensors": 0})
+    # per-tensor groups (`<tensor> [ready ranks: ...]`, `<tensor> [missing ranks: ...]`) can differ between
+    # tensors (a desync); v0.18+'s per-rank lines (`N: [tensors]`) name one waiting-for rank each
+    sets = {ranks for kind, ranks in groups if kind != "rank"}
+    missing = {r for kind, ranks in groups if kind in ("missing", "rank") for r in ranks}
+    fields: dict = {"source": "horovod", "stall_seconds": secs, "tensors": sum(kind != "rank" for kind, _r in groups)}
     error = "collective_timeout"
     if len(sets) > 1:
         error = "collective_desync"  # the ranks submitted different tensors
     elif len(missing) == 1:
         fields["waited_for"] = next(iter(missing))
+        waited = f"for more than {secs} s" if secs else "past the stall check's threshold"
         fields["waited_why"] = (f"Horovod's stall check: rank {fields['waited_for']} never submitted the tensors "
-                                f"the other ranks were waiting in for more than {secs} s")
+                                f"the other ranks were waiting in {waited}")
     return ErrorEvent(loc=loc, text=text, framework="horovod", error=error, message=text.strip(), fields=fields)
 
 
 @rule(
     "horovod-stall",
     ("were submitted to be reduced, gathered or broadcasted by subset of ranks",),
-    r"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and "
-    r"are waiting for remainder of ranks for more than (?P<secs>\d+) seconds",
+    # (the head wrapped by a terminal or a paste ends before its seconds: `... waiting for remaind`)
+    r"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks"
+    r"(?: and are waiting for remainder of ranks for more than (?P<secs>\d+) seconds)?",
 )
 def _horovod_stall(m, rec, state):
-    secs = int(m.group("secs"))
+    secs = int(m.group("secs") or 0)
     held = state.pop("pending", None)
     out = [held] if held is not None else []
+    # The check repeats every HOROVOD_STALL_CHECK_TIME_SECONDS while the ranks stay stalled: a second
+    # head makes the first one a timeout even when neither listed its tensors.
+    repeat = state.get("hvd_stall") is not None
+    if held is not None and held.error == "collective_stall" and held is (state.get("hvd_stall") or {}).get("ev"):
+        held.error = "collective_timeout"
     groups = [(g.group("kind"), frozenset(int(r) for r in g.group("ranks").split(", ")))
               for g in _STALL_OPS.finditer(rec.text, m.end())]
     if groups:  # v0.13: the stalled tensors on the same line
+        state["hvd_stall"] = {"line": rec.loc.line, "loc": rec.loc, "text": rec.text, "secs": secs,
+                              "groups": groups, "listed": True}
         return out + [_stall_event(rec.loc, rec.text, secs, groups)]
-    # v0.15+: the tensors follow, one a line; the event waits for them (flushed at the end otherwise)
-    state["pending"] = _stall_event(rec.loc, rec.text, secs, [])
-    state["hvd_stall"] = {"line": rec.loc.line, "loc": rec.loc, "text": rec.text, "secs": secs, "groups": []}
+    # v0.13 (pasted a tensor a line) / v0.15+: the tensors follow, one a line; the event waits for them
+    # (flushed at the end otherwise)
+    state["pending"] = _stall_event(rec.loc, rec.text, secs, [], listed=repeat)
+    state["hvd_stall"] = {"line": rec.loc.line, "loc": rec.loc, "text": rec.text, "secs": secs, "groups": [],
+                          "listed": repeat, "ev": state["pending"]}
     return out
 
 
-@rule("horovod-stall-missing", ("[missing ranks:",), r"\[missing ranks: (?P<ranks>\d+(?:, \d+)*)\]")
+def _holds_stall(state, stall) -> bool:
+    """The parser's held event is this stall's (another rule's held event, an Open MPI fault report, is not)."""
+    held = state.get("pending")
+    return held is not None and held is stall.get("ev")
+
+
+def _stall_update(rec, state) -> bool:
+    stall = state.get("hvd_stall")
+    if stall is None or rec.loc.line - stall["line"] > _STALL_SPAN or not _holds_stall(state, stall):
+        return False
+    stall["line"] = rec.loc.line
+    # The held event was placed (text, origin, stream) on the head's line: update it, do not replace it.
+    held = state["pending"]
+    now = _stall_event(stall["loc"], stall["text"], stall["secs"], stall["groups"], stall["listed"])
+    held.error, held.fields = now.error, now.fields
+    return True
+
+
+def _orphan_stall(rec, state) -> list:
+    """Stall-check output lines with no head before them (an excerpt cut below it): the lines are printed
+    only by the stall check, so they open a stall of their own (the head's wait time unknown)."""
+    held = state.pop("pending", None)
+    state["pending"] = _stall_event(rec.loc, rec.text, 0, [], listed=True)
+    state["hvd_stall"] = {"line": rec.loc.line, "loc": rec.loc, "text": rec.text, "secs": 0, "groups": [],
+                          "listed": True, "ev": state["pending"]}
+    return [held] if held is not None else []
+
+
+@rule("horovod-stall-missing", ("[missing ranks:", "[ready ranks:"), r"\[(?P<kind>missing|ready) ranks: (?P<ranks>\d+(?:, \d+)*)\]")
 def _horovod_stall_missing(m, rec, state):
     stall = state.get("hvd_stall")
-    if stall is None or rec.loc.line - stall["line"] > _STALL_SPAN or state.get("pending") is None:
+    out = []
+    if stall is None or not _holds_stall(state, stall) or rec.loc.line - stall["line"] > _STALL_SPAN:
+        out = _orphan_stall(rec, state)
+        stall = state["hvd_stall"]
+    stall["groups"].append((m.group("kind"), frozenset(int(r) for r in m.group("ranks").split(", "))))
+    _stall_update(rec, state)
+    return out
+
+
+# v0.18+ (horovod/common/stall_inspector.cc CheckForStalledTensors): after the head, `Missing ranks:`
+# (0.18's first release: `Stalled ranks:`) and a line per rank that has not submitted, `N: [t1, t2, ...
+# t6 ...]`, `N!: [...]` for a rank stalled past HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, then
+# `One or more rank (marked by "!") is stalled for longer than N seconds. Will shutdown.` The rank lines
+# start like srun's `N: ` label (or follow mpirun's `[1,0]<stderr>:` tag), so their rank is read from the
+# line as printed; the tensor names (Horovod's own `allreduce.<param>`, `broadcast.<param>`,
+# `horovod_allreduce.N`, TensorFlow's `HorovodAllreduce_...` / `DistributedGradientTape_Allreduce/...`)
+# are what makes such a line a candidate.
+@rule("horovod-stall-missing-ranks", ("Missing ranks:", "Stalled ranks:", "is stalled for longer than"),
+      r"(?:^|\s)(?:Missing|Stalled) ranks:\s*$|(?P<shutdown>One or more rank \(marked by \"!\"\) is stalled for longer than)")
+def _horovod_stall_missing_ranks(m, rec, state):
+    stall = state.get("hvd_stall")
+    out = []
+    if stall is None or not _holds_stall(state, stall) or rec.loc.line - stall["line"] > _STALL_SPAN:
+        out = _orphan_stall(rec, state)  # only the stall check prints these
+    state["hvd_stall"]["listed"] = True
+    _stall_update(rec, state)
+    return out
+
+
+_RANK_LINE = re.compile(r"(?:^|[\s>:\]])(?P<rank>\d+)(?P<bang>!)?: \[(?P<tensors>[^\[\]]*)\]\s*$")
+
+
+@rule("horovod-stall-rank-line",
+      ("allreduce.", "broadcast.", "allgather.", "alltoall.", "reducescatter.", "Horovod", "_Allreduce"),
+      r"\]\s*$")
+def _horovod_stall_rank_line(m, rec, state):
+    stall = state.get("hvd_stall")
+    if stall is None or not stall.get("listed") or not _holds_stall(state, stall) or rec.loc.line - stall["line"] > _STALL_SPAN:
         return None
-    stall["line"] = rec.loc.line
-    stall["groups"].append(("missing", frozenset(int(r) for r in m.group("ranks").split(", "))))
-    # The held event was placed (text, origin, stream) on the head's line: update it, do not replace it.
-    held, now = state["pending"], _stall_event(stall["loc"], stall["text"], stall["secs"], stall["groups"])
-    held.error, held.fields = now.error, now.fields
+    r = _RANK_LINE.search(rec.raw)
+    if r is None:
+        return None
+    stall["groups"].append(("rank", frozenset({int(r.group("rank"))})))
+    _stall_update(rec, state)
     return []
 
 
@@ -217,6 +399,6 @@ PARSER = Parser(
     framework="openmpi",
     priority=12,
     description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted), Horovod's shutdown and stall check",
-    rules=[_head, _process_name, _exit_code, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
-           _horovod_stall_missing, _mpi_init_failed],
+    rules=[_head, _process_name, _exit_code, _opal_fault_signal, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
+           _horovod_stall_missing, _horovod_stall_missing_ranks, _horovod_stall_rank_line, _mpi_init_failed, _btl_tcp_peer, _btl_tcp_peer_host],
 )

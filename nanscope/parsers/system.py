@@ -20,6 +20,7 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
                          Segmentation fault (core dumped)  |  Bus error (core dumped)   (a crash signal: worker_failed)
   JetBrains IDEs         Process finished with exit code 137 (interrupted by signal 9: SIGKILL)
   kubectl / subprocess   command terminated with exit code 137  |  Command '[...]' died with <Signals.SIGKILL: 9>.
+                         (a fault signal: Command '[...]' died with <Signals.SIGSEGV: 11>., a crash: worker_failed)
   torch/utils/data       RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.
                          RuntimeError: DataLoader worker (pid(s) 1234, 5678) exited unexpectedly
                          ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).
@@ -54,6 +55,7 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
 
   fault handlers        UCX: [host:pid:thread:tid] Caught signal 7 (Bus error: nonexistent physical address)
                          CPython faulthandler: Fatal Python error: Segmentation fault
+                         (Open MPI's own `[host:pid] Signal: Segmentation fault (11)` report: openmpi.py)
   slurmstepd accounting  error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed / Exceeded job memory limit
   NVML / nvidia-smi      Failed to initialize NVML: Driver/library version mismatch (or: Unknown Error, Driver Not Loaded)
                          NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.  |  No devices were found
@@ -538,6 +540,23 @@ def _exit_137(m, rec, state):
     if not first_time(state, ("exit137",), rec.loc.line):
         return []
     return _err(rec, "killed", {"source": "wrapper", "exitcode": 137}, signal="SIGKILL")
+
+
+# The same CalledProcessError for a child a fault signal ended (CPython Lib/subprocess.py
+# CalledProcessError.__str__: "Command '%s' died with %r." % (cmd, signal.Signals(-returncode)), 3.6+; the
+# old torch.distributed.launch re-raises it for the worker command it last started, so the command's
+# `--local_rank=N` is not evidence of which worker crashed):
+#   subprocess.CalledProcessError: Command '['/opt/tiger/conda/bin/python3', '-u', 'train_imagenet.py', ...]' died with <Signals.SIGSEGV: 11>.
+@rule(
+    "died-with-fault",
+    ("died with <Signals.SIG",),
+    r"died with <Signals\.(?P<sig>SIGSEGV|SIGBUS|SIGFPE|SIGILL): \d+>",
+)
+def _died_with_fault(m, rec, state):
+    sig = m.group("sig")
+    if not first_time(state, ("fatal_signal", sig), rec.loc.line):
+        return []
+    return _err(rec, "worker_failed", {"source": "wrapper", "self_reported": False}, signal=sig)
 
 
 @rule(
@@ -1047,7 +1066,7 @@ PARSER = Parser(
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions and scheduling, fatal-signal reports, NVML / container-hook / NVIDIA kernel module GPU availability, PCIe AER, kernel storage errors, file-descriptor limits",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _zsh_crash, _bar_killed, _ide_exit,
-           _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _slurmctld_complete, _submitit,
+           _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _died_with_fault, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
            _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,

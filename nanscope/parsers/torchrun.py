@@ -80,11 +80,71 @@ def _death_signal(m, rec, state):
     )
 
 
-@rule("closing-signal", ("closing signal",), r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
+# The same signal as the exception it raises in the agent: torch/distributed/elastic/multiprocessing/api.py
+# _terminate_process_handler (installed by PContext.start in the agent's main process, torch 1.9 ..
+# 2.x): `raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)`; the
+# f-string formats the Signals IntEnum as its number:
+#   torch.distributed.elastic.multiprocessing.api.SignalException: Process 2920830 got signal: 1
+# Only at the start of a line: a worker's own error.json (its `message`, quoted inside the
+# ChildFailedError table) may hold the same text for the SIGTERM the agent sent it.
+@rule(
+    "signal-exception",
+    ("got signal: ",),
+    r"^\s*(?:torch\.distributed\.elastic\.multiprocessing\.api\.)?SignalException: Process (?P<pid>\d+) "
+    r"got signal: (?:(?P<num>\d+)|Signals\.(?P<name>SIG\w+))\s*$",
+)
+def _signal_exception(m, rec, state):
+    num = to_int(m.group("num"))
+    sig = m.group("name") or _SIGNUM.get(num, f"SIG{num}")
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="torchrun", error="signal_received", message=m.group(0).strip(),
+        exc_type="SignalException", signal=sig, fields={"source": "agent", "signum": num, "pid": int(m.group("pid"))},
+    )
+
+
+# torch.multiprocessing.spawn (mp.spawn / start_processes, one process per GPU on this host): a process that
+# died with no Python error queued (torch/multiprocessing/spawn.py ProcessContext.join):
+#   >= 1.8: raise ProcessExitedException("process %d terminated with signal %s" % (error_index, name), ...)
+#   1.0 - 1.7: raise Exception("process %d terminated with signal %s" % (error_index, name))
+#     torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL
+#     Exception: process 1 terminated with signal SIGSEGV
+# The index is the spawned process's (the local rank of this host's workers); with no prefix and no
+# per-node file it is the rank, as the agent's `local_rank:` is. SIGKILL is a kill with no reason of its
+# own (most often the OOM killer); a fault signal is a crash; others stay the Python exception.
+_SPAWN_FAULTS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL")
+
+
+@rule(
+    "spawn-signal",
+    ("terminated with signal SIG",),
+    r"^\s*(?:torch\.multiprocessing\.spawn\.ProcessExitedException|Exception): process (?P<idx>\d+) "
+    r"terminated with signal (?P<sig>SIG[A-Z0-9]+)\s*$",
+)
+def _spawn_signal(m, rec, state):
+    sig = m.group("sig")
+    if sig != "SIGKILL" and sig not in _SPAWN_FAULTS:
+        return None
+    o = rec.origin
+    idx = int(m.group("idx"))
+    single_node = o.node is None and o.rank is None and o.local_rank is None
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="torchrun", error="killed" if sig == "SIGKILL" else "worker_failed",
+        message=m.group(0).strip(), exc_type="ProcessExitedException", signal=sig, rank=idx if single_node else None,
+        fields={"source": "mp.spawn", "local_rank": idx},
+    )
+
+
+# The agent stopping its workers. SubprocessContext._close (a script entrypoint, torchrun's usual case):
+#   logger.warning("Sending process %s closing signal %s", handler.proc.pid, death_sig.name)
+# MultiprocessContext._close (a function entrypoint: start_processes / elastic_launch from Python, e.g.
+# nvidia-resiliency-ext, notebook launchers; torch 1.9 .. 2.x, same file):
+#   logger.warning("Closing process %s via signal %s", proc.pid, death_sig.name)
+@rule("closing-signal", ("closing signal", "via signal "),
+      r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)|Closing process (?P<pid2>\d+) via signal (?P<sig2>SIG\w+)")
 def _closing(m, rec, state):
     return LifecycleEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", action="teardown",
-        fields={"pid": int(m.group("pid")), "signal": m.group("sig")},
+        fields={"pid": int(m.group("pid") or m.group("pid2")), "signal": m.group("sig") or m.group("sig2")},
     )
 
 
@@ -222,6 +282,6 @@ PARSER = Parser(
     framework="torchrun",
     priority=10,
     description="torchrun / torch.distributed.elastic agent lines and ChildFailedError blocks",
-    rules=[_agent_failed, _death_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback,
+    rules=[_agent_failed, _death_signal, _signal_exception, _spawn_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback,
            _error_handler_head, _error_handler_message, _rendezvous_closed],
 )
