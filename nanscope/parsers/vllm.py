@@ -646,6 +646,31 @@ def _ray_worker_died(m, rec, state):
     return _error(rec, state, "vllm_engine_dead", fields)
 
 
+# The same death as vLLM's engine logs it: with the Ray executor the EngineCore (V1) or the engine (V0) waits on its
+# workers with ray.get, and a worker actor that vanished surfaces there as Ray's ActorDiedError, logged with the
+# traceback under vLLM's logger prefix (`ERROR 05-06 14:20:15 [core.py:387] ray.exceptions.ActorDiedError: ...`).
+# python/ray/exceptions.py ActorDiedError.BASE_ERROR_MSG "The actor died unexpectedly before finishing this task."
+# (RayActorError before Ray 2.x) is the message of an actor whose process died without a Python error of its own
+# (killed, crashed, its node lost); an actor whose constructor raised says instead "The actor died because of an
+# error raised in its creation task". So a vLLM-logged ActorDiedError of that wording is a worker process that was
+# killed or crashed, not an exception to read: the cause is outside Python (the node's kernel log, Ray's worker
+# logs). When Ray also prints the exit (`Worker exit type: SYSTEM_ERROR ...`), python.py reads that line too.
+@rule(
+    "ray-actor-died-logged",
+    ("The actor died unexpectedly before finishing this task",),
+    r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\s\]]*\]+|\S+:\d+\])[ \t]*"
+    r"(?:ray\.exceptions\.)?(?P<type>ActorDiedError|RayActorError): The actor died unexpectedly before finishing this task",
+)
+def _ray_actor_died_logged(m, rec, state):
+    if not first_time(state, ("ray_actor_died_logged",), rec.loc.line):
+        return []  # every pending ray.get on the dead actor re-raises it
+    _seen(state)
+    detail = ("a vLLM Ray worker actor's process died with no Python error of its own (Ray's "
+              f"{m.group('type')}: the actor died unexpectedly): killed (often the OOM killer), crashed, or its node was lost")
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="vllm", error="killed", message=_message(rec.text).strip(),
+                      exc_type=m.group("type"), fields={"source": "ray", "phase": None, "detail": detail})
+
+
 # The OpenAI-compatible server's request handling (vllm/entrypoints/openai/serving_chat.py, serving_completion.py,
 # serving_engine.py; since 0.1x chat_completion/serving.py, engine/serving.py) catches what one request raises while
 # it is prepared and answers it with create_error_response (a 400 for a ValueError):
@@ -680,5 +705,5 @@ PARSER = Parser(
            _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _batched_tokens, _spec_vocab,
            _registry_inspect, _weights_param, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
-           _shm_wait, _nan_probs, _preemption, _ray_worker_died, _request_rejected],
+           _shm_wait, _nan_probs, _preemption, _ray_actor_died_logged, _ray_worker_died, _request_rejected],
 )
