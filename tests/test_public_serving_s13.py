@@ -1,0 +1,85 @@
+"""Serving failures users posted (sample_logs/public/2800-2819, session 13): TensorRT-LLM engines run in an MPI world
+of another size, Ray Serve replicas the cluster has the resources for but never places and deployments serve status
+marks UNHEALTHY, a vLLM Ray worker that died under the engine's logger. What a user reads first, that the generic
+finding is replaced, that no rank is blamed for a check every rank makes, and that the healthy traps stay quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nanscope import api
+from tests.conftest import diagnose_lines, ids
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+def _report(name: str):
+    return api.diagnose([str(PUBLIC / name)])
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("2800.log", "tensorrt-llm-world-size-mismatch"),  # mpiSize == tp * pp, a 4-rank engine run as 1-2 processes
+    ("2801.log", "tensorrt-llm-world-size-mismatch"),  # the same from ModelRunnerCppExecutor (TensorRT-LLM#1950)
+    ("2802.log", "tensorrt-llm-world-size-mismatch"),  # optimum-nvidia: the exception line and C++ frames only
+    ("2803.log", "tensorrt-llm-world-size-mismatch"),  # Triton's model table, the check wrapped onto the next row
+    ("2804.log", "tensorrt-llm-world-size-mismatch"),  # the executor's kLEADER wording (TensorRT-LLM#2021)
+    ("2805.log", "ray-serve-replica-unschedulable"),   # 'in application' wording, GPU 0.32 asked, 0.36 free
+    ("2564.log", "ray-serve-replica-unschedulable"),   # one older-wording warning: 3 CPUs asked, 5.6 in the cluster
+    ("2819.log", "ray-serve-replica-failed"),          # serve status: 'is UNHEALTHY: The Deployment failed to start'
+    ("1317.log", "process-killed"),                    # ActorDiedError of RayWorkerWrapper under vLLM's core.py logger
+    ("2806.log", "model-architecture-unsupported"),    # llama.cpp's timestamped log format, 'bailingmoe3'
+    ("2814.log", "vllm-engine-dead"),                  # EngineDeadError under the 0.1x chat handler's logger path
+])
+def test_first_finding(name, expected):
+    assert ids(_report(name))[:1] == [expected]
+
+
+@pytest.mark.parametrize("name, generic", [
+    ("2800.log", "uncaught-exception"), ("2802.log", "uncaught-exception"), ("2803.log", "triton-model-load-failed"),
+    ("1317.log", "uncaught-exception"), ("2819.log", "uncaught-exception"),
+])
+def test_the_specific_finding_replaces_the_generic_one(name, generic):
+    assert generic not in ids(_report(name))
+
+
+def test_the_world_size_finding_names_no_rank_and_says_what_to_start():
+    f = _report("2803.log").findings[0]
+    assert f.initiating_rank is None  # every rank (and Triton's one process) makes the same check
+    assert "mpirun -n <tp*pp>" in f.fix and "--world_size" in f.fix
+
+
+def test_the_sizes_are_read_when_the_release_prints_them(tmp_path):
+    # NVIDIA/TensorRT-LLM#1992 (0.12's wording, the issue title) and #753 (0.6's Python runtime)
+    r = diagnose_lines(tmp_path, ["RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: MPI size 1 != TP size 2 * PP size 1"])
+    assert ids(r) == ["tensorrt-llm-world-size-mismatch"]
+    assert "built for 2 rank(s)" in r.findings[0].summary and "MPI world of 1" in r.findings[0].summary
+    r = diagnose_lines(tmp_path, ["AssertionError: Engine world size (2 * 1) != Runtime world size (1)"])
+    assert ids(r) == ["tensorrt-llm-world-size-mismatch"]
+    assert "built for 2 rank(s)" in r.findings[0].summary
+
+
+def test_the_dead_ray_worker_keeps_the_engine_death_as_collateral():
+    f = _report("1317.log").findings[0]
+    assert [c.id for c in f.collateral] == ["vllm-engine-dead"]
+    assert "ActorDiedError" in f.summary or "ActorDiedError" in " ".join(e.text for e in f.evidence)
+
+
+def test_an_actor_whose_constructor_raised_is_no_kill(tmp_path):
+    # Ray's other ActorDiedError wording (python/ray/exceptions.py): the actor's creation task raised, a Python error
+    r = diagnose_lines(tmp_path, [
+        "ERROR 05-06 14:20:15 [core.py:387] ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, ray::RayWorkerWrapper.__init__() (pid=1, ip=10.0.0.1)",
+    ])
+    assert "process-killed" not in ids(r)
+
+
+def test_a_serve_deployment_marked_unhealthy_names_the_deployment():
+    f = _report("2819.log").findings[0]
+    assert "default_Fail" in f.summary and "3 times in a row" in f.summary
+
+
+@pytest.mark.parametrize("name", ["2811.log", "2812.log", "2816.log", "2817.log"])
+def test_healthy_serving_lines_stay_quiet(name):
+    # a request vLLM's OpenAI server rejected (old and bracketed logger prefixes); generate()'s pad-token notice
+    assert _report(name).verdict == "clean", ids(_report(name))
