@@ -31,6 +31,12 @@ def _report(name: str):
     ("1317.log", "process-killed"),                    # ActorDiedError of RayWorkerWrapper under vLLM's core.py logger
     ("2806.log", "model-architecture-unsupported"),    # llama.cpp's timestamped log format, 'bailingmoe3'
     ("2814.log", "vllm-engine-dead"),                  # EngineDeadError under the 0.1x chat handler's logger path
+    # round 2 (2820-2825), scored after the round-1 fixes
+    ("2820.log", "tensorrt-llm-world-size-mismatch"),  # Triton's model_lifecycle 'failed to load' with the assertion
+    ("2821.log", "tensorrt-llm-world-size-mismatch"),  # the ensemble's 'depends on tensorrt_llm which has no loaded version'
+    ("2822.log", "parallel-size-exceeds-gpus"),        # 0.7-0.9's 'Number of GPUs per node 1 must be at least as large as TP (4)'
+    ("2823.log", "parallel-size-exceeds-gpus"),        # the LLM API's 'Only 8 GPUs are available, but 16 are required.'
+    ("2824.log", "ray-serve-replica-failed"),          # 2.5+'s DEPLOY_FAILED 'The deployment failed to start 3 times in a row'
 ])
 def test_first_finding(name, expected):
     assert ids(_report(name))[:1] == [expected]
@@ -38,6 +44,7 @@ def test_first_finding(name, expected):
 
 @pytest.mark.parametrize("name, generic", [
     ("2800.log", "uncaught-exception"), ("2802.log", "uncaught-exception"), ("2803.log", "triton-model-load-failed"),
+    ("2822.log", "triton-model-load-failed"), ("2823.log", "uncaught-exception"),
     ("1317.log", "uncaught-exception"), ("2819.log", "uncaught-exception"),
 ])
 def test_the_specific_finding_replaces_the_generic_one(name, generic):
@@ -79,7 +86,13 @@ def test_a_serve_deployment_marked_unhealthy_names_the_deployment():
     assert "default_Fail" in f.summary and "3 times in a row" in f.summary
 
 
-@pytest.mark.parametrize("name", ["2811.log", "2812.log", "2816.log", "2817.log"])
+@pytest.mark.parametrize("name", ["2811.log", "2812.log", "2816.log", "2817.log", "2825.log"])
 def test_healthy_serving_lines_stay_quiet(name):
-    # a request vLLM's OpenAI server rejected (old and bracketed logger prefixes); generate()'s pad-token notice
+    # a request vLLM's OpenAI server rejected (old and bracketed logger prefixes); generate()'s pad-token notice; a Serve
+    # replica slow to initialize while its vLLM engine is configured
     assert _report(name).verdict == "clean", ids(_report(name))
+
+
+def test_the_gpu_count_finding_says_how_many(tmp_path):
+    f = _report("2823.log").findings[0]
+    assert "needs 16 GPUs but this process sees 8" in f.summary and f.initiating_rank is None

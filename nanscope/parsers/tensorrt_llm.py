@@ -76,6 +76,15 @@ launch_triton_server.py --world_size). The runtime checks it before it loads any
 Triton wraps the first as `UNAVAILABLE: Internal: unexpected error when creating modelInstanceState: ...` in its
 model table (often wrapped over two table rows, the check on the second). Every rank makes the same check: the
 line names no culprit rank.
+
+Fewer GPUs than the engine's ranks, as TensorRT-LLM itself checks it (signature parallel-size-exceeds-gpus, the
+error kind the serving engines' own checks give, parsers/model_sharding.py):
+    cpp/tensorrt_llm/runtime/worldConfig.cpp WorldConfig::WorldConfig (0.7-0.9; removed later, NVIDIA/TensorRT-LLM#1035):
+        TLLM_CHECK_WITH_INFO(numDevices >= tensorParallelism * pipelineParallelism,
+            "Number of GPUs per node %d must be at least as large as TP (%d) * PP (%d)", ...)
+        (Triton's model table wraps it: `... as large as TP (4) *  |` / `|  |  | PP (1) (...)`)
+    tensorrt_llm/llmapi/llm.py (the LLM API, trtllm-serve, 0.13+):
+        raise RuntimeError(f"Only {get_device_count()} GPUs are available, but {world_size} are required.")
 """
 
 from __future__ import annotations
@@ -197,10 +206,33 @@ def _world_size(m, rec, state):
                               "detail": detail})
 
 
+@rule(
+    "too-few-gpus",
+    ("must be at least as large as TP (", "GPUs are available, but "),
+    r"Number of GPUs per node (?P<node>\d+) must be at least as large as TP \((?P<tp>\d+)\)(?: \* (?:PP \((?P<pp>\d+)\))?)?"
+    r"|Only (?P<have>\d+) GPUs are available, but (?P<need>\d+) are required\.",
+)
+def _too_few_gpus(m, rec, state):
+    if not first_time(state, ("trtllm_too_few_gpus",), rec.loc.line):
+        return []  # the raise, the re-raise after the traceback, every rank
+    if m.group("node") is not None:
+        tp, pp = int(m.group("tp")), m.group("pp")
+        need = tp * int(pp) if pp else tp
+        have = int(m.group("node"))
+        layout = f"TP {tp} x PP {pp}" if pp else f"TP {tp}"
+        detail = (f"the engine's {layout} ranks must fit on one node, which has {have} GPU(s) "
+                  "(TensorRT-LLM's WorldConfig per-node check)")
+    else:
+        need, have = int(m.group("need")), int(m.group("have"))
+        detail = f"the parallel layout needs {need} GPUs but this process sees {have} (TensorRT-LLM's LLM API)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="parallel_exceeds_gpus", message=rec.text.strip(),
+                      fields={"needed": need, "available": float(have), "detail": detail, "source": "tensorrt-llm"})
+
+
 PARSER = Parser(
     name="tensorrt_llm",
     framework=FW,
     priority=38,
-    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish; an engine this TensorRT cannot deserialize; engines run in an MPI world of another size",
-    rules=[_executor_nccl, _engine_build, _engine_incompatible, _world_size],
+    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish; an engine this TensorRT cannot deserialize; engines run in an MPI world of another size or given fewer GPUs than their ranks",
+    rules=[_executor_nccl, _engine_build, _engine_incompatible, _world_size, _too_few_gpus],
 )
