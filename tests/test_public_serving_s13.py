@@ -96,3 +96,26 @@ def test_healthy_serving_lines_stay_quiet(name):
 def test_the_gpu_count_finding_says_how_many(tmp_path):
     f = _report("2823.log").findings[0]
     assert "needs 16 GPUs but this process sees 8" in f.summary and f.initiating_rank is None
+
+
+def test_a_rejected_request_under_the_shortened_logger_path_stays_quiet(tmp_path):
+    # vLLM 0.10+ prints the logger's file as a path under vllm/ shortened in the middle (the prefix of
+    # vllm-project/vllm#41647); the message is serving_engine's _validate_input of vllm-project/vllm#16420
+    prefix = "(APIServer pid=433) ERROR 05-04 08:51:40 [entrypoints/.../chat_completion/serving.py:1267] "
+    r = diagnose_lines(tmp_path, [
+        prefix + "Error in preprocessing prompt inputs",
+        prefix + "Traceback (most recent call last):",
+        prefix + "    raise ValueError(",
+        prefix + "ValueError: This model's maximum context length is 2048 tokens. However, you requested 2054 tokens"
+                 " (1030 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.",
+    ])
+    assert r.verdict == "clean", ids(r)
+
+
+def test_the_engine_core_s_wait_for_its_workers(tmp_path):
+    # vllm-project/vllm#44411: MultiprocExecutor.wait_for_ready's exception when a worker raised while it started
+    r = diagnose_lines(tmp_path, [
+        "(EngineCore pid=395145) ERROR 06-03 12:30:47 [core.py:1165]     raise e from None",
+        "(EngineCore pid=395145) ERROR 06-03 12:30:47 [core.py:1165] Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.",
+    ])
+    assert ids(r) == ["vllm-engine-dead"]
