@@ -119,3 +119,13 @@ def test_the_engine_core_s_wait_for_its_workers(tmp_path):
         "(EngineCore pid=395145) ERROR 06-03 12:30:47 [core.py:1165] Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.",
     ])
     assert ids(r) == ["vllm-engine-dead"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    # round 3 (2826-2830), scored after the round-2 fixes
+    ("2826.log", "vllm-engine-dead"),   # wait_for_ready's 'WorkerProc initialization failed ...' under the flat prefix
+    ("2829.log", "process-killed"),     # SGLang's 'Rank 0 scheduler is dead' with 'Exit code: -9'
+    ("2830.log", "vllm-startup-oom"),   # V1's _check_enough_kv_cache_memory: no memory for the cache blocks
+])
+def test_round_3_first_finding(name, expected):
+    assert ids(_report(name))[:1] == [expected]
