@@ -50,12 +50,29 @@ stay pending (deployment_state.py DeploymentState._check_startup_replicas, acros
   2.x:   f'Deployment "{name}" has {n} replicas that have taken more than 30s to be scheduled. This may be caused by
          waiting for the cluster to auto-scale, or waiting for a runtime environment to install. Resources required
          for each replica: {...}, resources available: {...}.'
-(`... to initialize. This may be caused by a slow __init__ ...` is a slow constructor, not this.) One such warning is
-an autoscaler at work; the same deployment warned again (a minute unscheduled), or a cluster with no free resources
-at all (`available: {}`), is a replica that is not being placed.
+(`... to initialize. This may be caused by a slow __init__ ...` is a slow constructor, not this.) One such warning
+while the cluster lacks what the replica asks for (more GPU than available) is an autoscaler at work; the same
+deployment warned again (a minute unscheduled), a cluster with no free resources at all (`available: {}`), or a
+first warning while the cluster as a whole has every resource the replica asks for (so no node needs to be added,
+yet none takes it: no single node has that much free, a max_replicas_per_node or custom-resource constraint no
+node meets; ray-project/kuberay#1090, ray-project/ray#48471) is a replica that is not being placed. The
+requirement is a dict (`{"CPU": 3.0}`) or, with placement-group bundles, a list of them (their sum is compared).
+
+The deployment that failed to start replica after replica (deployment_state.py
+DeploymentState._check_curr_status, once the constructor retry count is spent; the status message that `serve
+status`, the dashboard and the client's wait show):
+  2.0-2.4: "The Deployment failed to start {n} times in a row. This may be due to a problem with the deployment
+           constructor or the initial health check failing. See logs for details."   (`See controller logs ...
+           Retrying after {s} seconds. Error:` in between releases)
+  2.5+:    "The deployment failed to start {n} times in a row. This may be due to a problem with its constructor or
+           initial health check failing. See controller logs for details. Retrying after {s} seconds. Error:\n{msg}"
+python/ray/serve/_private/client.py _wait_for_deployment_healthy puts `Deployment {name} is UNHEALTHY: ` in front
+(a RuntimeError); `serve status` prints it under `status: DEPLOY_FAILED` / `message:`.
 """
 
 from __future__ import annotations
+
+import re
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
@@ -145,6 +162,37 @@ def _replica_init_reraise(m, rec, state):
     return _event(rec, state, "a Serve replica", "startup", "raised while it initialized (the replica did not start)")
 
 
+_RESOURCE = re.compile(r'\\?"(?P<k>[^"\\]+)\\?":\s*(?P<v>\d+(?:\.\d+)?)')
+
+
+def _amounts(text: str) -> dict:
+    """Resource amounts of a requirement or availability print, summed over placement-group bundles."""
+    out: dict = {}
+    for r in _RESOURCE.finditer(text):
+        out[r.group("k")] = out.get(r.group("k"), 0.0) + float(r.group("v"))
+    return out
+
+
+def _fits(required: str, available: str) -> bool:
+    """Every resource the replica asks for is available in the cluster as a whole."""
+    need, have = _amounts(required), _amounts(available)
+    return bool(need) and all(have.get(k, 0.0) >= v for k, v in need.items())
+
+
+@rule(
+    "deployment-failed-to-start",
+    ("times in a row. This may be due to a problem with",),
+    r"(?:Deployment (?P<dep>\S+) is UNHEALTHY: )?The [Dd]eployment failed to start (?P<n>\d+) times in a row\. This"
+    r" may be due to a problem with (?:its|the deployment) constructor or (?:the )?initial health check failing",
+)
+def _deployment_failed(m, rec, state):
+    dep = m.group("dep")
+    name = f"deployment {dep}" if dep else "a deployment"
+    return _event(rec, state, name if dep else "a Serve deployment", "startup",
+                  f"failed to start {m.group('n')} times in a row (its constructor or initial health check raised;"
+                  f" Serve marked it UNHEALTHY)")
+
+
 @rule(
     "replica-unschedulable",
     ("replicas that have taken more than",),
@@ -157,13 +205,20 @@ def _replica_unschedulable(m, rec, state):
     seen = state.setdefault("serve_unscheduled", {})
     seen[dep] = seen.get(dep, 0) + 1
     nothing_free = m.group("avail").strip("{} ") == ""
-    if seen[dep] < 2 and not nothing_free:
-        return []  # the first 30 s: the autoscaler may still bring a node
+    fits = _fits(m.group("req"), m.group("avail"))
+    if seen[dep] < 2 and not nothing_free and not fits:
+        return []  # the first 30 s while resources are short: the autoscaler may still bring a node
     if not first_time(state, ("serve_unschedulable", dep), rec.loc.line):
         return []
     waited = int(m.group("s")) * seen[dep]
     req = m.group("req").replace('\\"', '"')
-    what = "with no free resources in the cluster" if nothing_free else f"for about {waited} s"
+    if nothing_free:
+        what = "with no free resources in the cluster"
+    elif fits and seen[dep] < 2:
+        what = ("although the cluster has the resources it asks for in all (no single node has them free, or a "
+                "placement constraint no node meets)")
+    else:
+        what = f"for about {waited} s"
     return [ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="ray_serve_replica_unschedulable",
                        message=rec.text.strip(),
                        fields={"deployment": dep, "application": m.group("app"), "replicas": int(m.group("n")),
@@ -176,7 +231,7 @@ PARSER = Parser(
     name="rayserve",
     framework=FW,
     priority=40,
-    description="Ray Serve: a replica that raised at start-up, crashed or failed its health checks, or that the cluster cannot place",
+    description="Ray Serve: a replica that raised at start-up, crashed or failed its health checks, a deployment marked UNHEALTHY after failed starts, or a replica the cluster cannot place",
     rules=[_replica_exception, _replica_unhealthy, _replica_start_call, _replica_not_created, _replica_init_frame, _replica_init_reraise,
-           _replica_unschedulable],
+           _replica_unschedulable, _deployment_failed],
 )

@@ -54,6 +54,37 @@ TensorRT's runtime (IRuntime::deserializeCudaEngine, every release 5-10) says, i
 TensorRT-LLM's runtime (cpp/tensorrt_llm/runtime/tllmRuntime.cpp) wraps it:
     [TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine (.../tllmRuntime.cpp:74)
 and Triton's TensorRT backend then reports the model `UNAVAILABLE: Internal: unable to create TensorRT engine`.
+
+Engines built for tp x pp (x cp) ranks that are run in an MPI world of another size (the usual case: a
+multi-GPU engine started as one process, without `mpirun -n <tp*pp>`; Triton started without
+launch_triton_server.py --world_size). The runtime checks it before it loads anything, in its releases' words:
+    cpp/tensorrt_llm/runtime/worldConfig.cpp WorldConfig::mpi (0.5-0.12):
+        TLLM_CHECK(mpiSize == tp * pp);   -> [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp
+                                             (.../runtime/worldConfig.cpp:90)
+    the same, 0.13+ (context parallelism added):
+        TLLM_CHECK_WITH_INFO(mpiSize == tp * pp * cp, "MPI size %d != TP size %d * PP size %d * CP Size %d", ...)
+        (0.12 printed it without CP: `Assertion failed: MPI size 1 != TP size 2 * PP size 1`)
+    cpp/tensorrt_llm/executor/executorImpl.cpp (0.9+, the executor API / Triton's tensorrtllm backend in leader mode):
+        "With communicationMode kLEADER, MPI worldSize is expected to be equal to tp*pp when participantIds are
+        not specified"   (later `... equal to tp*pp*cp when ...`)
+    the Python examples' runtime (examples/*/run.py, summarize.py before ModelRunner, 0.5-0.7; benchmarks):
+        assert world_size == tensorrt_llm.mpi_world_size(), f'Engine world size ({world_size}) != Runtime world
+        size ({tensorrt_llm.mpi_world_size()})'
+    tensorrt_llm/runtime/model_runner.py read_config (0.6-0.7): the same with the factors,
+        AssertionError: Engine world size (2 * 1) != Runtime world size (1)
+        f"Engine tensor parallel size ({tp_size}) should be equal to world size ({self.world_size})"
+Triton wraps the first as `UNAVAILABLE: Internal: unexpected error when creating modelInstanceState: ...` in its
+model table (often wrapped over two table rows, the check on the second). Every rank makes the same check: the
+line names no culprit rank.
+
+Fewer GPUs than the engine's ranks, as TensorRT-LLM itself checks it (signature parallel-size-exceeds-gpus, the
+error kind the serving engines' own checks give, parsers/model_sharding.py):
+    cpp/tensorrt_llm/runtime/worldConfig.cpp WorldConfig::WorldConfig (0.7-0.9; removed later, NVIDIA/TensorRT-LLM#1035):
+        TLLM_CHECK_WITH_INFO(numDevices >= tensorParallelism * pipelineParallelism,
+            "Number of GPUs per node %d must be at least as large as TP (%d) * PP (%d)", ...)
+        (Triton's model table wraps it: `... as large as TP (4) *  |` / `|  |  | PP (1) (...)`)
+    tensorrt_llm/llmapi/llm.py (the LLM API, trtllm-serve, 0.13+):
+        raise RuntimeError(f"Only {get_device_count()} GPUs are available, but {world_size} are required.")
 """
 
 from __future__ import annotations
@@ -140,10 +171,68 @@ def _engine_incompatible(m, rec, state):
                                                         "detail": why})
 
 
+@rule(
+    "world-size-mismatch",
+    ("mpiSize == tp * pp", "MPI worldSize is expected to be equal to tp*pp", " * PP size ", "Engine world size (",
+     "should be equal to world size ("),
+    r"(?<![\w(])(?P<old>mpiSize == tp \* pp(?: \* cp)?)(?![\w*])"
+    r"|(?P<leader>MPI worldSize is expected to be equal to tp\*pp(?:\*cp)? when participantIds are not specified)"
+    r"|MPI size (?P<mpi>\d+) != TP size (?P<tp>\d+) \* PP size (?P<pp>\d+)(?: \* CP [Ss]ize (?P<cp>\d+))?"
+    r"|Engine world size \((?P<ew>\d+)(?: \* (?P<ew2>\d+))?\) != Runtime world size \((?P<rw>\d+)\)"
+    r"|Engine tensor parallel size \((?P<etp>\d+)\) should be equal to world size \((?P<ws>\d+)\)",
+)
+def _world_size(m, rec, state):
+    if not first_time(state, ("trtllm_world_size",), rec.loc.line):
+        return []  # every rank, the executor's re-raise, Triton's table
+    engine = world = None
+    if m.group("mpi"):
+        world = int(m.group("mpi"))
+        engine = int(m.group("tp")) * int(m.group("pp")) * int(m.group("cp") or 1)
+    elif m.group("ew"):
+        engine, world = int(m.group("ew")) * int(m.group("ew2") or 1), int(m.group("rw"))
+    elif m.group("etp"):
+        engine, world = int(m.group("etp")), int(m.group("ws"))
+    if engine is not None:
+        detail = (f"the engine is built for {engine} rank(s) (tp x pp) but the process runs in an MPI world of "
+                  f"{world}")
+    elif m.group("leader"):
+        detail = ("the executor (leader mode) runs in an MPI world whose size is not the engine's tp x pp: start "
+                  "one process per engine rank")
+    else:
+        detail = "the MPI world size is not the engine's tp x pp (WorldConfig::mpi: mpiSize == tp * pp)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="trtllm_world_size_mismatch",
+                      message=rec.text.strip(),
+                      fields={"source": "tensorrt-llm", "phase": "load", "engine_ranks": engine, "mpi_world": world,
+                              "detail": detail})
+
+
+@rule(
+    "too-few-gpus",
+    ("must be at least as large as TP (", "GPUs are available, but "),
+    r"Number of GPUs per node (?P<node>\d+) must be at least as large as TP \((?P<tp>\d+)\)(?: \* (?:PP \((?P<pp>\d+)\))?)?"
+    r"|Only (?P<have>\d+) GPUs are available, but (?P<need>\d+) are required\.",
+)
+def _too_few_gpus(m, rec, state):
+    if not first_time(state, ("trtllm_too_few_gpus",), rec.loc.line):
+        return []  # the raise, the re-raise after the traceback, every rank
+    if m.group("node") is not None:
+        tp, pp = int(m.group("tp")), m.group("pp")
+        need = tp * int(pp) if pp else tp
+        have = int(m.group("node"))
+        layout = f"TP {tp} x PP {pp}" if pp else f"TP {tp}"
+        detail = (f"the engine's {layout} ranks must fit on one node, which has {have} GPU(s) "
+                  "(TensorRT-LLM's WorldConfig per-node check)")
+    else:
+        need, have = int(m.group("need")), int(m.group("have"))
+        detail = f"the parallel layout needs {need} GPUs but this process sees {have} (TensorRT-LLM's LLM API)"
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="parallel_exceeds_gpus", message=rec.text.strip(),
+                      fields={"needed": need, "available": float(have), "detail": detail, "source": "tensorrt-llm"})
+
+
 PARSER = Parser(
     name="tensorrt_llm",
     framework=FW,
     priority=38,
-    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish; an engine this TensorRT cannot deserialize",
-    rules=[_executor_nccl, _engine_build, _engine_incompatible],
+    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish; an engine this TensorRT cannot deserialize; engines run in an MPI world of another size or given fewer GPUs than their ranks",
+    rules=[_executor_nccl, _engine_build, _engine_incompatible, _world_size, _too_few_gpus],
 )

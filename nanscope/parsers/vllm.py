@@ -30,6 +30,8 @@ Templates (vllm-project/vllm; quoted from source via the search index and from i
       the text. vllm/v1/executor/ray_executor_v2.py: `RayWorkerProc rank=%s died unexpectedly, ...`
       (a list: `rank=[3]`). WorkerProc.worker_busy_loop: `WorkerProc hit an exception.` (0.8: `... %s`)
       worker_main: `WorkerProc failed to start.` (the worker raised while it loaded: its traceback follows)
+      MultiprocExecutor.wait_for_ready (0.9+), the EngineCore's side of the same: raise Exception("WorkerProc
+      initialization failed due to an exception in a background process. See stack trace for root cause.")
   vllm/v1/engine/core.py run_engine_core: `EngineCore encountered a fatal error.` (logger.exception);
       0.7-0.8.4 printed `EngineCore hit an exception: %s` (the traceback) for a start-up and a serving failure alike
   vllm/v1/executor/multiproc_executor.py collective_rpc: `raise TimeoutError(f"RPC call to {method} timed out.")`
@@ -329,8 +331,10 @@ def _worker_died(m, rec, state):
 
 @rule(
     "worker-exception",
-    ("WorkerProc hit an exception", "WorkerProc failed to start", "EngineCore encountered a fatal error"),
-    r"(?P<worker>WorkerProc hit an exception)|(?P<wstart>WorkerProc failed to start)|EngineCore encountered a fatal error",
+    ("WorkerProc hit an exception", "WorkerProc failed to start", "EngineCore encountered a fatal error",
+     "WorkerProc initialization failed due to an exception"),
+    r"(?P<worker>WorkerProc hit an exception)|(?P<wstart>WorkerProc failed to start"
+    r"|WorkerProc initialization failed due to an exception in a background process)|EngineCore encountered a fatal error",
 )
 def _worker_exception(m, rec, state):
     if m.group("worker") is not None or m.group("wstart") is not None:
@@ -646,22 +650,50 @@ def _ray_worker_died(m, rec, state):
     return _error(rec, state, "vllm_engine_dead", fields)
 
 
+# The same death as vLLM's engine logs it: with the Ray executor the EngineCore (V1) or the engine (V0) waits on its
+# workers with ray.get, and a worker actor that vanished surfaces there as Ray's ActorDiedError, logged with the
+# traceback under vLLM's logger prefix (`ERROR 05-06 14:20:15 [core.py:387] ray.exceptions.ActorDiedError: ...`).
+# python/ray/exceptions.py ActorDiedError.BASE_ERROR_MSG "The actor died unexpectedly before finishing this task."
+# (RayActorError before Ray 2.x) is the message of an actor whose process died without a Python error of its own
+# (killed, crashed, its node lost); an actor whose constructor raised says instead "The actor died because of an
+# error raised in its creation task". So a vLLM-logged ActorDiedError of that wording is a worker process that was
+# killed or crashed, not an exception to read: the cause is outside Python (the node's kernel log, Ray's worker
+# logs). When Ray also prints the exit (`Worker exit type: SYSTEM_ERROR ...`), python.py reads that line too.
+@rule(
+    "ray-actor-died-logged",
+    ("The actor died unexpectedly before finishing this task",),
+    r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\s\]]*\]+|\S+:\d+\])[ \t]*"
+    r"(?:ray\.exceptions\.)?(?P<type>ActorDiedError|RayActorError): The actor died unexpectedly before finishing this task",
+)
+def _ray_actor_died_logged(m, rec, state):
+    if not first_time(state, ("ray_actor_died_logged",), rec.loc.line):
+        return []  # every pending ray.get on the dead actor re-raises it
+    _seen(state)
+    detail = ("a vLLM Ray worker actor's process died with no Python error of its own (Ray's "
+              f"{m.group('type')}: the actor died unexpectedly): killed (often the OOM killer), crashed, or its node was lost")
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="vllm", error="killed", message=_message(rec.text).strip(),
+                      exc_type=m.group("type"), fields={"source": "ray", "phase": None, "detail": detail})
+
+
 # The OpenAI-compatible server's request handling (vllm/entrypoints/openai/serving_chat.py, serving_completion.py,
 # serving_engine.py; since 0.1x chat_completion/serving.py, engine/serving.py) catches what one request raises while
 # it is prepared and answers it with create_error_response (a 400 for a ValueError):
 #   logger.exception("Error in preprocessing prompt inputs")   ->  `ERROR 07-03 03:19:15 [serving_chat.py:200] ...`
+#   (0.10+ prints the file's path under vllm/, shortened in the middle:
+#   `ERROR 05-04 08:51:40 [entrypoints/.../chat_completion/serving.py:1267] ...`, vllm-project/vllm#41647)
 # so the traceback and the exception line carry that logger's prefix, e.g. serving_engine._validate_input's
 #   f"This model's maximum context length is {max_model_len} tokens. However, you requested {n} tokens ..."
 # The engine goes on serving the other requests: such an exception is no crash of the server. (The failures that
 # do surface there, an engine that died, a chat template the tokenizer lacks, are claimed first: the engine rules
 # above, chat_template.py.)
 _SERVING_EXC = (r"(?:^|\s)(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?"
-                r"(?P<file>serving(?:_\w+)?\.py):\d+\][ \t]*(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?::|\s*$)")
+                r"(?:[\w.\-]+/){0,6}(?P<file>serving(?:_\w+)?\.py):\d+\][ \t]*"
+                r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?::|\s*$)")
 
 
 @rule(
     "request-rejected",
-    ("serving_chat.py:", "serving_completion.py:", "serving_engine.py:", "serving_responses.py:", "[serving.py:"),
+    ("serving_chat.py:", "serving_completion.py:", "serving_engine.py:", "serving_responses.py:", "[serving.py:", "/serving.py:"),
     _SERVING_EXC,
 )
 def _request_rejected(m, rec, state):
@@ -680,5 +712,5 @@ PARSER = Parser(
            _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _batched_tokens, _spec_vocab,
            _registry_inspect, _weights_param, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
-           _shm_wait, _nan_probs, _preemption, _ray_worker_died, _request_rejected],
+           _shm_wait, _nan_probs, _preemption, _ray_actor_died_logged, _ray_worker_died, _request_rejected],
 )
