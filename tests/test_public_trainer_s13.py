@@ -121,3 +121,18 @@ def test_the_hubs_own_error_is_the_finding_when_it_is_in_the_log(tmp_path) -> No
         "BertTokenizer tokenizer.",
     ]
     assert ids(diagnose_lines(tmp_path, lines)) == ["hf-hub-access-failed"]
+
+
+@pytest.mark.parametrize("line", [
+    # transformers 4.4x+'s wording of the Hub out of reach (Google-Health/medgemma#61)
+    "We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the cached files.",
+    # an older huggingface_hub with an empty disk cache (baichuan-inc/Baichuan-7B#83)
+    "huggingface_hub.utils._errors.LocalEntryNotFoundError: Connection error, and we cannot find the requested files in "
+    "the disk cache. Please try again or make sure your Internet connection is on.",
+    # a revision the repository does not have, in diffusers' download (invoke-ai/InvokeAI#2768)
+    "Error downloading StabilityAI standard VAE: fp16 is not a valid git identifier (branch name, tag name or commit id) "
+    "that exists for this model name. Check the model page at 'https://huggingface.co/stabilityai/sd-vae-ft-mse' for "
+    "available revisions.",
+])
+def test_the_hub_siblings_of_the_loaders_messages(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == ["hf-hub-access-failed"]
