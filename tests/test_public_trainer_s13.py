@@ -36,6 +36,14 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3017.log", "dependency-missing"),  # serde's untagged-enum message, printed bare
     ("3018.log", "dependency-missing"),  # ComfyUI's '!!! Exception during processing !!!'
     ("3019.log", "dependency-missing"),  # PyNormalizerTypeWrapper
+    ("3020.log", "model-files-not-found"),  # round 2: an image processor, relayed without the exception type
+    ("3021.log", "model-files-not-found"),
+    ("3022.log", "model-files-not-found"),  # preprocessor_config.json, the pipeline saved without its processor
+    ("3023.log", "model-files-not-found"),
+    ("3024.log", "model-files-not-found"),  # after a TypeError and before the pipeline's re-raise
+    ("3025.log", "model-files-not-found"),  # transformers 2.x: a vocab.txt given for the directory
+    ("3026.log", "model-files-not-found"),  # Windows paths into the HF cache
+    ("3027.log", "hf-hub-access-failed"),
 ])
 def test_set_up_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
@@ -47,7 +55,7 @@ def test_a_worker_killed_before_the_missing_output_model_is_the_kill() -> None:
     assert ids(api.diagnose([str(PUBLIC / "3010.log")])) == ["process-killed", "model-files-not-found"]
 
 
-@pytest.mark.parametrize("name", ["3014.log", "3015.log", "3016.log"])
+@pytest.mark.parametrize("name", ["3014.log", "3015.log", "3016.log", "3028.log"])
 def test_healthy_runs_of_the_round_stay_quiet(name: str) -> None:
     # apex FP16_Optimizer's first overflow (benign), PEFT's 'Could not find a config file in' warning, old transformers'
     # 'file .../vocab/config.json not found' info line
@@ -82,6 +90,10 @@ def test_the_file_that_was_looked_for_is_in_the_summary() -> None:
     "'https://huggingface.co/models', make sure you don't have a local directory with the same name. Otherwise, make "
     "sure 'openai/clip-vit-large-patch14' is the correct path to a directory containing all relevant files for a "
     "CLIPTokenizer tokenizer.",
+    # transformers 2.x-3.0's tokenizer wording (CCChenhao997/DualGCN-ABSA#11)
+    "OSError: Model name 'xlnet-large-cased' was not found in tokenizers model name list (xlnet-base-cased, "
+    "xlnet-large-cased). We assumed 'xlnet-large-cased' was a path, a model identifier, or url to a directory containing "
+    "vocabulary files named ['spiece.model'] but couldn't find such vocabulary files at this path or url.",
     # transformers 5's AutoConfig without model_type (huggingface/transformers#44496)
     "ValueError: Unrecognized model in allenai/Olmo-Hybrid-Instruct-SFT-7B. Should have a `model_type` key in its "
     "config.json.",
@@ -97,6 +109,12 @@ def test_other_wordings_of_the_template(tmp_path, line: str) -> None:
     "                        f\"{path_or_repo_id} does not appear to have a file named {filename}. Checkout \"",
     # a test's quoted message is not a failure
     "        OSError(\"Can't load image processor for 'org/model'.\"),",
+    # a dict of error messages printed as reprs (huggingface/transformers#5475)
+    " 'sshleifer/student_cnn_9_9': (\"Model name 'sshleifer/student_cnn_9_9' was not found in tokenizers model name list "
+    "(facebook/bart-base, facebook/bart-large, facebook/bart-large-mnli, facebook/bart-large-cnn, facebook/bart-large-xsum, "
+    "yjernite/bart_eli5). We assumed 'sshleifer/student_cnn_9_9' was a path, a model identifier, or url to a directory "
+    "containing vocabulary files named ['vocab.json', 'merges.txt'] but couldn't find such vocabulary files at this path "
+    "or url.\",),",
 ])
 def test_source_lines_that_quote_the_message_are_not_the_failure(tmp_path, line: str) -> None:
     assert ids(diagnose_lines(tmp_path, [line])) == []

@@ -37,6 +37,19 @@ Templates (huggingface/transformers, quoted from source via the search index; `{
   modeling_utils.py PreTrainedModel.from_pretrained, the weights' siblings of the above, read as model-weights-not-found:
       4.2x+ "Can't load the model for '{name}'. ... containing a file named pytorch_model.bin, tf_model.h5, ..."
       3.x-4.1x "Can't load weights for '{name}'. Make sure that: ..."
+  pytorch-transformers 1.x / transformers 2.x-3.0 (configuration_utils.py, tokenization_utils.py, modeling_utils.py):
+      "Couldn't reach server at '{config_file}' to download configuration file or configuration file is not a valid
+       JSON file. Please check network or file content here: {resolved}." (a file that is no JSON config: a vocab.txt
+       or bert_config.json given for the directory, a corrupt config.json)
+      "Couldn't reach server at '{config_file}' to download pretrained model configuration file." (a shortcut name
+       whose download failed)
+      "Can't load '{name}'. Make sure that:\n\n- '{name}' is a correct model identifier listed on ..." (2.x)
+      "Model name '{name}' was not found in model name list ({...}). We assumed '{file}' was a path or url to a
+       configuration file named config.json or a directory containing such a file but couldn't find any such file at
+       this path or url." (and the tokenizer's "... was not found in tokenizers model name list (...). We assumed
+       '{name}' was a path, a model identifier, or url to a directory containing vocabulary files named [...] but
+       couldn't find such vocabulary files at this path or url.")
+      the weights' "Couldn't reach server at '{archive_file}' to download pretrained weights." is model-weights-not-found.
 The apostrophe and the quotes may be typographic (a paste through a web page or a chat).
 
 Not this: the source lines that build these messages in a traceback (`f"Can't load tokenizer for
@@ -78,12 +91,13 @@ def _missing(name: str, what: str) -> str:
 @rule(
     "cant-load",
     ("Can't load ", "Can\u2019t load "),
-    r"(?<![\"'\w])(?P<msg>Can['\u2019]t load (?P<what>the configuration of|config for|tokenizer for|feature extractor for"
-    r"|image processor for|processor for|the model for|weights for) " + _NAME + r")"
+    r"(?<![\"'\w])(?P<msg>Can['\u2019]t load (?:(?P<what>the configuration of|config for|tokenizer for|feature extractor for"
+    r"|image processor for|processor for|the model for|weights for) " + _NAME + r"|" + _NAME.replace("name", "bare") +
+    r"\. Make sure that:))"
     r"(?:.*?containing (?:a |all relevant files for a )?(?P<file>[\w.\-]+) (?:file|tokenizer))?",
 )
 def _cant_load(m, rec, state):
-    name, what, file = m.group("name"), m.group("what"), m.group("file")
+    name, what, file = m.group("name") or m.group("bare"), m.group("what") or "config for", m.group("file")
     if what in ("the model for", "weights for"):
         kind, thing = "model_weights_not_found", "weight files"
         fields = {"path": name, "loader": "transformers",
@@ -125,10 +139,36 @@ def _no_file(m, rec, state):
                   {"path": path, "file": file, "detail": _missing(path, file)})
 
 
+@rule(
+    "old-loader",
+    ("Couldn't reach server at '", "was not found in model name list", "was not found in tokenizers model name list"),
+    r"(?<![\"'\w])(?P<msg>Couldn't reach server at '(?P<file>[^'{}\n]{1,400})' to download (?P<kind>configuration file or "
+    r"configuration file is not a valid JSON file|pretrained model configuration file|pretrained weights)"
+    r"|Model name '(?P<name>[^'{}\n]{1,300})' was not found in (?P<tok>tokenizers )?model name list)",
+)
+def _old_loader(m, rec, state):
+    kind, file, name = m.group("kind"), m.group("file"), m.group("name")
+    if kind == "pretrained weights":
+        return _event(rec, state, m.start("msg"), "model_weights_not_found",
+                      {"path": file, "loader": "transformers",
+                       "detail": f"transformers could not download or find the weights at '{file}'"})
+    if kind and kind.startswith("configuration file or"):
+        detail = (f"transformers could not read a model configuration from '{file}': not a JSON config file (a vocabulary "
+                  "or another file given where the model's directory with its config.json belongs, or a corrupt config)")
+        return _event(rec, state, m.start("msg"), "model_files_not_found", {"path": file, "file": "config.json", "detail": detail})
+    if kind:
+        return _event(rec, state, m.start("msg"), "model_files_not_found",
+                      {"path": file, "file": "config.json",
+                       "detail": f"transformers could not download the configuration '{file}' (no connection to the server)"})
+    what = "tokenizer vocabulary files" if m.group("tok") else "config.json"
+    return _event(rec, state, m.start("msg"), "model_files_not_found",
+                  {"path": name, "file": what, "detail": _missing(name, what)})
+
+
 PARSER = Parser(
     name="model_files",
     framework=FW,
     priority=38,  # after model_weights (37), which takes the weight files' wording; before python's exception reader (80)
     description="transformers / diffusers from_pretrained finding no config, tokenizer or processor files at the path or Hub id",
-    rules=[_cant_load, _no_file],
+    rules=[_cant_load, _no_file, _old_loader],
 )
