@@ -154,3 +154,24 @@ def test_the_hubs_own_error_is_the_finding_when_it_is_in_the_log(tmp_path) -> No
 ])
 def test_the_hub_siblings_of_the_loaders_messages(tmp_path, line: str) -> None:
     assert ids(diagnose_lines(tmp_path, [line])) == ["hf-hub-access-failed"]
+
+
+_COGVIEW_FETCH = ("Loading pipeline components...:  20%|██████████▍                                         | 1/5 "
+                  "[00:00<00:02,  1.74it/s]An error occurred while trying to fetch "
+                  "E:\\IMAGE\\ComfyUI_Torch23\\ComfyUI\\models\\CogView\\CogView4-6B\\vae: Error no file named "
+                  "diffusion_pytorch_model.safetensors found in directory "
+                  "E:\\IMAGE\\ComfyUI_Torch23\\ComfyUI\\models\\CogView\\CogView4-6B\\vae.")
+
+
+def test_diffusers_falling_back_from_safetensors_is_no_failure(tmp_path) -> None:
+    # chflame163/ComfyUI_CogView4_Wrapper#7: diffusers warns and tries the .bin weights next
+    lines = [_COGVIEW_FETCH, "Defaulting to unsafe serialization. Pass `allow_pickle=False` to raise an error instead."]
+    assert ids(diagnose_lines(tmp_path, lines)) == []
+
+
+def test_diffusers_without_any_weight_file_is_model_weights_not_found(tmp_path) -> None:
+    # the same thread: the .bin is missing too, and the node raises
+    lines = [_COGVIEW_FETCH, "Defaulting to unsafe serialization. Pass `allow_pickle=False` to raise an error instead.",
+             "!!! Exception during processing !!! Error no file named diffusion_pytorch_model.bin found in directory "
+             "E:\\IMAGE\\ComfyUI_Torch23\\ComfyUI\\models\\CogView\\CogView4-6B\\vae."]
+    assert ids(diagnose_lines(tmp_path, lines)) == ["model-weights-not-found"]

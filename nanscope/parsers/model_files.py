@@ -54,7 +54,9 @@ The apostrophe and the quotes may be typographic (a paste through a web page or 
 
 Not this: the source lines that build these messages in a traceback (`f"Can't load tokenizer for
 '{pretrained_model_name_or_path}'..."`: the name would be a placeholder in braces, or a quote opens the message);
-PEFT's UserWarning "Could not find a config file in {path} - will assume that the vocabulary was not modified." (the
+diffusers' warning "An error occurred while trying to fetch {path}: Error no file named diffusion_pytorch_model.safetensors
+found in directory {path}." + "Defaulting to unsafe serialization." (it falls back to the .bin weights); PEFT's UserWarning
+"Could not find a config file in {path} - will assume that the vocabulary was not modified." (the
 adapter is saved); old transformers' info line "file {path}/config.json not found"; "Generation config file not found,
 using a generation config created from the model config." (a fallback).
 """
@@ -125,6 +127,8 @@ def _cant_load(m, rec, state):
     r"|Error no file named (?P<dfile>[^\s{}]+) found in directory (?P<dpath>[^\s,{}]+?)\.?(?:\s|$))",
 )
 def _no_file(m, rec, state):
+    if "An error occurred while trying to fetch" in rec.text:
+        return []  # diffusers' warning before it falls back from .safetensors to .bin: the load goes on
     if m.group("upath"):
         path = m.group("upath")
         return _event(rec, state, m.start("msg"), "model_files_not_found",
@@ -134,7 +138,11 @@ def _no_file(m, rec, state):
     path = m.group("path") or m.group("lpath") or m.group("dpath")
     file = m.group("file") or m.group("files") or m.group("lfile") or m.group("dfile")
     if _WEIGHTS.search(file):
-        return None  # the weight files: model_weights.py's model-weights-not-found
+        # the weight files are model-weights-not-found: model_weights.py (priority 37) reads transformers' weight names;
+        # a line it left (diffusers' diffusion_pytorch_model.bin, transformers 4.x's list repr) is read here
+        return _event(rec, state, m.start("msg"), "model_weights_not_found",
+                      {"path": path, "loader": "transformers / diffusers",
+                       "detail": f"no weight file ({file.strip('[],')}) in {path}"})
     return _event(rec, state, m.start("msg"), "model_files_not_found",
                   {"path": path, "file": file, "detail": _missing(path, file)})
 
