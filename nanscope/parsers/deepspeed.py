@@ -17,6 +17,9 @@ deepspeed/runtime/engine.py: `[Rank 0] step=10, skipped=2, lr=[0.0001], mom=[(0.
 deepspeed/launcher/launch.py sigkill_handler (the line number moves: 315/321, 318/324, 428/434, 335/341):
   [2024-03-20 20:31:29,210] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3353707
   [2024-03-20 20:31:29,269] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', '--local_rank=4', ...] exits with return code = 1
+A paste often keeps only the message: the argv list and its return code without the logger's prefix
+(`['/usr/bin/python3', '-u', 'train.py', '--local_rank=0', ...] exits with return code = -9`), and forks print
+it with print() the same way; both are read (a line that starts with the argv list's `['`).
 The handler runs when a local process exits non-zero: it kills the others, then logs the return code of the
 one that died (negative: the signal that killed it). The command it prints is the argv of the last process
 the launcher spawned, whichever process failed, so its `--local_rank` is no rank evidence.
@@ -183,7 +186,8 @@ def _batch_config(m, rec, state):
     )
 
 
-@rule("launcher-exit", ("exits with return code",), r"sigkill_handler\].* exits with return code = (?P<code>-?\d+)\s*$")
+@rule("launcher-exit", ("exits with return code",),
+      r"(?:sigkill_handler\].*|^\s*\[['\"][^\n]*['\"]\]) exits with return code = (?P<code>-?\d+)\s*$")
 def _launcher_exit(m, rec, state):
     code = int(m.group("code"))
     return ErrorEvent(

@@ -30,7 +30,15 @@ Python's own import errors say the same for any package (CPython Python/import.c
 name when the package exists but this release has no such module (`No module named 'transformers.deepspeed'`, moved to
 transformers.integrations in 4.46), and `ImportError: cannot import name 'EncoderDecoderCache' from 'transformers'
 (/.../transformers/__init__.py)` (3.7+; `cannot import name X` before) when a package imports a name another release of
-its dependency removed or has not added yet. `flash_attn` missing is flash-attention-unavailable; a circular import in
+its dependency removed or has not added yet.
+
+huggingface/tokenizers reads tokenizer.json with serde (tokenizers/src/models/mod.rs `#[serde(untagged)] pub enum
+ModelWrapper`, bindings/python/src/normalizers.rs / pre_tokenizers.rs `PyNormalizerTypeWrapper`,
+`PyPreTokenizerTypeWrapper`, the decoders' and post-processors' wrappers): a file written by a newer tokenizers (a
+model type, normalizer or pre-tokenizer this release does not have) fails in serde_derive's untagged-enum fallback,
+`data did not match any variant of untagged enum {Enum} at line {l} column {c}` (serde_json adds the position), raised
+by the Python binding as `Exception: ...` from `Tokenizer.from_file` / `TokenizerFast.from_file` (transformers'
+tokenization_utils_fast.py), printed bare by some front ends: the installed tokenizers is too old for the model. `flash_attn` missing is flash-attention-unavailable; a circular import in
 the user's code (`... from partially initialized module ...`) is no dependency and is left to the generic exception.
 """
 
@@ -94,6 +102,14 @@ def _openmmlab_version(m, rec, state):
                   framework="mmengine")
 
 
+@rule("tokenizers-format", ("did not match any variant of untagged enum",),
+      r"(?<![\"'])(?P<msg>data did not match any variant of untagged enum (?P<enum>\w{1,80}Wrapper)\b)")
+def _tokenizers_format(m, rec, state):
+    return _event(m, rec, state, "dependency_missing",
+                  f"the installed tokenizers library cannot read this tokenizer.json ({m.group('enum')}): the file was written by "
+                  "a newer tokenizers release, so tokenizers (and transformers) must be upgraded", framework="hf")
+
+
 # torch._dynamo prints the backend's exception on the line after `BackendCompilerFailed: backend='inductor' raised:`; that
 # inner ImportError is part of the compile failure (torch-compile-failed, whose event takes the line), not a second one
 @rule("compile-raised", ("BackendCompilerFailed: backend=",), r"BackendCompilerFailed: backend=\S+ raised:\s*$")
@@ -136,6 +152,6 @@ PARSER = Parser(
     name="dependencies",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
-    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks; failed imports",
-    rules=[_dependency, _openmmlab_version, _compile_raised, _python_import],
+    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks; tokenizer.json files too new for tokenizers; failed imports",
+    rules=[_dependency, _openmmlab_version, _tokenizers_format, _compile_raised, _python_import],
 )

@@ -16,7 +16,15 @@ traceback:
                       cached files and it looks like {repo} is not the path to a directory containing a file named
                       {file}."; LocalEntryNotFoundError "An error happened while trying to locate the file on the
                       Hub and we cannot find the requested files in the local cache. ..." / offline: "Cannot find
-                      the requested files in the disk cache and outgoing traffic has been disabled."
+                      the requested files in the disk cache and outgoing traffic has been disabled."; transformers
+                      4.4x+ (utils/hub.py cached_files): "We couldn't connect to '{endpoint}' to load the files, and
+                      couldn't find them in the cached files."; older huggingface_hub / transformers file_utils:
+                      "Connection error, and we cannot find the requested files in the disk cache" / "... in the
+                      cached path. Please try again or make sure your Internet connection is on."
+      a revision the repository does not have (utils/hub.py, RevisionNotFoundError; diffusers alike):
+                      "{revision} is not a valid git identifier (branch name, tag name or commit id) that exists for
+                      this model name. Check the model page at 'https://huggingface.co/{repo}' for available
+                      revisions." ("None" when the Hub resolved no revision at all: an outage, a proxy)
   A repository with custom modelling code (transformers/dynamic_module_utils.py resolve_trust_remote_code,
   earlier configuration_auto.py / tokenization_auto.py):
       f"Loading {name} requires you to execute the configuration file in that repo on your local machine. Make
@@ -62,9 +70,10 @@ def _event(rec, state, kind: str, key: str, fields: dict) -> list[ErrorEvent]:
 # reads the Hub out of reach.
 @rule(
     "hub-unreachable",
-    ("We couldn't connect to '", "we cannot find the requested files in the local cache", "outgoing traffic has been disabled"),
-    r"We couldn't connect to '[^']+' to load this file"
-    r"|we cannot find the requested files in the local cache"
+    ("We couldn't connect to '", "we cannot find the requested files in the local cache", "outgoing traffic has been disabled",
+     "we cannot find the requested files in the"),
+    r"We couldn't connect to '[^']+' to load (?:this file|the files)"
+    r"|we cannot find the requested files in the (?:local cache|disk cache|cached path)"
     r"|outgoing traffic has been disabled",
 )
 def _hub_access(m, rec, state):
@@ -72,6 +81,19 @@ def _hub_access(m, rec, state):
     return _event(rec, state, "hf_hub_access", "no_connection", {
         "repo": um.group("repo") if um else None,
         "detail": "the Hub could not be reached and the files are not in the local cache"})
+
+
+@rule(
+    "hub-revision",
+    ("is not a valid git identifier (branch name, tag name or commit id)",),
+    r"(?<![{\w])(?P<rev>[^\s'\"{}]{1,120}) is not a valid git identifier \(branch name, tag name or commit id\) that exists for"
+    r" this model name\. Check the model page at '(?:https://huggingface\.co/)?(?P<repo>[^'\s]+)'",
+)
+def _hub_revision(m, rec, state):
+    rev, repo = m.group("rev"), m.group("repo")
+    why = ("no revision was resolved (the Hub answered without one: an outage or a proxy)" if rev == "None"
+           else f"the revision '{rev}' (a branch, tag or commit) does not exist in {repo}")
+    return _event(rec, state, "hf_hub_access", "revision_not_found", {"repo": repo, "detail": why})
 
 
 @rule(
@@ -113,5 +135,5 @@ PARSER = Parser(
     priority=37,  # before python's exception reader (80): these lines are the exception's
     description="Hugging Face Hub: a gated / missing repository or no connection; a model whose custom code needs trust_remote_code;"
                 " a tokenizer class transformers does not have",
-    rules=[_hub_access, _trust_remote_code, _tokenizer_class],
+    rules=[_hub_access, _hub_revision, _trust_remote_code, _tokenizer_class],
 )
