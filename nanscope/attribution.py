@@ -175,6 +175,13 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                                    f"names no rank (a launcher, scheduler or server line)")
             if others:
                 root.decided_by += ", before the collateral errors" + (" on the other ranks" if ranks else "")
+        waited = _waited_for_by(root, others)
+        if waited is not None:
+            r, why = waited
+            root.decided_by = (f"tier 3: rank {root.initiating_rank}'s {root.id}{when} came while it waited for rank "
+                               f"{r}: {why}")
+            root.initiating_rank = r
+            root.confidence = "medium"
         if not root.sig.rank_evidence and root.initiating_rank is not None:
             # what every affected rank reports alike: a fault of the node or of the launch (two ranks on one GPU,
             # the node's NVSwitch fabric), or a check of the job's configuration that every rank makes (a batch
@@ -393,6 +400,29 @@ def _srun_task_hit(f: Finding, ranks: set) -> Optional[int]:
             named.add(ev.rank)
     if len(named) == 1 and ranks == named:
         return next(iter(named))
+    return None
+
+
+def _waited_for_by(root: Finding, others: list) -> Optional[tuple[int, str]]:
+    """The rank the root's own rank was waiting for when it failed: a collateral wait on that same
+    rank, no later than the root's first line, whose message names the rank it waited for (a
+    monitored barrier's send / recv with rank 0, a store wait for rank 0's ncclUniqueId). Then the
+    root's error is that wait's consequence, and the rank it waited for is where it started."""
+    me = root.initiating_rank
+    if me is None:
+        return None
+    own = [ev for m in root.matches for ev in m.events if getattr(ev, "rank", None) == me]
+    first = own[0] if own else None
+    for f in others:
+        for m in f.matches:
+            ev = m.events[0]
+            fields = getattr(ev, "fields", None) or {}
+            r = fields.get("waited_for")
+            if r is None or r == me or m.rank != me or getattr(ev, "error", None) != "collective_timeout":
+                continue
+            if first is not None and ev.loc.source == first.loc.source and ev.loc.line > first.loc.line:
+                continue  # (a wait after the rank's own error is its consequence, not its cause)
+            return r, fields.get("waited_why") or f"its wait names rank {r} as the rank that never answered"
     return None
 
 

@@ -266,3 +266,19 @@ def test_a_gui_relay_tag_is_peeled_so_the_exception_is_read(tmp_path):
 def test_a_pipe_name_inside_prose_is_no_prefix():
     for text in ("wrote the log to out [stderr] and more", "[stderr] RuntimeError: x", "see [training STDERR]: x"):
         assert peel(text, Origin()) == (text, Origin())
+
+
+def test_a_rank_that_crashed_waiting_for_rank_0_in_a_monitored_barrier_blames_rank_0(tmp_path):
+    # 2170 (sgl-project/sglang#5602): TP3's gloo monitoredBarrier got errors waiting for send/recv from rank 0
+    # (ProcessGroupGloo.cpp: "Please check rank 0 logs for faulty rank"), then TP3's scheduler raised
+    f = diagnose(tmp_path, lines("2170.log"))
+    assert (f.id, f.initiating_rank) == ("sglang-scheduler-crash", 0)
+    assert 3 in f.collateral_ranks and "waited for rank 0" in f.decided_by
+
+
+def test_a_wait_logged_after_the_ranks_own_error_does_not_move_the_blame(tmp_path):
+    # the same lines with the barrier's message after the scheduler's traceback: its consequence, not its cause
+    text = lines("2170.log")
+    barrier = text.pop(1)
+    f = diagnose(tmp_path, text + [barrier])
+    assert (f.id, f.initiating_rank) == ("sglang-scheduler-crash", 3)

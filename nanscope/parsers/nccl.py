@@ -267,15 +267,28 @@ def _gloo_timeout(m, rec, state):
 #   [Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 2000 ms
 # and when rank 0's own time ran out first: "Rank 0 timed out in monitoredBarrier after 2000 ms."
 # The rank named is the one the others waited for (the hung or dead one): the message says so itself.
+# A rank other than 0 that reached the barrier but lost its send / recv with rank 0, the coordinator (the same
+# function, torch 1.10+; ProcessGroupWrapper and the later TORCH_CHECK form add "the "):
+#   Rank 3 successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0.
+#   Please check rank 0 logs for faulty rank.
+# Rank 0 is the one it waited for: gone, or the rank whose own log names the straggler.
 @rule(
     "monitored-barrier-failed",
-    ("failed to pass monitoredBarrier", "timed out in monitoredBarrier"),
+    ("failed to pass monitoredBarrier", "timed out in monitoredBarrier", "successfully reached monitoredBarrier"),
     r"(?:\[Rank (?P<me>\d+)\]: )?(?:Ranks? (?P<ranks>\d+(?:, \d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms"
-    r"|Rank (?P<own>\d+) timed out in monitoredBarrier after (?P<oms>\d+) ms)",
+    r"|Rank (?P<own>\d+) timed out in monitoredBarrier after (?P<oms>\d+) ms"
+    r"|Rank (?P<reached>\d+) successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0)",
 )
 def _monitored_barrier(m, rec, state):
     if not first_time(state, ("monitored_barrier",), rec.loc.line):
         return []
+    if m.group("reached") is not None:
+        me = int(m.group("reached"))
+        return _error(rec, "collective_timeout", rank=_rank(rec, me, True), collective=Collective(op="BARRIER"),
+                      fields={"backend": "gloo", "monitored_barrier": True, "pg_rank": me, "waited_for": 0,
+                              "waited_why": f"rank {me} reached the monitored barrier but lost its send / recv with rank 0, "
+                                            "the barrier's coordinator: rank 0 failed or hung first (its own log names "
+                                            "any straggler it waited for)"})
     if m.group("own") is not None:
         me = int(m.group("own"))
         return _error(rec, "collective_timeout", rank=_rank(rec, me, True),
