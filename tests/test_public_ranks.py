@@ -282,3 +282,11 @@ def test_a_wait_logged_after_the_ranks_own_error_does_not_move_the_blame(tmp_pat
     barrier = text.pop(1)
     f = diagnose(tmp_path, text + [barrier])
     assert (f.id, f.initiating_rank) == ("sglang-scheduler-crash", 3)
+
+
+def test_horovodrun_rank_prefix_with_its_timestamp_is_peeled():
+    # 1865 (horovod/horovod#2097): safe_shell_exec.prefix_connection's '{time}[{rank}]<{prefix}>:'
+    msg, origin = peel(lines("1865.log")[0], Origin())
+    assert origin.rank == 0 and msg.startswith("2020-09-25 16:52:53.640992: W tensorflow/core/framework/op_kernel.cc")
+    msg, origin = peel("[3]<stdout>:Epoch 1/10", Origin())
+    assert (msg, origin.rank) == ("Epoch 1/10", 3)

@@ -22,6 +22,10 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
   3: / 3:                   Slurm srun --label (a rank; before [defaultM]: the node of one torchrun agent)
   [1,3]<stdout>:            Open MPI --tag-output (job, rank); SageMaker's mpirun prints
   [1,mpirank:3,algo-2]<stdout>:  the rank and the host (huggingface/accelerate threads)
+  [3]<stdout>:              horovodrun's own launcher (gloo; horovod/runner/common/util/safe_shell_exec.py
+                            prefix_connection: '{time}[{rank}]<{prefix}>:', the time asctime's with
+                            --prefix-timestamp, `Fri Sep 25 16:52:53 2020[0]<stderr>:`; the index is the
+                            slot's rank, gloo_run.py)
   llama32_1b/0              NeMo-Run's task prefix (nemo_run/run/logs.py print_log_lines:
                             f"{role_name[-10:]}/{replica_id} "): replica N is a node, not a rank
   (VllmWorker rank=3 pid=P) (EngineCore_0 pid=P) (RayWorkerWrapper pid=P, ip=...)
@@ -71,6 +75,7 @@ _PREFIX = re.compile(
       | (?P<hostname>[A-Za-z][\w\-]{0,62}(?:\.[\w\-]{1,63}){0,8}):[ ](?=\[(?:rank|default)\d+\]:|\[\d{4}-\d\d-\d\d[ ]\d\d:)
       | [A-Za-z][\w.\-]{0,9}/(?P<replica>\d{1,5})[ ](?=\S)
       | \[(?P<mpijob>\d+),(?:mpirank:)?(?P<mpirank>\d+)(?:,[\w.\-]{1,64})?\]<std(?:out|err)>:[ \t]?
+      | (?:[A-Z][a-z]{2}[ ][A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d[ ]\d{4})?\[(?P<hvd>\d+)\]<std(?:out|err)>:[ \t]?
       | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
         (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
       | \[\d{0,9}\][ \t]+(?=\[(?:rank|default)\d+\]:|\[rank=\d+\][ \t])
@@ -297,6 +302,8 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             replica = int(m.group("replica"))
         elif m.group("mpirank") is not None:
             rank = int(m.group("mpirank"))
+        elif m.group("hvd") is not None:
+            rank = int(m.group("hvd"))
         elif m.group("pod") is not None:
             pod = m.group("pod")
         elif m.group("host") is not None or m.group("hostname") is not None or m.group("anyhost") is not None:
