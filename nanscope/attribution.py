@@ -261,15 +261,33 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                             f"{f.matches[0].extras.get('why', 'its own errors are only collateral')}")
             f.collateral_ranks = sorted(ranks - {culprit}) if culprit is not None else []
 
+    # A cascade (a rank died, the launcher stopped the others) whose first line is the same process death
+    # another finding reads with its cause (mpirun's `exited on signal 9 (Killed)` as process-killed, torchrun's
+    # `exitcode: -11` as worker-segfault) is the story around that death: the death and what caused it come first.
+    firsts = {_first_line(f) for f in top if f.sig.match["machine"] != "cascade" and _died_of(f)}
+    around = {id(f) for f in top if f.sig.match["machine"] == "cascade" and _first_line(f) in firsts}
+
     def order(f: Finding) -> tuple:
         t = tiers[id(f)]
         rank_key = 0 if t in (1, 2) else 1
         step = f.first_step if f.first_step is not None else math.inf
         # on the same step and severity, a symptom (grad-norm-nonfinite: "the logged loss looks finite")
         # comes after the finding that says what happened (the loss spiked at that step)
-        return (rank_key, t if t in (1, 2) else 9, -SEVERITY_ORDER[f.severity], step, f.sig.role == "symptom", f.id)
+        return (rank_key, t if t in (1, 2) else 9, id(f) in around, -SEVERITY_ORDER[f.severity], step,
+                f.sig.role == "symptom", f.id)
 
     return sorted(top, key=order)
+
+
+def _first_line(f: Finding) -> tuple:
+    ev = f.matches[0].events[0]
+    return ev.loc.source, ev.loc.line
+
+
+def _died_of(f: Finding) -> bool:
+    """The finding's first line is a process's death by a signal or an exit status."""
+    ev = f.matches[0].events[0]
+    return bool(getattr(ev, "signal", None)) or getattr(ev, "exitcode", None) is not None
 
 
 _FAILURE_KINDS = ("peer_connection_lost", "collective_timeout", "watchdog_abort", "nccl_error", "signal_received",

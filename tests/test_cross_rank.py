@@ -29,8 +29,9 @@ def test_torchrun_summary_with_no_other_failures_names_the_only_failed_worker():
 
 def test_mpirun_exit_on_signal_names_the_killed_rank():
     # horovod/horovod#469: 8 Keras ranks, mpirun notes rank 7 exited on signal 9
+    # the death with its cause first, then the cascade it started (the launcher stopped the others)
     found = [(f["id"], f["initiating_rank"]) for f in _findings("800.log")]
-    assert found == [("rank-crash-cascade", 7), ("process-killed", 7)]
+    assert found == [("process-killed", 7), ("rank-crash-cascade", 7)]
 
 
 def test_every_worker_dead_of_one_signal_in_one_second_makes_the_root_cause_arbitrary():
@@ -55,8 +56,8 @@ def test_different_exit_times_keep_the_launchers_order_as_a_hint_only():
 def test_a_segfault_exit_is_the_primary_and_the_sigtermed_workers_its_collateral():
     # NVlabs/nvdiffrecmc#21: the agent SIGTERMs two workers after local_rank 1 exits -11
     found = _findings("803.log")
-    assert [(f["id"], f["initiating_rank"]) for f in found] == [("rank-crash-cascade", 1), ("worker-segfault", 1)]
-    assert "2 other worker(s) (stopped by the launcher)" in found[0]["decided_by"]
+    assert [(f["id"], f["initiating_rank"]) for f in found] == [("worker-segfault", 1), ("rank-crash-cascade", 1)]
+    assert "2 other worker(s) (stopped by the launcher)" in found[1]["decided_by"]
 
 
 def test_a_sigabrt_after_the_ranks_own_watchdog_timeout_is_the_watchdogs_abort_not_a_culprit():
