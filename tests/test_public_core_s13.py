@@ -95,3 +95,35 @@ def test_a_jupyter_paste_with_the_class_name_alone_is_cuda_oom(tmp_path):
     r = diagnose(tmp_path, excerpt(2708))
     assert ids(r) == ["cuda-oom"]
     assert "1.71" in r.findings[0].summary
+
+
+# --- round 2 (2725-2737), scored blind after round 1's fixes, then these fixes ---
+
+@pytest.mark.parametrize("n", [2729, 2730, 2731, 2732])  # torch.utils.tensorboard and tensorboardX, Linux and Windows
+def test_a_histogram_of_nan_values_that_stops_the_run_is_nan_persistent_not_the_generic_exception(tmp_path, n):
+    r = diagnose(tmp_path, excerpt(n))
+    assert ids(r) == ["nan-persistent"]  # the ValueError is the stop on non-finite values, not a second finding
+    assert r.verdict == "actionable"
+
+
+def test_dreamers_records_read_the_world_models_loss_and_grad_norm(tmp_path):
+    r = diagnose(tmp_path, excerpt(2728))
+    assert ids(r)[0] == "nan-persistent"
+    assert r.findings[0].first_step == 7000  # model_loss inf, model_grad_norm nan
+
+
+@pytest.mark.parametrize("n", [2725, 2726])
+def test_nan_losses_in_bars_round_2(tmp_path, n):
+    # stable-dreamfusion's newer epoch header (`==> [date] Start Training <ws> Epoch 82/300`) and its evaluation bar;
+    # diffusers' dreambooth bar postfix
+    assert ids(diagnose(tmp_path, excerpt(n)))[0] == "nan-persistent"
+
+
+@pytest.mark.parametrize("n", [2733, 2734, 2735, 2736])
+def test_atens_shape_check_behind_markers_and_debugger_panes_is_tensor_shape_mismatch(tmp_path, n):
+    # ComfyUI's marker with a timestamp and without its space, a node's fallback print, VS Code's exception pane
+    assert ids(diagnose(tmp_path, excerpt(n))) == ["tensor-shape-mismatch"]
+
+
+def test_wenets_tensorboard_warning_wording_stays_quiet(tmp_path):
+    assert diagnose(tmp_path, excerpt(2737)).verdict in ("clean", "benign")

@@ -642,6 +642,8 @@ def _exception(m, rec, state):
     if kind in ("ddp_unused_parameters", "compile_failed") or _RAY_ACTOR_DIED.search(exc_type):
         state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
         return out
+    if kind == "exception" and _HIST_NONFINITE.search(msg):
+        return out + [_hist_nan(rec, exc_type, msg)]
     if kind == "exception" and _DIST_PARAM.search(msg):
         if _DIST_REAL.search(msg):
             return out + [_dist_nan(rec, msg)]
@@ -655,6 +657,27 @@ def _exception(m, rec, state):
         state["pending"] = ev
         return out
     return out + [ev]
+
+
+# A histogram of non-finite values, which TensorBoard's writers cannot bin: the logged weights, gradients or outputs
+# went NaN / inf and the logging call raises. torch/utils/tensorboard/summary.py and tensorboardX/summary.py
+# make_histogram (every release since tensorboardX 1.x / torch 1.1; add_histogram of a tensor): the bins of all-NaN
+# values count nothing, `raise ValueError("The histogram is empty, please file a bug report.")`; numpy's own
+# np.histogram before it (numpy/lib/histograms.py _get_outer_edges, 1.15+, `_histograms_impl.py` in 2.x): "autodetected
+# range of [nan, nan] is not finite" (either edge non-finite; "supplied range of [..] is not finite" when the caller
+# gave one). The run stops on a non-finite value in what it was logging: the model went NaN (the threads:
+# SuLvXiangXin/zipnerf-pytorch#45 'nan appears in training', pankajmishra000/VT-ADL#1 'we get NaN, hence the
+# tensorboard throws', NVIDIA/tacotron2#549 nan/inf in the grad norm or the losses). (make_histogram's other
+# ValueError, "The input has no element.", is an empty tensor, not a NaN.)
+_HIST_NONFINITE = re.compile(r"^The histogram is empty, please file a bug report"
+                             r"|^(?:autodetected|supplied) range of \[(?P<lo>[^,\]]+), (?P<hi>[^\]]+)\] is not finite")
+
+
+def _hist_nan(rec, exc_type: str, msg: str) -> WarningEvent:
+    return WarningEvent(loc=rec.loc, text=rec.text, framework="pytorch", warning="nonfinite_stop",
+                        message=(f"{exc_type}: {msg[:120]} - a histogram for TensorBoard of values that are all NaN / inf "
+                                 "(weights, gradients or outputs went non-finite)"),
+                        fields={"check": "histogram", "exc_type": exc_type})
 
 
 # torch/distributions/distribution.py Distribution.__init__ (validate_args, on by default since torch 1.8): raise
