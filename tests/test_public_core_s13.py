@@ -127,3 +127,18 @@ def test_atens_shape_check_behind_markers_and_debugger_panes_is_tensor_shape_mis
 
 def test_wenets_tensorboard_warning_wording_stays_quiet(tmp_path):
     assert diagnose(tmp_path, excerpt(2737)).verdict in ("clean", "benign")
+
+
+# --- round 3 (2738-2741), scored blind after round 2's fixes, then the rlpyt fix ---
+
+@pytest.mark.parametrize("n", [2738, 2739])
+def test_numpys_histogram_range_error_on_nan_under_wandb_is_nan_persistent(tmp_path, n):
+    assert ids(diagnose(tmp_path, excerpt(n))) == ["nan-persistent"]
+
+
+def test_rlpyts_placeholder_nan_before_any_update_stays_quiet_and_a_nan_after_a_finite_loss_is_read(tmp_path):
+    # rlpyt writes nan in every statistic row when it has no values yet (astooke/rlpyt#78's DQN, healthy)
+    assert diagnose(tmp_path, excerpt(1721)).verdict == "clean"
+    # dreamer-pytorch#82 starts mid-table, no CumUpdates row and no finite loss in view: its nan rows read the same
+    # as the placeholder, so they are not claimed as a NaN loss (the excerpt stays a known miss)
+    assert ids(diagnose(tmp_path, excerpt(2741))) == []

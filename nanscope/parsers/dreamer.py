@@ -8,10 +8,23 @@ optimizers name their metrics f'{name}_loss' and f'{name}_grad_norm' (model, act
 world model's are the training's loss and gradient norm: the actor and critic learn on its imagined
 rollouts, so a world model that went NaN / inf is the failure whatever the others print. The generic
 step reader takes `[5000]` for no step and knows none of these keys.
+
+juliusfrost/dreamer-pytorch (and every agent on astooke/rlpyt) logs through rlpyt's tabular logger instead:
+rlpyt/utils/logging/logger.py log() stamps each line `'%Y-%m-%d %H:%M:%S.%f %Z' | ` (an empty %Z leaves two
+spaces), dump_tabular prints tabulate's `key  value` rows, one per line; the runner records `Iteration` first
+(rlpyt/runners/minibatch_rl.py _log_diagnostics), then record_tabular_misc_stat writes each optimiser
+statistic as `{key}/Average`, `/Std`, `/Median`, `/Min`, `/Max` (`{key}Average` without a TensorBoard writer):
+  2020-12-08 21:40:45.483178  | model_loss/Average              nan
+The world model's loss and gradient norm (`model_loss`, `grad_norm_model`; rlpyt's own algorithms: `loss`)
+are read from their Average rows, at the iteration the table printed. record_tabular_misc_stat writes np.nan
+in all five rows when it has no values (no optimisation yet: the replay buffer still filling, astooke/rlpyt#78),
+which reads exactly like statistics of NaN values; so a nan row is a NaN only once the stream showed the
+optimiser working: a finite value of that statistic before, or `CumUpdates` above 0 in the same table.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from nanscope.model import StepEvent
@@ -33,10 +46,36 @@ def _metrics(m, rec, state):
                      grad_norm=norm, raw_fields=pairs)
 
 
+_RLPYT_KEY = {"model_loss": "loss", "loss": "loss", "grad_norm_model": "grad_norm"}
+
+
+@rule("rlpyt-tabular", ("Iteration ", "CumUpdates ", "loss/Average ", "lossAverage ", "grad_norm_model/Average ",
+                         "grad_norm_modelAverage "),
+      r"(?:^|\| )(?:(?P<it>Iteration|CumUpdates)|(?P<key>model_loss|loss|grad_norm_model)/?Average)\s+(?P<v>" + _F + r")\s*$")
+def _rlpyt(m, rec, state):
+    v = to_float(m.group("v"))
+    finite = v is not None and math.isfinite(v)
+    if m.group("it") == "Iteration":
+        state["rlpyt_iter"] = int(v) if finite else None
+        state["rlpyt_updates"] = False
+        return []
+    if m.group("it") == "CumUpdates":
+        state["rlpyt_updates"] = finite and v > 0
+        return []
+    field = _RLPYT_KEY[m.group("key")]
+    seen = state.setdefault("rlpyt_finite", set())
+    if finite:
+        seen.add(field)
+    elif field not in seen and not state.get("rlpyt_updates"):
+        return []  # no optimisation in view yet: rlpyt's placeholder nan, not a NaN value
+    return StepEvent(loc=rec.loc, text=rec.text, framework="pytorch", step=state.get("rlpyt_iter"),
+                     raw_fields={"row": m.group("key") + "/Average", field: m.group("v")}, **{field: v})
+
+
 PARSER = Parser(
     name="dreamer",
     framework="tensorflow",
     priority=26,  # before the generic step parser (pytorch.py, 90), which reads no step from `[5000]`
-    description="danijar's Dreamer / DreamerV2 metrics records ([step] key value / key value)",
-    rules=[_metrics],
+    description="danijar's Dreamer / DreamerV2 metrics records ([step] key value / key value) and rlpyt's tabular rows",
+    rules=[_metrics, _rlpyt],
 )
