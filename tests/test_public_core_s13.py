@@ -142,3 +142,11 @@ def test_rlpyts_placeholder_nan_before_any_update_stays_quiet_and_a_nan_after_a_
     # dreamer-pytorch#82 starts mid-table, no CumUpdates row and no finite loss in view: its nan rows read the same
     # as the placeholder, so they are not claimed as a NaN loss (the excerpt stays a known miss)
     assert ids(diagnose(tmp_path, excerpt(2741))) == []
+
+
+def test_stable_dreamfusions_epoch_headers_keep_the_evaluation_bar_out_of_the_training_steps(tmp_path):
+    # `==> [date] Start Training <ws> Epoch 82/300, lr=...` and `++> Evaluate <ws> at epoch 81 ...`: the validation
+    # bar's `loss=0.0000` is no training step; epoch 82's bar counts on from epoch 81's 100 samples
+    r = diagnose(tmp_path, excerpt(2725))
+    assert ids(r) == ["nan-persistent"]
+    assert r.findings[0].first_step == 151

@@ -9,6 +9,9 @@ ashawkey/torch-ngp nerf/utils.py (sdf/utils.py alike), Trainer.train_one_epoch /
                                                           stepped per batch; else without the lr; forks print
                                                           ` lr=` without the comma, and more digits)
   self.log(f"++> Evaluate at epoch {self.epoch} ...")   (the evaluation bar prints the validation loss alike)
+ashawkey/stable-dreamfusion's copy stamps and names them:
+  ==> [2023-07-17_21-23-59] Start Training <workspace> Epoch 82/300, lr=0.050000 ...
+  ++> Evaluate <workspace> at epoch 81 ...
 tqdm's set_description appends ": " to the text and the bar format adds another, so a redraw reads
   loss=0.005879 (0.006519) lr=0.009618: :  75% 158/210 [00:03<00:01, 41.08it/s]
   loss=nan (nan): :   0% 0/100 [00:00<?, ?it/s]
@@ -33,8 +36,9 @@ _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|inf)"
 _TBX = re.compile(r"^\s*(?:(?:WARNING|Warning)[:\s-]+(?:[\w.]+[:\s-]+)?)?NaN or Inf found in input tensor\.\s*$")
 
 
-@rule("ngp-epoch", ("==> Start Training Epoch ", "++> Evaluate at epoch "),
-      r"^(?:==> Start Training Epoch (?P<train>\d+)|\+\+> Evaluate at epoch (?P<eval>\d+))", match_start=True)
+@rule("ngp-epoch", ("Start Training ", "++> Evaluate "),
+      r"^(?:==> (?:\[[^\]]*\] )?Start Training (?:\S.* )?Epoch (?P<train>\d+)(?:/\d+)?, lr="
+      r"|\+\+> Evaluate (?:\S.* )?at epoch (?P<eval>\d+))", match_start=True)
 def _epoch(m, rec, state):
     if m.group("train") is not None:
         ep = int(m.group("train"))
