@@ -22,7 +22,13 @@ facebookresearch/fairseq fairseq/trainer.py + fairseq/optim/dynamic_loss_scaler.
   FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. ...
 fairseq starts at --fp16-init-scale 2**7 and divides by scale_factor 2 on each overflow. This module
 reads the two newer wordings; the older ones and `Minimum loss scale reached` are read by
-trainers.py's fairseq rules.
+trainers.py's fairseq rules. The min-scale message is two sentences (fairseq/optim/dynamic_loss_scaler.py
+check_overflow, fairseq/trainer.py / fp16_optimizer.py in older releases: "Minimum loss scale reached ({}).
+Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the
+batch size."); a terminal or a paste that broke the line before its second sentence leaves that sentence on a
+line of its own (facebookresearch/fairseq#1215's paste: `... scale reached (0.0001). Your loss is probably
+exploding. Try lowering ...` in the middle of a frame line): the second sentence is read here, with the scale
+when its `(0.0001)` is on the same line.
 """
 
 from __future__ import annotations
@@ -61,10 +67,24 @@ def _fairseq(m, rec, state):
     )
 
 
+@rule(
+    "fairseq-min-scale-tail",
+    ("Your loss is probably exploding. Try lowering the learning rate",),
+    r"(?:\((?P<s>" + _F + r")\)\.\s+)?Your loss is probably exploding\. Try lowering the learning rate",
+)
+def _fairseq_min_tail(m, rec, state):
+    if "Minimum loss scale reached" in rec.text:
+        return None  # the whole message: trainers.py's fairseq-min-scale rule
+    return ScaleEvent(
+        loc=rec.loc, text=rec.text, framework="fairseq", action="minimum", new_scale=to_float(m.group("s")),
+        rank_is_printer_only=True,
+    )
+
+
 PARSER = Parser(
     name="amp",
     framework="apex",
     priority=20,
     description="apex amp / fp16_utils and fairseq fp16 loss-scaler lines",
-    rules=[_apex, _fairseq],
+    rules=[_apex, _fairseq, _fairseq_min_tail],
 )

@@ -13,6 +13,7 @@ import re
 from typing import Optional
 
 from nanscope.model import ErrorEvent, LifecycleEvent, WarningEvent
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
 
 # A logger's own prefix before the exception text: vLLM's `ERROR 01-11 03:46:48 [core.py:936] `
@@ -50,6 +51,14 @@ _CLASSIFY = [
     # where the task (...) was running was 246.41GB / 251.54GB (0.979583), which exceeds the memory usage
     # threshold of 0.95. Ray killed this worker ..." (Ray 2.2+; the class is ray.exceptions.OutOfMemoryError).
     (re.compile(r"Task was killed due to the node running low on memory|^ray\.exceptions\.OutOfMemoryError$"), "host_oom"),
+    # torch's own class for a device allocation that failed (c10::OutOfMemoryError, bound in torch/csrc/Exceptions.cpp):
+    # torch.cuda.OutOfMemoryError (1.13-2.4), torch.OutOfMemoryError (2.5+, the CUDA / HIP / XPU / MPS allocators).
+    # The allocator's own message ("CUDA out of memory. Tried to allocate ...", c10/cuda/CUDACachingAllocator.cpp) is
+    # the cuda parser's; this reads the exception by its type when the message is not that text: a library that
+    # re-raises it shorter (`raise torch.cuda.OutOfMemoryError("CUDA out of memory.")`), a paste cut after the first
+    # sentence, Jupyter's short type name `OutOfMemoryError: CUDA out of memory.` (ray.exceptions.OutOfMemoryError,
+    # the host's memory, is the entry above; the dotted names here are torch's only).
+    (re.compile(r"^torch\.(?:cuda\.)?OutOfMemoryError$|^(?:CUDA|HIP|XPU|MPS) out of memory\.?$"), "cuda_oom"),
     # accelerate/utils/memory.py find_executable_batch_size (the Trainer's auto_find_batch_size): it halves the
     # batch size after every out-of-memory error (should_reduce_batch_size: "CUDA out of memory.", ...) and gives
     # up with RuntimeError("No executable batch size found, reached zero."): not even batch size 1 fits.
@@ -602,8 +611,11 @@ def _exception(m, rec, state):
     if kind == "cuda_oom" and "No executable batch size found" in msg:
         ev.fields = {**(ev.fields or {}), "detail": "accelerate's find_executable_batch_size halved the batch size after "
                                                     "every out-of-memory error down to zero: not even batch size 1 fits"}
-    elif kind == "cuda_oom":  # the Ray wrapper (the CUDA message itself is the cuda parser's)
+    elif kind == "cuda_oom" and "RayTaskError" in exc_type:  # the Ray wrapper (the CUDA message itself is the cuda parser's)
         ev.fields = {**(ev.fields or {}), "detail": f"{exc_type} re-raised by Ray from the task ({_short_detail(msg)[:120]})"}
+    elif kind == "cuda_oom":  # torch's OutOfMemoryError without the allocator's sizes
+        ev.fields = {**(ev.fields or {}), "detail": f"{exc_type}: {msg[:120] or 'no message'} (the allocator's sizes "
+                                                    "were not printed with it)"}
     if kind == "nan_op":
         op = re.search(r"Function '(\w+)'", msg)
         ev.fields = {**(ev.fields or {}), "op": op.group(1) if op else (ev.fields or {}).get("op")}
@@ -630,6 +642,8 @@ def _exception(m, rec, state):
     if kind in ("ddp_unused_parameters", "compile_failed") or _RAY_ACTOR_DIED.search(exc_type):
         state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
         return out
+    if kind == "exception" and _HIST_NONFINITE.search(msg):
+        return out + [_hist_nan(rec, exc_type, msg)]
     if kind == "exception" and _DIST_PARAM.search(msg):
         if _DIST_REAL.search(msg):
             return out + [_dist_nan(rec, msg)]
@@ -643,6 +657,27 @@ def _exception(m, rec, state):
         state["pending"] = ev
         return out
     return out + [ev]
+
+
+# A histogram of non-finite values, which TensorBoard's writers cannot bin: the logged weights, gradients or outputs
+# went NaN / inf and the logging call raises. torch/utils/tensorboard/summary.py and tensorboardX/summary.py
+# make_histogram (every release since tensorboardX 1.x / torch 1.1; add_histogram of a tensor): the bins of all-NaN
+# values count nothing, `raise ValueError("The histogram is empty, please file a bug report.")`; numpy's own
+# np.histogram before it (numpy/lib/histograms.py _get_outer_edges, 1.15+, `_histograms_impl.py` in 2.x): "autodetected
+# range of [nan, nan] is not finite" (either edge non-finite; "supplied range of [..] is not finite" when the caller
+# gave one). The run stops on a non-finite value in what it was logging: the model went NaN (the threads:
+# SuLvXiangXin/zipnerf-pytorch#45 'nan appears in training', pankajmishra000/VT-ADL#1 'we get NaN, hence the
+# tensorboard throws', NVIDIA/tacotron2#549 nan/inf in the grad norm or the losses). (make_histogram's other
+# ValueError, "The input has no element.", is an empty tensor, not a NaN.)
+_HIST_NONFINITE = re.compile(r"^The histogram is empty, please file a bug report"
+                             r"|^(?:autodetected|supplied) range of \[(?P<lo>[^,\]]+), (?P<hi>[^\]]+)\] is not finite")
+
+
+def _hist_nan(rec, exc_type: str, msg: str) -> WarningEvent:
+    return WarningEvent(loc=rec.loc, text=rec.text, framework="pytorch", warning="nonfinite_stop",
+                        message=(f"{exc_type}: {msg[:120]} - a histogram for TensorBoard of values that are all NaN / inf "
+                                 "(weights, gradients or outputs went non-finite)"),
+                        fields={"check": "histogram", "exc_type": exc_type})
 
 
 # torch/distributions/distribution.py Distribution.__init__ (validate_args, on by default since torch 1.8): raise
@@ -766,6 +801,31 @@ def _comfyui_exception(m, rec, state):
     if kind == "cuda_arch_unsupported":
         ev.fields.update(cuda_error=_arch_detail(msg), warning=False)
     return _release(state) + [ev]
+
+
+# ATen's operand checks (the dtype, shape and device templates of _CLASSIFY) printed without their exception line: an
+# application's or a GUI node's own report of str(e) (a ComfyUI custom node's `!!! ERROR during execution: expected
+# mat1 and mat2 to have the same dtype, but got: struct c10::Half != struct c10::BFloat16`, a logger's
+# `ERROR:root:mat1 and mat2 shapes cannot be multiplied (1x512 and 768x10)`), the traceback not pasted. Only ATen
+# raises these texts, so the line names the failure wherever it stands in it; an exception line with them is
+# _exception's (it comes first), and a repeat of the kind on the stream right after is the same failure.
+_OPERAND_KINDS = ("dtype_mismatch", "tensor_shape_mismatch", "device_mismatch")
+_OPERAND_KEYS = ("expected scalar type ", "to have the same dtype", "must have the same dtype", "Expected object of scalar type ",
+                 "shapes cannot be multiplied (", "size mismatch, m1: [", "must match the size of tensor b (",
+                 "must match the existing size (", "is invalid for input of size ", "Sizes of tensors must match except",
+                 "Expected all tensors to be on the same")
+
+
+@rule("aten-operand-bare", _OPERAND_KEYS, "|".join(re.escape(k) for k in _OPERAND_KEYS), flags=re.I)
+def _operand_bare(m, rec, state):
+    msg = rec.text.strip()
+    kind = classify("", msg)
+    if kind not in _OPERAND_KINDS or EXC_LINE.match(msg) or msg.startswith(("raise ", "File ", "assert ", "#")):
+        return None
+    if not first_time(state, ("operand", kind), rec.loc.line):
+        return []
+    return _release(state) + [ErrorEvent(loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg[:400],
+                                         exc_type=None, fields={"printed": True})]
 
 
 # A build-mismatch message on a line of its own (see _EXTENSION_MISMATCH), without the exception type: the
@@ -929,7 +989,7 @@ def _notebook_compile_header(m, rec, state):
 def _ignite_terminating(m, rec, state):
     msg = m.group("msg").strip()
     if state.get("ignite_msg") == msg:
-        return None
+        return []  # the second record of the same exception (no other rule should read it as a new one)
     state["ignite_msg"] = msg
     out = _release(state)
     out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="ignite", error=classify("", msg), message=msg,
@@ -961,5 +1021,5 @@ PARSER = Parser(
            _triton_compile_failed, _ignite_terminating, _compile_raised, _ray_actor_name, _notebook_frame,
            _distribution_real,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,
-           _weights_only_bare, _extension_bare],
+           _weights_only_bare, _extension_bare, _operand_bare],
 )

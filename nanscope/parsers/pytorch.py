@@ -217,6 +217,19 @@ def _cifar_tutorial(m, rec, state):
                      loss=to_float(m.group("loss")), epoch=float(ep))
 
 
+@rule("epoch-bracket-count", ("Epoch:[",),
+      r"\bEpoch:\[(?P<ep>\d+)/(?P<eps>\d+)\]\((?P<i>\d+)/(?P<n>\d+)\) loss:(?P<loss>" + NUM + r")(?: lr:(?P<lr>" + NUM + r"))?")
+def _epoch_bracket_count(m, rec, state):
+    # DLLXW/baby-llama2-chinese pretrain.py / sft.py train_epoch (and the Chinese LLM trainers copied from it):
+    #   logger.info('Epoch:[{}/{}]({}/{}) loss:{:.3f} lr:{:.7f} epoch_Time:{}min:'.format(epoch, max_epoch, step,
+    #               iter_per_epoch, loss.item(), lr, ...))
+    # `epoch` counts from 0 (range(max_epoch)) and `step` restarts each epoch; the script's own global step (its
+    # get_lr and checkpoint names) is epoch * iter_per_epoch + step.
+    ep, i, n = int(m.group("ep")), int(m.group("i")), int(m.group("n"))
+    return StepEvent(loc=rec.loc, text=rec.text, framework="pytorch", step=ep * n + i, loss=to_float(m.group("loss")),
+                     lr=to_float(m.group("lr")), epoch=float(ep))
+
+
 @rule(
     "lr-scheduler-before-optimizer",
     ("lr_scheduler.step()",),
@@ -229,6 +242,33 @@ def _lr_warning(m, rec, state):
         loc=rec.loc, text=rec.text, framework="pytorch", warning="lr_scheduler_before_optimizer",
         message=rec.text,
     )
+
+
+# lanpa/tensorboardX tensorboardX/x2num.py check_nan, on every value handed to the SummaryWriter (add_scalar,
+# add_histogram, ... through make_np): np.sum(array) is NaN or inf. By release: 1.7-1.8 `print('Warning: NaN or Inf
+# found in input tensor.')`; 1.9-2.4 `logging.warning(...)` on the root logger (`WARNING:root:NaN or Inf found in
+# input tensor.`); 2.5+ the module's logger (`WARNING:tensorboardX.x2num:NaN or Inf found in input tensor.`, or
+# the application's format: `WARNING - tensorboardX.x2num - ...`). The writer was given a non-finite value: a NaN
+# loss, but as often a NaN grad norm on a step the scaler skipped or the std of a one-element tensor, so the
+# warning alone is not the failure; the loss lines say whether the loss itself went non-finite. A tqdm bar glued
+# before it (a terminal capture) is read by the bar's own parser, which hands the rest of the line here.
+_TBX_NAN = r"NaN or Inf found in input tensor\."
+
+
+def tensorboard_nonfinite(rec, state) -> list:
+    """The event of tensorboardX's warning: once per stream until a few hundred lines pass without it."""
+    seen = state.get("tbx_nan")
+    state["tbx_nan"] = rec.loc.line
+    if seen is not None and rec.loc.line - seen <= 300:
+        state["tbx_nan_count"] = state.get("tbx_nan_count", 1) + 1
+        return []
+    return [WarningEvent(loc=rec.loc, text=rec.text, framework="pytorch", warning="tensorboard_nonfinite",
+                         message="NaN or Inf found in input tensor.", fields={"writer": "tensorboardX"})]
+
+
+@rule("tensorboardx-nonfinite", ("NaN or Inf found in input tensor",), _TBX_NAN)
+def _tbx_nan(m, rec, state):
+    return tensorboard_nonfinite(rec, state)
 
 
 @rule(
@@ -248,5 +288,5 @@ PARSER = Parser(
     framework="pytorch",
     priority=90,
     description="plain PyTorch step prints and PyTorch warnings",
-    rules=[_lr_warning, _clip, _train_epoch, _cifar_tutorial, _bracket_pairs, _step],
+    rules=[_lr_warning, _clip, _tbx_nan, _epoch_bracket_count, _train_epoch, _cifar_tutorial, _bracket_pairs, _step],
 )
