@@ -1,0 +1,173 @@
+"""Vision and diffusion stacks: the checks their own code makes, in their own words.
+
+stable-diffusion-webui's NaN check (AUTOMATIC1111/stable-diffusion-webui modules/devices.py `test_for_nans(x, where)`,
+v1.0 to v1.10; forks such as Forge and SD.Next keep the name): after the UNet step and after the VAE decode it tests
+whether the whole tensor is NaN and raises `NansException(message)` with
+  `A tensor with all NaNs was produced in Unet.` + (without --no-half) ` This could be either because there's not
+  enough precision to represent the picture, or because your video card does not support half type. Try setting the
+  "Upcast cross attention layer to float32" option in Settings > Stable Diffusion or using the --no-half commandline
+  argument to fix this.`
+  `A tensor with all NaNs was produced in VAE.` + (without --no-half / --no-half-vae) ` This could be because there's
+  not enough precision to represent the picture. Try adding --no-half-vae commandline argument to fix this.`
+  `A tensor with all NaNs was produced.` (any other `where`)
+each followed by ` Use --disable-nan-check commandline argument to disable this check.` (the early-2023 releases
+printed the first sentence and this one only). Printed as `modules.devices.NansException: ...`, `NansException: ...`,
+or the message alone (the UI's error box). Forks word it `A tensor with NaNs was produced in {where}.` or raise a
+RuntimeError with the same text. The fp16 UNet / VAE overflowed half precision: half-precision-nan.
+
+ComfyUI's error report (Comfy-Org/ComfyUI_frontend src/utils/errorReportUtil.ts `generateErrorReport`, the frontend's
+"copy report" since 2024): `# ComfyUI Error Report` / `## Error Details` / `- **Node ID:** {id}` / `- **Node Type:**
+{type}` / `- **Exception Type:** {exceptionType}` / `- **Exception Message:** {exceptionMessage}` / `## Stack Trace`
+with the node's frames but no exception line. The type and the message are read together and classified like any
+exception (python.classify); torch.OutOfMemoryError / torch.cuda.OutOfMemoryError are the GPU running out of memory
+even when the message is cut to `Allocation on device ` (the per-process-fraction wording of
+c10/cuda/CUDACachingAllocator.cpp). A message the CUDA parser reads itself ("CUDA out of memory. Tried to ...", "would
+exceed allowed memory") is left to it.
+
+kohya-ss/sd-scripts library/train_util.py (`get_optimizer`, `replace_unet_modules`, the wandb logger; every release
+since 2023): `raise ImportError("No {package} / {package}がインストールされていないようです")` (bitsandbytes,
+lion_pytorch, dadaptation, Prodigy, schedulefree, xformers, wandb; with or without a space before が) when the
+optional package the options ask for does not import: dependency-missing.
+
+A library's class or keyword the installed release does not have (CPython Objects/moduleobject.c `module_getattro`:
+`module '{name}' has no attribute '{attr}'`, 3.7+, with `. Did you mean: '{other}'?` from 3.10; Python/getargs.c,
+Objects/call.c: `{qualname}() got an unexpected keyword argument '{arg}'`):
+- `AttributeError: module 'diffusers' has no attribute 'DEISMultistepScheduler'` (DiffusionPipeline.from_pretrained
+  does getattr(library, class_name) for each class a checkpoint's model_index.json / scheduler_config names), the same
+  for transformers, accelerate, peft, timm, torchvision, huggingface_hub, mmcv / mmengine / mmdet, ultralytics;
+  numpy 1.24 removing the aliases np.float / np.int / np.bool / np.object; Pillow 10 removing Image.ANTIALIAS /
+  Image.LINEAR / Image.CUBIC. Only these packages: any other module (the project's own) is a bug in the code, left to
+  the generic exception; `partially initialized module` (a circular import) is no version problem.
+- `Accelerator.__init__() got an unexpected keyword argument 'project_dir'` (accelerate 0.17 added project_dir /
+  ProjectConfiguration; 1.0 removed split_batches / dispatch_batches / even_batches for dataloader_config), also
+  behind a caller's own prefix (`Exception initializing accelerator: ...`, d8ahazard/sd_dreambooth_extension).
+"""
+
+from __future__ import annotations
+
+import re
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.python import classify
+from nanscope.parsers.setup_checks import error_event
+
+_WHERE = {"unet": "the UNet", "the unet": "the UNet", "vae": "the VAE", "the vae": "the VAE"}
+
+
+@rule("sd-nan-check", ("NaNs was produced",),
+      r"(?<![\"'\w])(?P<msg>A tensor with (?P<all>all )?NaNs was produced(?: in (?P<where>[\w ]{1,40}?))?\.)")
+def _sd_nan_check(m, rec, state):
+    before = rec.text[:m.start()].rstrip()
+    if before and not before.endswith(("Exception:", "Error:", ":")):
+        return None  # a sentence quoting the message
+    raw = (m.group("where") or "").strip()
+    where = _WHERE.get(raw.lower(), raw or "the model")
+    half = "--no-half" in rec.text or "half type" in rec.text or "precision" in rec.text
+    if not first_time(state, ("sd-nan", where.lower()), rec.loc.line):
+        return []
+    detail = (f"the output of {where} was all NaN" + (" under half precision (fp16)" if half else "")
+              + ": the web UI's NaN check stopped the generation")
+    return error_event(m, rec, "half_precision_nan", "diffusers", detail, where=where)
+
+
+_REPORT_TYPE = re.compile(r"^\s*-\s*\*\*Exception Type:\*\*\s*(?P<type>[\w.]{1,120})\s*$")
+
+
+@rule("comfyui-report-type", ("**Exception Type:**",), r"\*\*Exception Type:\*\*")
+def _comfyui_report_type(m, rec, state):
+    t = _REPORT_TYPE.match(rec.text)
+    if t is None:
+        return None
+    state["comfy_type"] = (t.group("type"), rec.loc.line)
+    return []
+
+
+_CUDA_READS = re.compile(r"out of memory|would exceed allowed memory", re.IGNORECASE)
+
+
+@rule("comfyui-report-message", ("**Exception Message:**",), r"^\s*-\s*\*\*Exception Message:\*\*\s*(?P<msg>.*)$")
+def _comfyui_report_message(m, rec, state):
+    held = state.pop("comfy_type", None)
+    if held is None or not 0 < rec.loc.line - held[1] <= 2:
+        return None
+    exc_type, msg = held[0], m.group("msg").strip()
+    if _CUDA_READS.search(msg):
+        return None  # the CUDA parser reads the allocator's own wording
+    if exc_type.rsplit(".", 1)[-1] == "OutOfMemoryError" and not exc_type.startswith("ray."):
+        return ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="cuda_oom",
+                          message=f"{exc_type}: {msg}".strip(), exc_type=exc_type,
+                          fields={"detail": f"the GPU ran out of memory in a ComfyUI node ({exc_type}: {msg or 'no message'})".replace(": )", ")"),
+                                  "report": "comfyui"})
+    kind = classify(exc_type, msg)
+    if kind in ("interrupted", "launcher_failed"):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg, exc_type=exc_type,
+                      fields={"report": "comfyui"})
+
+
+@rule("kohya-optional-import", ("がインストールされていないようです",),
+      r"(?:ImportError: )?(?P<msg>No (?P<pkg>[\w.\-]{1,60}) / (?P=pkg) ?がインストールされていないようです)")
+def _kohya_import(m, rec, state):
+    pkg = m.group("pkg")
+    if rec.text[max(0, m.start() - 1):m.start()] in ("\"", "'"):
+        return None  # the raise statement's source line in a traceback
+    return error_event(m, rec, "dependency_missing", "accelerate",
+                       f"sd-scripts needs {pkg} for the options given (optimizer, attention or logger) and it does not import "
+                       "(not installed in this venv, or a build that fails to load)", package=pkg)
+
+
+# the packages whose classes and functions a training script names: a missing attribute is another release
+_LIBRARIES = {
+    "diffusers": "diffusers", "transformers": "transformers", "accelerate": "accelerate", "peft": "peft", "timm": "timm",
+    "torchvision": "torchvision", "huggingface_hub": "huggingface_hub", "mmcv": "mmcv", "mmengine": "mmengine",
+    "mmdet": "mmdet", "ultralytics": "ultralytics", "numpy": "numpy", "np": "numpy", "PIL.Image": "Pillow",
+    "safetensors": "safetensors", "xformers": "xformers", "open_clip": "open_clip",
+}
+_REMOVED = {
+    ("numpy", "float"): "numpy 1.24 removed the np.float alias (use float or np.float64)",
+    ("numpy", "int"): "numpy 1.24 removed the np.int alias (use int or np.int64)",
+    ("numpy", "bool"): "numpy 1.24 removed the np.bool alias (use bool or np.bool_)",
+    ("numpy", "object"): "numpy 1.24 removed the np.object alias (use object)",
+    ("Pillow", "ANTIALIAS"): "Pillow 10 removed Image.ANTIALIAS (use Image.LANCZOS / Image.Resampling.LANCZOS)",
+}
+
+
+@rule("library-attribute", ("has no attribute '",),
+      r"(?<![\w.])AttributeError: (?P<msg>module '(?P<mod>[\w.]{1,60})' has no attribute '(?P<attr>\w{1,120})')")
+def _library_attribute(m, rec, state):
+    pkg = _LIBRARIES.get(m.group("mod"))
+    if pkg is None or "partially initialized" in rec.text:
+        return None
+    attr = m.group("attr")
+    hint = _REMOVED.get((pkg, attr))
+    if hint is None and pkg == "Pillow" and attr in ("LINEAR", "CUBIC", "NEAREST", "BILINEAR", "BICUBIC", "LANCZOS"):
+        hint = "Pillow 10 moved the resampling constants to Image.Resampling"
+    detail = (f"the installed {pkg} has no {attr}: " + (hint if hint else
+              "the code (or the checkpoint's config that names it) was written for another release"))
+    return error_event(m, rec, "dependency_missing", "python", detail, package=pkg)
+
+
+@rule("accelerator-argument", ("Accelerator.__init__() got an unexpected keyword argument '",),
+      r"(?<![\w.])(?P<msg>Accelerator\.__init__\(\) got an unexpected keyword argument '(?P<arg>\w+)')")
+def _accelerator_argument(m, rec, state):
+    before = rec.text[:m.start()].rstrip()
+    if before and not before.endswith(":"):
+        return None  # prose quoting it
+    arg = m.group("arg")
+    return error_event(m, rec, "dependency_missing", "accelerate",
+                       f"accelerate's Accelerator does not take {arg!r}: the installed accelerate is another release than the "
+                       "code expects (project_dir arrived in 0.17; split_batches / dispatch_batches / even_batches moved "
+                       "into dataloader_config in 1.0)", argument=arg)
+
+
+PARSER = Parser(
+    name="vision_checks",
+    framework="diffusers",
+    priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
+    description="Vision / diffusion stacks: stable-diffusion-webui's NaN check, ComfyUI's error report, kohya sd-scripts' "
+                "optional imports, library attributes and Accelerator arguments another release lacks",
+    rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
+           _accelerator_argument],
+)
