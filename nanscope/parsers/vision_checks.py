@@ -41,6 +41,14 @@ Objects/call.c: `{qualname}() got an unexpected keyword argument '{arg}'`):
 - `Accelerator.__init__() got an unexpected keyword argument 'project_dir'` (accelerate 0.17 added project_dir /
   ProjectConfiguration; 1.0 removed split_batches / dispatch_batches / even_batches for dataloader_config), also
   behind a caller's own prefix (`Exception initializing accelerator: ...`, d8ahazard/sd_dreambooth_extension).
+xformers' optional-kernel probes (facebookresearch/xformers xformers/__init__.py `_is_triton_available`, and the functorch
+probe next to it) catch the failed import and only warn: 0.0.1x `logger.warning(f"A matching Triton is not available, some
+optimizations will not be enabled.\nError caught was: {e}")` (and `Functorch is not available, some optimizations will not
+be enabled.\nError caught was: {e}`), 0.0.2x `logger.warning("A matching Triton is not available, some optimizations will
+not be enabled", exc_info=True)`, which prints the caught `ModuleNotFoundError: No module named 'triton'` (or the
+ImportError / AttributeError of a broken triton) with its traceback under the warning. On Windows, where Triton has no
+official build, every process and DataLoader worker prints it and training goes on: the caught exception within a few
+lines of the warning is the warning's, not a failure (it is claimed here, before the dependency parser reads it).
 """
 
 from __future__ import annotations
@@ -162,12 +170,35 @@ def _accelerator_argument(m, rec, state):
                        "into dataloader_config in 1.0)", argument=arg)
 
 
+# the warning's line, then (exc_info=True) the caught exception's traceback: a frame or two and the exception line
+_PROBE_SPAN = 8
+
+
+@rule("xformers-probe-warning", ("A matching Triton is not available, some optimizations will not be enabled",
+                                 "Functorch is not available, some optimizations will not be enabled"),
+      r"(?:A matching Triton|Functorch) is not available, some optimizations will not be enabled")
+def _xformers_probe_warning(m, rec, state):
+    state["xformers_probe"] = rec.loc.line
+    return None  # a warning only; other parsers may read the line too
+
+
+@rule("xformers-probe-exception", ("No module named 'triton", "No module named 'functorch", "ImportError: ", "AttributeError: "),
+      r"^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|AttributeError): ")
+def _xformers_probe_exception(m, rec, state):
+    seen = state.get("xformers_probe")
+    if seen is None or not 0 < rec.loc.line - seen <= _PROBE_SPAN:
+        return None
+    if "triton" not in rec.text and "functorch" not in rec.text:
+        return None  # another import failed near the warning: not the probe's
+    return []  # the probe's caught exception, printed with the warning
+
+
 PARSER = Parser(
     name="vision_checks",
     framework="diffusers",
-    priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
+    priority=39,  # before the dependency parser (40: xformers' caught import) and the generic exception parser (python, 80)
     description="Vision / diffusion stacks: stable-diffusion-webui's NaN check, ComfyUI's error report, kohya sd-scripts' "
-                "optional imports, library attributes and Accelerator arguments another release lacks",
+                "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning",
     rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
-           _accelerator_argument],
+           _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception],
 )
