@@ -40,6 +40,11 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3118.log", "dependency-missing"),  # kohya's lion_pytorch, after the ModuleNotFoundError it re-raises
     ("3119.log", "dependency-missing"),  # numpy 1.24's np.float under a YOLOv8 + DeepSORT tracker
     ("3120.log", "dependency-missing"),
+    # round 3 (3123-3126), scored blind after the round-2 fix
+    ("3123.log", "process-group-not-initialized"),  # detectron2's SyncBN on one GPU
+    ("3124.log", "dataset-path-not-found"),  # Ultralytics' data YAML, a console without emoji
+    ("3125.log", "dataset-path-not-found"),
+    ("3126.log", "dataset-path-not-found"),  # 8.0's 'missing paths [...]' under the trainer's re-raise
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
@@ -145,3 +150,23 @@ def test_a_missing_module_far_from_the_triton_warning_is_still_a_missing_depende
              "Error caught was: No module named 'triton'"] + [f"steps:  {i}%|" for i in range(10)] + [
              "ModuleNotFoundError: No module named 'lion_pytorch'"]  # Akegarasu/lora-scripts#23
     assert ids(diagnose_lines(tmp_path, lines)) == ["dependency-missing"]
+
+
+def test_the_missing_dataset_path_is_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3126.log")]).findings[0].summary
+    assert "/ultralytics/bdd100k/images/val2017" in summary and "bdd-multi.yaml" in summary
+
+
+def test_another_dataset_error_of_the_trainer_stays_the_exception_it_is(tmp_path) -> None:
+    # ultralytics/data/utils.py check_det_dataset's SyntaxError for a YAML without 'val:', re-raised by the trainer
+    lines = ["RuntimeError: Dataset 'data.yaml' error ❌ ",
+             "data.yaml 'val:' key missing ❌.",
+             "'train' and 'val' are required in all data YAMLs."]
+    assert ids(diagnose_lines(tmp_path, lines)) == ["uncaught-exception"]
+
+
+def test_yolov5s_raise_after_its_missing_paths_line(tmp_path) -> None:
+    # ultralytics/yolov5 utils/general.py check_dataset: the info line, then the raise when nothing downloads it
+    lines = ["Dataset not found, missing paths: ['/content/datasets/valid/images']",
+             "Exception: Dataset not found ❌"]
+    assert ids(diagnose_lines(tmp_path, lines)) == ["dataset-path-not-found"]

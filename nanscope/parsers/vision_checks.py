@@ -49,6 +49,18 @@ not be enabled", exc_info=True)`, which prints the caught `ModuleNotFoundError: 
 ImportError / AttributeError of a broken triton) with its traceback under the warning. On Windows, where Triton has no
 official build, every process and DataLoader worker prints it and training goes on: the caught exception within a few
 lines of the warning is the warning's, not a failure (it is claimed here, before the dependency parser reads it).
+Ultralytics' dataset check (ultralytics/data/utils.py `check_det_dataset`; 8.0 to 8.3): when a val path of the data YAML
+(resolved against its `path:` or the datasets directory) does not exist and the YAML has no download script, it raises
+`FileNotFoundError(f"Dataset '{name}' images not found, missing path '{p}'" + f"\nNote dataset download directory is
+'{DATASETS_DIR}'. You can update this in '{SETTINGS_FILE}'")` (8.0 / 8.1: `images not found ⚠️, missing path '...'`, 8.0.x
+`missing paths ['...']`; a console without emoji prints ` , missing path`), and the trainer re-raises it as
+`RuntimeError: Dataset '{data}' error ❌ {e}` (ultralytics/engine/trainer.py), the message on the next lines. With a
+download script the same sentence is only a warning before the download: only the raised form is read (the `Note dataset
+download directory` line, or the trainer's `Dataset ... error` line with it), and check_file's `'{file}' does not exist`
+under that line is the YAML itself missing. YOLOv5 / v7 / v9 (utils/general.py `check_dataset`) print `Dataset not found,
+missing paths: [...]` (info; `WARNING: Dataset not found, nonexistent paths: [...]` in 2020 releases) and raise
+`Exception('Dataset not found ❌')` (`Dataset not found` without the emoji in forks) when nothing downloads it: the raise
+is read. Both are dataset-path-not-found.
 """
 
 from __future__ import annotations
@@ -193,12 +205,94 @@ def _xformers_probe_exception(m, rec, state):
     return []  # the probe's caught exception, printed with the warning
 
 
+_MISSING = re.compile(r"images not found(?: ?\S{0,3})?\s*, missing paths? \[?'(?P<path>[^']{1,300})'")
+
+
+def _dataset_event(rec, state, name, path, msg, exc_type):
+    if not first_time(state, ("dataset-path", name), rec.loc.line):
+        return []
+    what = f"the data YAML {name!r}" if name else "the data YAML"
+    detail = (f"{what} points at images that do not exist ({path})" if path else
+              f"{what} points at a dataset path that does not exist")
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework="ultralytics", error="dataset_path_not_found",
+                       message=msg[:400], exc_type=exc_type, fields={"detail": detail, "path": path, "dataset": name})]
+
+
+@rule("ultralytics-dataset-error", ("' error ❌", "' error"),
+      r"^\s*(?P<type>(?:\w+\.)*\w*Error): (?P<msg>Dataset '(?P<name>[^']{1,300})' error\b.*)$")
+def _ultralytics_dataset_error(m, rec, state):
+    rest = rec.text[m.end("name"):]
+    found = _MISSING.search(rest)
+    if found is not None or "does not exist" in rest:
+        return _dataset_event(rec, state, m.group("name"), found.group("path") if found else None,
+                              m.group("msg").strip(), m.group("type"))
+    # the reason is on the next line: held as the exception it is unless that line names a missing path
+    out = _release(state)
+    state["pending"] = ErrorEvent(loc=rec.loc, text=rec.text, framework="python", message=m.group("msg").strip(),
+                                  error=classify(m.group("type"), m.group("msg")), exc_type=m.group("type"),
+                                  fields={"dataset": m.group("name")})
+    return out
+
+
+def _release(state: dict) -> list:
+    held = state.pop("pending", None)
+    return [held] if held is not None else []
+
+
+def _held_dataset_error(state: dict, line: int):
+    held = state.get("pending")
+    if held is None or "dataset" not in (held.fields or {}) or not 0 < line - held.loc.line <= 2:
+        return None
+    return state.pop("pending")
+
+
+def _resolve(held: ErrorEvent, rec, state, path) -> list:
+    name = held.fields["dataset"]
+    ev = _dataset_event(rec, state, name, path, held.message + " " + rec.text.strip(), held.exc_type)
+    if not ev:
+        return []
+    held.error, held.framework, held.message = "dataset_path_not_found", "ultralytics", ev[0].message
+    held.fields = ev[0].fields
+    return [held]
+
+
+@rule("ultralytics-dataset-missing", ("images not found", "does not exist"),
+      r"(?:Dataset '(?P<name>[^']{1,300})' images not found|^\s*'(?P<file>[^']{1,300})' does not exist)")
+def _ultralytics_dataset_missing(m, rec, state):
+    held = _held_dataset_error(state, rec.loc.line)
+    if m.group("file") is not None:
+        if held is None:
+            return None
+        return _resolve(held, rec, state, m.group("file"))
+    found = _MISSING.search(rec.text)
+    path = found.group("path") if found else None
+    if held is not None:
+        return _resolve(held, rec, state, path)
+    state["dataset_missing"] = (m.group("name"), path, rec.text.strip(), rec.loc.line)
+    return []  # raised only if the Note line follows (a download script makes it a warning)
+
+
+@rule("ultralytics-dataset-note", ("Note dataset download directory is '",), r"Note dataset download directory is '")
+def _ultralytics_dataset_note(m, rec, state):
+    held = state.pop("dataset_missing", None)
+    if held is None or not 0 < rec.loc.line - held[3] <= 2:
+        return []  # the raise's tail: its error line was read
+    return _dataset_event(rec, state, held[0], held[1], held[2], "FileNotFoundError")
+
+
+@rule("yolov5-dataset-not-found", ("Dataset not found",),
+      r"^\s*(?P<type>(?:\w+\.)*(?:Exception|\w*Error)): (?P<msg>Dataset not found\b\W*)$")
+def _yolov5_dataset_not_found(m, rec, state):
+    return _dataset_event(rec, state, "", None, m.group("msg").strip(), m.group("type"))
+
+
 PARSER = Parser(
     name="vision_checks",
     framework="diffusers",
     priority=39,  # before the dependency parser (40: xformers' caught import) and the generic exception parser (python, 80)
     description="Vision / diffusion stacks: stable-diffusion-webui's NaN check, ComfyUI's error report, kohya sd-scripts' "
-                "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning",
+                "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist",
     rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
-           _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception],
+           _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception, _ultralytics_dataset_error,
+           _ultralytics_dataset_missing, _ultralytics_dataset_note, _yolov5_dataset_not_found],
 )
