@@ -194,7 +194,7 @@ def _xformers_probe_warning(m, rec, state):
     return None  # a warning only; other parsers may read the line too
 
 
-@rule("xformers-probe-exception", ("No module named 'triton", "No module named 'functorch", "ImportError: ", "AttributeError: "),
+@rule("xformers-probe-exception", ("triton'", "functorch'"),
       r"^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|AttributeError): ")
 def _xformers_probe_exception(m, rec, state):
     seen = state.get("xformers_probe")
@@ -218,7 +218,7 @@ def _dataset_event(rec, state, name, path, msg, exc_type):
                        message=msg[:400], exc_type=exc_type, fields={"detail": detail, "path": path, "dataset": name})]
 
 
-@rule("ultralytics-dataset-error", ("' error ❌", "' error"),
+@rule("ultralytics-dataset-error", ("Error: Dataset '",),
       r"^\s*(?P<type>(?:\w+\.)*\w*Error): (?P<msg>Dataset '(?P<name>[^']{1,300})' error\b.*)$")
 def _ultralytics_dataset_error(m, rec, state):
     rest = rec.text[m.end("name"):]
