@@ -60,7 +60,12 @@ download directory` line, or the trainer's `Dataset ... error` line with it), an
 under that line is the YAML itself missing. YOLOv5 / v7 / v9 (utils/general.py `check_dataset`) print `Dataset not found,
 missing paths: [...]` (info; `WARNING: Dataset not found, nonexistent paths: [...]` in 2020 releases) and raise
 `Exception('Dataset not found ❌')` (`Dataset not found` without the emoji in forks) when nothing downloads it: the raise
-is read. Both are dataset-path-not-found.
+is read. Both are dataset-path-not-found. Ultralytics 8.0.x raised `FileNotFoundError(f"\nDataset '{dataset}' not found ⚠️,
+missing paths [...]")`, so the bare `FileNotFoundError: ` line is followed by the message: read together. A data argument
+that names no existing file or folder is taken for a dataset Ultralytics ships (check_cls_dataset: `Dataset not found ⚠️,
+missing path {dir}, attempting download...`, then ultralytics/utils/downloads.py `⚠️ Download failure, retrying {i}/{n}
+{url}...`, `❌ Failed to download {url}...` or `❌  Download failure for {url}. Retry limit reached.`): the last retry
+failing is the missing path (a download that succeeds says nothing).
 """
 
 from __future__ import annotations
@@ -205,7 +210,7 @@ def _xformers_probe_exception(m, rec, state):
     return []  # the probe's caught exception, printed with the warning
 
 
-_MISSING = re.compile(r"images not found(?: ?\S{0,3})?\s*, missing paths? \[?'(?P<path>[^']{1,300})'")
+_MISSING = re.compile(r"(?:images )?not found(?: ?\S{0,3})?\s*, missing paths? \[?'(?P<path>[^']{1,300})'")
 
 
 def _dataset_event(rec, state, name, path, msg, exc_type):
@@ -256,9 +261,20 @@ def _resolve(held: ErrorEvent, rec, state, path) -> list:
     return [held]
 
 
-@rule("ultralytics-dataset-missing", ("images not found", "does not exist"),
-      r"(?:Dataset '(?P<name>[^']{1,300})' images not found|^\s*'(?P<file>[^']{1,300})' does not exist)")
+@rule("bare-exception-header", ("FileNotFoundError:", "RuntimeError:"),
+      r"^\s*(?P<type>(?:\w+\.)*(?:FileNotFoundError|RuntimeError)):\s*$")
+def _bare_exception_header(m, rec, state):
+    state["bare_header"] = (m.group("type"), rec.loc.line)
+    return None  # the message is on the next line (Ultralytics 8.0's f"\nDataset ..."): whoever reads it
+
+
+@rule("ultralytics-dataset-missing", ("images not found", "' not found", "does not exist"),
+      r"(?:Dataset '(?P<name>[^']{1,300})' (?:images )?not found|^\s*'(?P<file>[^']{1,300})' does not exist)")
 def _ultralytics_dataset_missing(m, rec, state):
+    header = state.pop("bare_header", None)
+    if m.group("name") is not None and header is not None and rec.loc.line - header[1] == 1:
+        found = _MISSING.search(rec.text)  # 8.0.x: FileNotFoundError(f"\nDataset '{name}' not found ⚠️, missing paths [...]")
+        return _dataset_event(rec, state, m.group("name"), found.group("path") if found else None, rec.text.strip(), header[0])
     held = _held_dataset_error(state, rec.loc.line)
     if m.group("file") is not None:
         if held is None:
@@ -280,6 +296,32 @@ def _ultralytics_dataset_note(m, rec, state):
     return _dataset_event(rec, state, held[0], held[1], held[2], "FileNotFoundError")
 
 
+@rule("ultralytics-dataset-download", ("attempting download...",),
+      r"Dataset not found\W{0,4}, missing path (?P<path>\S{1,300}), attempting download\.\.\.")
+def _ultralytics_dataset_download(m, rec, state):
+    state["dataset_download"] = (m.group("path"), rec.text.strip(), rec.loc.line)
+    return []  # check_cls_dataset tries to download a name it did not find: a failure only if that fails
+
+
+_DOWNLOAD_FAILED = re.compile(r"Download failure, retrying (?P<i>\d+)/(?P<n>\d+)|Failed to download |Download failure for \S+\. Retry limit reached")
+
+
+@rule("ultralytics-download-failed", ("Download failure", "Failed to download "), r"Download failure|Failed to download ")
+def _ultralytics_download_failed(m, rec, state):
+    held = state.get("dataset_download")
+    if held is None or rec.loc.line - held[2] > 40:
+        return None
+    f = _DOWNLOAD_FAILED.search(rec.text)
+    if f is None or (f.group("i") is not None and f.group("i") != f.group("n")):
+        return []  # a retry: it may still succeed
+    state.pop("dataset_download", None)
+    ev = _dataset_event(rec, state, "", held[0], held[1], None)
+    for e in ev:
+        e.fields["detail"] = (f"the dataset {held[0]} does not exist locally and the download Ultralytics then tried "
+                              "failed (a wrong data path, or no network for a dataset it ships)")
+    return ev
+
+
 @rule("yolov5-dataset-not-found", ("Dataset not found",),
       r"^\s*(?P<type>(?:\w+\.)*(?:Exception|\w*Error)): (?P<msg>Dataset not found\b\W*)$")
 def _yolov5_dataset_not_found(m, rec, state):
@@ -294,5 +336,6 @@ PARSER = Parser(
                 "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist",
     rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
            _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception, _ultralytics_dataset_error,
-           _ultralytics_dataset_missing, _ultralytics_dataset_note, _yolov5_dataset_not_found],
+           _bare_exception_header, _ultralytics_dataset_missing, _ultralytics_dataset_note, _ultralytics_dataset_download,
+           _ultralytics_download_failed, _yolov5_dataset_not_found],
 )
