@@ -49,6 +49,10 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3127.log", "dataset-path-not-found"),  # 8.0.20: a bare 'FileNotFoundError: ' line, the message under it
     ("3128.log", "dataset-path-not-found"),
     ("3129.log", "dataset-path-not-found"),  # a YAML that does not exist, taken for a dataset name: the download fails
+    # round 5 (3131-3133), scored blind after the round-4 fix
+    ("3131.log", "registry-type-not-found"),  # mmcv 1.x's runner registry
+    ("3132.log", "registry-type-not-found"),  # mmseg's backbone, the KeyError's repr in double quotes
+    ("3133.log", "registry-type-not-found"),  # fvcore's META_ARCH registry under detectron2
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
