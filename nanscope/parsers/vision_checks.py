@@ -1,0 +1,341 @@
+"""Vision and diffusion stacks: the checks their own code makes, in their own words.
+
+stable-diffusion-webui's NaN check (AUTOMATIC1111/stable-diffusion-webui modules/devices.py `test_for_nans(x, where)`,
+v1.0 to v1.10; forks such as Forge and SD.Next keep the name): after the UNet step and after the VAE decode it tests
+whether the whole tensor is NaN and raises `NansException(message)` with
+  `A tensor with all NaNs was produced in Unet.` + (without --no-half) ` This could be either because there's not
+  enough precision to represent the picture, or because your video card does not support half type. Try setting the
+  "Upcast cross attention layer to float32" option in Settings > Stable Diffusion or using the --no-half commandline
+  argument to fix this.`
+  `A tensor with all NaNs was produced in VAE.` + (without --no-half / --no-half-vae) ` This could be because there's
+  not enough precision to represent the picture. Try adding --no-half-vae commandline argument to fix this.`
+  `A tensor with all NaNs was produced.` (any other `where`)
+each followed by ` Use --disable-nan-check commandline argument to disable this check.` (the early-2023 releases
+printed the first sentence and this one only). Printed as `modules.devices.NansException: ...`, `NansException: ...`,
+or the message alone (the UI's error box). Forks word it `A tensor with NaNs was produced in {where}.` or raise a
+RuntimeError with the same text. The fp16 UNet / VAE overflowed half precision: half-precision-nan.
+
+ComfyUI's error report (Comfy-Org/ComfyUI_frontend src/utils/errorReportUtil.ts `generateErrorReport`, the frontend's
+"copy report" since 2024): `# ComfyUI Error Report` / `## Error Details` / `- **Node ID:** {id}` / `- **Node Type:**
+{type}` / `- **Exception Type:** {exceptionType}` / `- **Exception Message:** {exceptionMessage}` / `## Stack Trace`
+with the node's frames but no exception line. The type and the message are read together and classified like any
+exception (python.classify); torch.OutOfMemoryError / torch.cuda.OutOfMemoryError are the GPU running out of memory
+even when the message is cut to `Allocation on device ` (the per-process-fraction wording of
+c10/cuda/CUDACachingAllocator.cpp). A message the CUDA parser reads itself ("CUDA out of memory. Tried to ...", "would
+exceed allowed memory") is left to it.
+
+kohya-ss/sd-scripts library/train_util.py (`get_optimizer`, `replace_unet_modules`, the wandb logger; every release
+since 2023): `raise ImportError("No {package} / {package}がインストールされていないようです")` (bitsandbytes,
+lion_pytorch, dadaptation, Prodigy, schedulefree, xformers, wandb; with or without a space before が) when the
+optional package the options ask for does not import: dependency-missing.
+
+A library's class or keyword the installed release does not have (CPython Objects/moduleobject.c `module_getattro`:
+`module '{name}' has no attribute '{attr}'`, 3.7+, with `. Did you mean: '{other}'?` from 3.10; Python/getargs.c,
+Objects/call.c: `{qualname}() got an unexpected keyword argument '{arg}'`):
+- `AttributeError: module 'diffusers' has no attribute 'DEISMultistepScheduler'` (DiffusionPipeline.from_pretrained
+  does getattr(library, class_name) for each class a checkpoint's model_index.json / scheduler_config names), the same
+  for transformers, accelerate, peft, timm, torchvision, huggingface_hub, mmcv / mmengine / mmdet, ultralytics;
+  numpy 1.24 removing the aliases np.float / np.int / np.bool / np.object; Pillow 10 removing Image.ANTIALIAS /
+  Image.LINEAR / Image.CUBIC. Only these packages: any other module (the project's own) is a bug in the code, left to
+  the generic exception; `partially initialized module` (a circular import) is no version problem.
+- `Accelerator.__init__() got an unexpected keyword argument 'project_dir'` (accelerate 0.17 added project_dir /
+  ProjectConfiguration; 1.0 removed split_batches / dispatch_batches / even_batches for dataloader_config), also
+  behind a caller's own prefix (`Exception initializing accelerator: ...`, d8ahazard/sd_dreambooth_extension).
+xformers' optional-kernel probes (facebookresearch/xformers xformers/__init__.py `_is_triton_available`, and the functorch
+probe next to it) catch the failed import and only warn: 0.0.1x `logger.warning(f"A matching Triton is not available, some
+optimizations will not be enabled.\nError caught was: {e}")` (and `Functorch is not available, some optimizations will not
+be enabled.\nError caught was: {e}`), 0.0.2x `logger.warning("A matching Triton is not available, some optimizations will
+not be enabled", exc_info=True)`, which prints the caught `ModuleNotFoundError: No module named 'triton'` (or the
+ImportError / AttributeError of a broken triton) with its traceback under the warning. On Windows, where Triton has no
+official build, every process and DataLoader worker prints it and training goes on: the caught exception within a few
+lines of the warning is the warning's, not a failure (it is claimed here, before the dependency parser reads it).
+Ultralytics' dataset check (ultralytics/data/utils.py `check_det_dataset`; 8.0 to 8.3): when a val path of the data YAML
+(resolved against its `path:` or the datasets directory) does not exist and the YAML has no download script, it raises
+`FileNotFoundError(f"Dataset '{name}' images not found, missing path '{p}'" + f"\nNote dataset download directory is
+'{DATASETS_DIR}'. You can update this in '{SETTINGS_FILE}'")` (8.0 / 8.1: `images not found ⚠️, missing path '...'`, 8.0.x
+`missing paths ['...']`; a console without emoji prints ` , missing path`), and the trainer re-raises it as
+`RuntimeError: Dataset '{data}' error ❌ {e}` (ultralytics/engine/trainer.py), the message on the next lines. With a
+download script the same sentence is only a warning before the download: only the raised form is read (the `Note dataset
+download directory` line, or the trainer's `Dataset ... error` line with it), and check_file's `'{file}' does not exist`
+under that line is the YAML itself missing. YOLOv5 / v7 / v9 (utils/general.py `check_dataset`) print `Dataset not found,
+missing paths: [...]` (info; `WARNING: Dataset not found, nonexistent paths: [...]` in 2020 releases) and raise
+`Exception('Dataset not found ❌')` (`Dataset not found` without the emoji in forks) when nothing downloads it: the raise
+is read. Both are dataset-path-not-found. Ultralytics 8.0.x raised `FileNotFoundError(f"\nDataset '{dataset}' not found ⚠️,
+missing paths [...]")`, so the bare `FileNotFoundError: ` line is followed by the message: read together. A data argument
+that names no existing file or folder is taken for a dataset Ultralytics ships (check_cls_dataset: `Dataset not found ⚠️,
+missing path {dir}, attempting download...`, then ultralytics/utils/downloads.py `⚠️ Download failure, retrying {i}/{n}
+{url}...`, `❌ Failed to download {url}...` or `❌  Download failure for {url}. Retry limit reached.`): the last retry
+failing is the missing path (a download that succeeds says nothing).
+"""
+
+from __future__ import annotations
+
+import re
+
+from nanscope.model import ErrorEvent
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.python import classify
+from nanscope.parsers.setup_checks import error_event
+
+_WHERE = {"unet": "the UNet", "the unet": "the UNet", "vae": "the VAE", "the vae": "the VAE"}
+
+
+@rule("sd-nan-check", ("NaNs was produced",),
+      r"(?<![\"'\w])(?P<msg>A tensor with (?P<all>all )?NaNs was produced(?: in (?P<where>[\w ]{1,40}?))?\.)")
+def _sd_nan_check(m, rec, state):
+    before = rec.text[:m.start()].rstrip()
+    if before and not before.endswith(("Exception:", "Error:", ":")):
+        return None  # a sentence quoting the message
+    raw = (m.group("where") or "").strip()
+    where = _WHERE.get(raw.lower(), raw or "the model")
+    half = "--no-half" in rec.text or "half type" in rec.text or "precision" in rec.text
+    if not first_time(state, ("sd-nan", where.lower()), rec.loc.line):
+        return []
+    detail = (f"the output of {where} was all NaN" + (" under half precision (fp16)" if half else "")
+              + ": the web UI's NaN check stopped the generation")
+    return error_event(m, rec, "half_precision_nan", "diffusers", detail, where=where)
+
+
+_REPORT_TYPE = re.compile(r"^\s*-\s*\*\*Exception Type:\*\*\s*(?P<type>[\w.]{1,120})\s*$")
+
+
+@rule("comfyui-report-type", ("**Exception Type:**",), r"\*\*Exception Type:\*\*")
+def _comfyui_report_type(m, rec, state):
+    t = _REPORT_TYPE.match(rec.text)
+    if t is None:
+        return None
+    state["comfy_type"] = (t.group("type"), rec.loc.line)
+    return []
+
+
+_CUDA_READS = re.compile(r"out of memory|would exceed allowed memory", re.IGNORECASE)
+
+
+@rule("comfyui-report-message", ("**Exception Message:**",), r"^\s*-\s*\*\*Exception Message:\*\*\s*(?P<msg>.*)$")
+def _comfyui_report_message(m, rec, state):
+    held = state.pop("comfy_type", None)
+    if held is None or not 0 < rec.loc.line - held[1] <= 2:
+        return None
+    exc_type, msg = held[0], m.group("msg").strip()
+    if _CUDA_READS.search(msg):
+        return None  # the CUDA parser reads the allocator's own wording
+    if exc_type.rsplit(".", 1)[-1] == "OutOfMemoryError" and not exc_type.startswith("ray."):
+        return ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="cuda_oom",
+                          message=f"{exc_type}: {msg}".strip(), exc_type=exc_type,
+                          fields={"detail": f"the GPU ran out of memory in a ComfyUI node ({exc_type}: {msg or 'no message'})".replace(": )", ")"),
+                                  "report": "comfyui"})
+    kind = classify(exc_type, msg)
+    if kind in ("interrupted", "launcher_failed"):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg, exc_type=exc_type,
+                      fields={"report": "comfyui"})
+
+
+@rule("kohya-optional-import", ("がインストールされていないようです",),
+      r"(?:ImportError: )?(?P<msg>No (?P<pkg>[\w.\-]{1,60}) / (?P=pkg) ?がインストールされていないようです)")
+def _kohya_import(m, rec, state):
+    pkg = m.group("pkg")
+    if rec.text[max(0, m.start() - 1):m.start()] in ("\"", "'"):
+        return None  # the raise statement's source line in a traceback
+    return error_event(m, rec, "dependency_missing", "accelerate",
+                       f"sd-scripts needs {pkg} for the options given (optimizer, attention or logger) and it does not import "
+                       "(not installed in this venv, or a build that fails to load)", package=pkg)
+
+
+# the packages whose classes and functions a training script names: a missing attribute is another release
+_LIBRARIES = {
+    "diffusers": "diffusers", "transformers": "transformers", "accelerate": "accelerate", "peft": "peft", "timm": "timm",
+    "torchvision": "torchvision", "huggingface_hub": "huggingface_hub", "mmcv": "mmcv", "mmengine": "mmengine",
+    "mmdet": "mmdet", "ultralytics": "ultralytics", "numpy": "numpy", "np": "numpy", "PIL.Image": "Pillow",
+    "safetensors": "safetensors", "xformers": "xformers", "open_clip": "open_clip",
+}
+_REMOVED = {
+    ("numpy", "float"): "numpy 1.24 removed the np.float alias (use float or np.float64)",
+    ("numpy", "int"): "numpy 1.24 removed the np.int alias (use int or np.int64)",
+    ("numpy", "bool"): "numpy 1.24 removed the np.bool alias (use bool or np.bool_)",
+    ("numpy", "object"): "numpy 1.24 removed the np.object alias (use object)",
+    ("Pillow", "ANTIALIAS"): "Pillow 10 removed Image.ANTIALIAS (use Image.LANCZOS / Image.Resampling.LANCZOS)",
+}
+
+
+@rule("library-attribute", ("has no attribute '",),
+      r"(?<![\w.])AttributeError: (?P<msg>module '(?P<mod>[\w.]{1,60})' has no attribute '(?P<attr>\w{1,120})')")
+def _library_attribute(m, rec, state):
+    pkg = _LIBRARIES.get(m.group("mod"))
+    if pkg is None or "partially initialized" in rec.text:
+        return None
+    attr = m.group("attr")
+    hint = _REMOVED.get((pkg, attr))
+    if hint is None and pkg == "Pillow" and attr in ("LINEAR", "CUBIC", "NEAREST", "BILINEAR", "BICUBIC", "LANCZOS"):
+        hint = "Pillow 10 moved the resampling constants to Image.Resampling"
+    detail = (f"the installed {pkg} has no {attr}: " + (hint if hint else
+              "the code (or the checkpoint's config that names it) was written for another release"))
+    return error_event(m, rec, "dependency_missing", "python", detail, package=pkg)
+
+
+@rule("accelerator-argument", ("Accelerator.__init__() got an unexpected keyword argument '",),
+      r"(?<![\w.])(?P<msg>Accelerator\.__init__\(\) got an unexpected keyword argument '(?P<arg>\w+)')")
+def _accelerator_argument(m, rec, state):
+    before = rec.text[:m.start()].rstrip()
+    if before and not before.endswith(":"):
+        return None  # prose quoting it
+    arg = m.group("arg")
+    return error_event(m, rec, "dependency_missing", "accelerate",
+                       f"accelerate's Accelerator does not take {arg!r}: the installed accelerate is another release than the "
+                       "code expects (project_dir arrived in 0.17; split_batches / dispatch_batches / even_batches moved "
+                       "into dataloader_config in 1.0)", argument=arg)
+
+
+# the warning's line, then (exc_info=True) the caught exception's traceback: a frame or two and the exception line
+_PROBE_SPAN = 8
+
+
+@rule("xformers-probe-warning", ("A matching Triton is not available, some optimizations will not be enabled",
+                                 "Functorch is not available, some optimizations will not be enabled"),
+      r"(?:A matching Triton|Functorch) is not available, some optimizations will not be enabled")
+def _xformers_probe_warning(m, rec, state):
+    state["xformers_probe"] = rec.loc.line
+    return None  # a warning only; other parsers may read the line too
+
+
+@rule("xformers-probe-exception", ("triton'", "functorch'"),
+      r"^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|AttributeError): ")
+def _xformers_probe_exception(m, rec, state):
+    seen = state.get("xformers_probe")
+    if seen is None or not 0 < rec.loc.line - seen <= _PROBE_SPAN:
+        return None
+    if "triton" not in rec.text and "functorch" not in rec.text:
+        return None  # another import failed near the warning: not the probe's
+    return []  # the probe's caught exception, printed with the warning
+
+
+_MISSING = re.compile(r"(?:images )?not found(?: ?\S{0,3})?\s*, missing paths? \[?'(?P<path>[^']{1,300})'")
+
+
+def _dataset_event(rec, state, name, path, msg, exc_type):
+    if not first_time(state, ("dataset-path", name), rec.loc.line):
+        return []
+    what = f"the data YAML {name!r}" if name else "the data YAML"
+    detail = (f"{what} points at images that do not exist ({path})" if path else
+              f"{what} points at a dataset path that does not exist")
+    return [ErrorEvent(loc=rec.loc, text=rec.text, framework="ultralytics", error="dataset_path_not_found",
+                       message=msg[:400], exc_type=exc_type, fields={"detail": detail, "path": path, "dataset": name})]
+
+
+@rule("ultralytics-dataset-error", ("Error: Dataset '",),
+      r"^\s*(?P<type>(?:\w+\.)*\w*Error): (?P<msg>Dataset '(?P<name>[^']{1,300})' error\b.*)$")
+def _ultralytics_dataset_error(m, rec, state):
+    rest = rec.text[m.end("name"):]
+    found = _MISSING.search(rest)
+    if found is not None or "does not exist" in rest:
+        return _dataset_event(rec, state, m.group("name"), found.group("path") if found else None,
+                              m.group("msg").strip(), m.group("type"))
+    # the reason is on the next line: held as the exception it is unless that line names a missing path
+    out = _release(state)
+    state["pending"] = ErrorEvent(loc=rec.loc, text=rec.text, framework="python", message=m.group("msg").strip(),
+                                  error=classify(m.group("type"), m.group("msg")), exc_type=m.group("type"),
+                                  fields={"dataset": m.group("name")})
+    return out
+
+
+def _release(state: dict) -> list:
+    held = state.pop("pending", None)
+    return [held] if held is not None else []
+
+
+def _held_dataset_error(state: dict, line: int):
+    held = state.get("pending")
+    if held is None or "dataset" not in (held.fields or {}) or not 0 < line - held.loc.line <= 2:
+        return None
+    return state.pop("pending")
+
+
+def _resolve(held: ErrorEvent, rec, state, path) -> list:
+    name = held.fields["dataset"]
+    ev = _dataset_event(rec, state, name, path, held.message + " " + rec.text.strip(), held.exc_type)
+    if not ev:
+        return []
+    held.error, held.framework, held.message = "dataset_path_not_found", "ultralytics", ev[0].message
+    held.fields = ev[0].fields
+    return [held]
+
+
+@rule("bare-exception-header", ("FileNotFoundError:", "RuntimeError:"),
+      r"^\s*(?P<type>(?:\w+\.)*(?:FileNotFoundError|RuntimeError)):\s*$")
+def _bare_exception_header(m, rec, state):
+    state["bare_header"] = (m.group("type"), rec.loc.line)
+    return None  # the message is on the next line (Ultralytics 8.0's f"\nDataset ..."): whoever reads it
+
+
+@rule("ultralytics-dataset-missing", ("images not found", "' not found", "does not exist"),
+      r"(?:Dataset '(?P<name>[^']{1,300})' (?:images )?not found|^\s*'(?P<file>[^']{1,300})' does not exist)")
+def _ultralytics_dataset_missing(m, rec, state):
+    header = state.pop("bare_header", None)
+    if m.group("name") is not None and header is not None and rec.loc.line - header[1] == 1:
+        found = _MISSING.search(rec.text)  # 8.0.x: FileNotFoundError(f"\nDataset '{name}' not found ⚠️, missing paths [...]")
+        return _dataset_event(rec, state, m.group("name"), found.group("path") if found else None, rec.text.strip(), header[0])
+    held = _held_dataset_error(state, rec.loc.line)
+    if m.group("file") is not None:
+        if held is None:
+            return None
+        return _resolve(held, rec, state, m.group("file"))
+    found = _MISSING.search(rec.text)
+    path = found.group("path") if found else None
+    if held is not None:
+        return _resolve(held, rec, state, path)
+    state["dataset_missing"] = (m.group("name"), path, rec.text.strip(), rec.loc.line)
+    return []  # raised only if the Note line follows (a download script makes it a warning)
+
+
+@rule("ultralytics-dataset-note", ("Note dataset download directory is '",), r"Note dataset download directory is '")
+def _ultralytics_dataset_note(m, rec, state):
+    held = state.pop("dataset_missing", None)
+    if held is None or not 0 < rec.loc.line - held[3] <= 2:
+        return []  # the raise's tail: its error line was read
+    return _dataset_event(rec, state, held[0], held[1], held[2], "FileNotFoundError")
+
+
+@rule("ultralytics-dataset-download", ("attempting download...",),
+      r"Dataset not found\W{0,4}, missing path (?P<path>\S{1,300}), attempting download\.\.\.")
+def _ultralytics_dataset_download(m, rec, state):
+    state["dataset_download"] = (m.group("path"), rec.text.strip(), rec.loc.line)
+    return []  # check_cls_dataset tries to download a name it did not find: a failure only if that fails
+
+
+_DOWNLOAD_FAILED = re.compile(r"Download failure, retrying (?P<i>\d+)/(?P<n>\d+)|Failed to download |Download failure for \S+\. Retry limit reached")
+
+
+@rule("ultralytics-download-failed", ("Download failure", "Failed to download "), r"Download failure|Failed to download ")
+def _ultralytics_download_failed(m, rec, state):
+    held = state.get("dataset_download")
+    if held is None or rec.loc.line - held[2] > 40:
+        return None
+    f = _DOWNLOAD_FAILED.search(rec.text)
+    if f is None or (f.group("i") is not None and f.group("i") != f.group("n")):
+        return []  # a retry: it may still succeed
+    state.pop("dataset_download", None)
+    ev = _dataset_event(rec, state, "", held[0], held[1], None)
+    for e in ev:
+        e.fields["detail"] = (f"the dataset {held[0]} does not exist locally and the download Ultralytics then tried "
+                              "failed (a wrong data path, or no network for a dataset it ships)")
+    return ev
+
+
+@rule("yolov5-dataset-not-found", ("Dataset not found",),
+      r"^\s*(?P<type>(?:\w+\.)*(?:Exception|\w*Error)): (?P<msg>Dataset not found\b\W*)$")
+def _yolov5_dataset_not_found(m, rec, state):
+    return _dataset_event(rec, state, "", None, m.group("msg").strip(), m.group("type"))
+
+
+PARSER = Parser(
+    name="vision_checks",
+    framework="diffusers",
+    priority=39,  # before the dependency parser (40: xformers' caught import) and the generic exception parser (python, 80)
+    description="Vision / diffusion stacks: stable-diffusion-webui's NaN check, ComfyUI's error report, kohya sd-scripts' "
+                "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist",
+    rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
+           _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception, _ultralytics_dataset_error,
+           _bare_exception_header, _ultralytics_dataset_missing, _ultralytics_dataset_note, _ultralytics_dataset_download,
+           _ultralytics_download_failed, _yolov5_dataset_not_found],
+)
