@@ -150,3 +150,11 @@ def test_stable_dreamfusions_epoch_headers_keep_the_evaluation_bar_out_of_the_tr
     r = diagnose(tmp_path, excerpt(2725))
     assert ids(r) == ["nan-persistent"]
     assert r.findings[0].first_step == 151
+
+
+def test_a_capitalised_loss_in_a_tqdm_postfix_is_the_steps_loss(tmp_path):
+    # LucidDreamer's `Training progress: ... 490/5000 [03:31<30:44,  2.45it/s, Loss=nan]` with its own print
+    # glued after the bar: the postfix key as the script spelled it
+    r = diagnose(tmp_path, excerpt(2727))
+    assert ids(r) == ["nan-persistent"]
+    assert r.findings[0].first_step == 490 and "through step 990" in r.findings[0].summary

@@ -50,7 +50,8 @@ def postfix_loss(text: str, start: int = 0, end: "int | None" = None) -> "tuple[
     if pm is None:
         return None
     pairs = {p.group("k"): p.group("v") for p in _POSTFIX_PAIR.finditer(pm.group("post"))}
-    key = next((k for k in _POSTFIX_LOSS if k in pairs), None)
+    named = {k.lower(): k for k in pairs}  # (LucidDreamer's `Loss=nan`: the key as the script spelled it)
+    key = next((named[k] for k in _POSTFIX_LOSS if k in named), None)
     loss = to_float(pairs[key]) if key else None
     return (loss, pairs) if loss is not None else None
 
