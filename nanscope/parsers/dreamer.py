@@ -25,20 +25,19 @@ optimiser working: a finite value of that statistic before, or `CumUpdates` abov
 from __future__ import annotations
 
 import math
-import re
 
 from nanscope.model import StepEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|inf)"
-_PAIR = re.compile(r"(?:^|/ )(?P<k>[A-Za-z_][\w/]*) (?P<v>" + _F + r")(?= /|\s*$)")
 
 
 @rule("dreamer-metrics", ("model_loss ", "model_grad_norm "),
       r"^\[(?P<step>\d+)\] (?P<rest>[A-Za-z_][\w/]* " + _F + r"(?: / [A-Za-z_][\w/]* " + _F + r")+)\s*$", match_start=True)
 def _metrics(m, rec, state):
-    pairs = {p.group("k"): p.group("v") for p in _PAIR.finditer(m.group("rest"))}
+    # (the rule's regex has checked the `key value / key value` shape: split it, no second regex)
+    pairs = dict(part.rsplit(" ", 1) for part in m.group("rest").strip().split(" / "))
     loss, norm = to_float(pairs.get("model_loss")), to_float(pairs.get("model_grad_norm"))
     if loss is None and norm is None:
         return None
