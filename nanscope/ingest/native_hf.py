@@ -87,6 +87,7 @@ class HFLane:
         self._shapes: dict[bytes, Optional[tuple[int, bool, bool]]] = {}
         self._keywords = tuple({k for p in self.parsers for k in p.keywords})  # the prefilter's words
         self._rules = {r.name: r for r in hf.rules}
+        self._prefix_streams: dict[bytes, bool] = {}  # a dict line's prefix -> whether it is another stream's
 
     def claim(self, cand, rest: np.ndarray, lines: list, kinds: list, max_line: int) -> list:
         """The chunk's HF progress lines among cand[rest] (`lines` their bytes, `kinds` their
@@ -161,8 +162,16 @@ class HFLane:
 
         if b"\r" in row:
             return False
+        cut = row.find(b"{'")
+        if cut > 0:  # a log dict behind a prefix: peel reads the prefix alone, so its answer is the prefix's
+            got = self._prefix_streams.get(row[:cut])
+            if got is not None:
+                return got
         text = row.decode("utf-8", "replace")
-        return stream_key(peel(text, self.base)[1], self.source) != stream_key(self.base, self.source)
+        got = stream_key(peel(text, self.base)[1], self.source) != stream_key(self.base, self.source)
+        if cut > 0 and len(self._prefix_streams) < 4096:
+            self._prefix_streams[row[:cut]] = got
+        return got
 
     def _verified(self, shape: bytes, row: bytes) -> Optional[tuple[int, bool, bool]]:
         """How the per-line path reads a line of this shape (once per shape): (how many of its
