@@ -175,12 +175,19 @@ class StepBatch:
     def fill_steps(self, step: np.ndarray, counted: np.ndarray) -> None:
         """Streams' steps for the rows that printed none (and which of them it counted): every
         row then has its step, as the events of the per-line path get theirs."""
+        printed = self.step_set
         self.step = step
         self.step_set = np.ones(len(self), dtype=bool)
+        unprinted = np.flatnonzero(~printed)
         self.counted = counted if counted.any() else None
         for i, ev in self._events.items():  # (rows already made events)
             ev.step = int(step[i])
             ev.step_counted = bool(counted[i])
+        if self.evs is not None:  # (the engine's batch of events: each gets its step as process() gives it)
+            for i in unprinted.tolist():
+                ev = self.evs[i]
+                ev.step = int(step[i])
+                ev.step_counted = bool(counted[i])
 
 
 class Lines:

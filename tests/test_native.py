@@ -608,6 +608,25 @@ def test_hf_dicts_without_bars_get_their_counted_steps_in_the_batch(tmp_path, mo
     assert fast["ranks"][0]["last_step"] == (651 if bars_first else 600)
 
 
+def test_hf_dicts_between_eval_dicts_get_their_counted_steps_as_line_by_line(tmp_path, monkeypatch):
+    """Two training dicts (public/1020, no bar, grad_norm nan) then an eval dict (a real one from
+    sample_logs), 300 times: the lane reads the training dicts in short runs between the eval
+    dicts it leaves per line, each run releasing the dict held before it as an event of its own;
+    streams give those their counted steps too, and the report is the per-line one."""
+    dicts = (ROOT_PATH / "sample_logs/public/1020.log").read_bytes().split(b"\n")[:4]
+    evals = [ln for p in sorted((ROOT_PATH / "sample_logs").rglob("*.log"))
+             for ln in p.read_bytes().split(b"\n") if ln.startswith(b"{'eval_loss': ") and ln.endswith(b"}")]
+    assert evals, "a real eval dict in sample_logs"
+    lines = [b"some header line"]
+    for i in range(300):
+        lines += [dicts[i % 4], dicts[(i + 1) % 4], evals[0]]
+    log = tmp_path / "hf_eval.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    taken, slow, fast = _hf_lane_both_ways(log, monkeypatch)
+    assert sum(taken) >= 500
+    assert fast == slow
+
+
 def test_hf_progress_lines_around_a_line_the_lane_does_not_read_are_still_read_natively(tmp_path, monkeypatch):
     """A chunk whose HF lines end a training run (the `train_runtime` dict glued to the last bar,
     from sample_logs/hf) and start another: the lane reads the progress lines before and after
