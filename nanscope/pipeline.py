@@ -222,7 +222,7 @@ class FileScan:
                 for pname, c in counts.items():
                     formats[pname] = formats.get(pname, 0) + c
                 if hf is not None:
-                    key = stream_key(base, name)
+                    key = stream_key(hf[3] or base, name)
                     reach(key, parser_at["hf"])
                     batches = batches + _hf_progress(hf, states[("hf", key)], key, name, base, info,
                                                      tuple(p.name for p in parsers))
@@ -243,7 +243,7 @@ class FileScan:
                 continue
             if found.__class__ is HFRun:  # HF lines read natively after one the lane left per line
                 records.end()
-                key = stream_key(base, name)
+                key = stream_key(found.hf[3] or base, name)
                 reach(key, parser_at["hf"])
                 self.held_any = True
                 yield Hold(_hf_progress(found.hf, states[("hf", key)], key, name, base, info,
@@ -504,7 +504,8 @@ def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputIn
     bar's count as the step (none on a line without a bar: streams give it one); a line that
     ends in a dict holds it (the last one stays held in the parser's state), a line of bars
     alone holds none."""
-    lines, cols, texts = hf
+    lines, cols, texts, origin = hf
+    origin = origin or base  # the lines' stream: a prefix's (`[default0]:{...}`), or the input's own
     m = len(lines)
     bars = cols["bar"]  # the line has a bar (its first bar's count is cols["n"])
     steps = np.where(bars, cols["n"], 0).astype(np.int64)
@@ -521,11 +522,11 @@ def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputIn
     rows = np.flatnonzero(dicts[:-1])  # released by the next line (its first bar gives the step)
     if len(rows):
         present = np.ones(len(rows), dtype=bool)
-        out.append(StepBatch(name, key, base, "hf", lines[rows], steps[rows + 1], bars[rows + 1],
+        out.append(StepBatch(name, key, origin, "hf", lines[rows], steps[rows + 1], bars[rows + 1],
                              {k: (v[rows], present.copy()) for k, v in cols.items()},
                              Lines(texts.arr, rows), parser_names, base, order=lines[rows + 1]))
     if dicts[-1]:
-        last = StepBatch(name, key, base, "hf", lines[-1:], steps[-1:], np.zeros(1, dtype=bool), {},
+        last = StepBatch(name, key, origin, "hf", lines[-1:], steps[-1:], np.zeros(1, dtype=bool), {},
                          texts.slice(m - 1, 1), parser_names, base).event(0)
         last.step = None
         st["pending"] = last

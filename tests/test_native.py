@@ -627,6 +627,41 @@ def test_hf_dicts_between_eval_dicts_get_their_counted_steps_as_line_by_line(tmp
     assert fast == slow
 
 
+@pytest.mark.parametrize("leads", [(b"[default0]:",), (b"[default0]:", b"[default1]:"), (b"[rank0]:", b"3: "),
+                                   (b"[default0]:", b""), (b"trainer-1  | ",)])
+def test_hf_dicts_behind_a_launchers_prefix_are_read_natively_on_the_prefixs_stream(tmp_path, monkeypatch, leads):
+    """Trainer log dicts alone on their lines behind torchrun --tee's `[default0]:` (the dicts of
+    public/1020, nan from the first; the Trainer logs on rank 0, here on two ranks in turn too, or
+    in turn with dicts of the input's own stream): the per-line path peels the prefix, so each is a
+    step of that rank's stream, counted; the lane reads them on the same streams (an srun label `3: `
+    stays per line: an agent's topology may make it a node), between real progress lines of the
+    input's own stream, and the report is the per-line one."""
+    dicts = (ROOT_PATH / "sample_logs/public/1020.log").read_bytes().split(b"\n")[:4]
+    lines = [b"some header line"] + [_hf_bar(i) for i in range(1, 21)]
+    lines += [leads[i % len(leads)] + dicts[i % 4] for i in range(500)] + [_hf_bar(i) for i in range(21, 41)]
+    log = tmp_path / "hf_prefixed.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    taken, slow, fast = _hf_lane_both_ways(log, monkeypatch)
+    assert fast == slow
+    assert sum(taken) >= 40 + 500 // len(leads) * sum(lead != b"3: " for lead in leads)
+    assert {f["id"] for f in fast["findings"]} & {"nan-persistent", "grad-norm-nonfinite"}
+
+
+def test_hf_bars_and_prefixed_dicts_in_turn_give_the_per_line_report(tmp_path, monkeypatch):
+    """torchrun --tee's console of a Trainer: each bar redraw (`\\r` pieces, the input's own stream)
+    then the dict behind `[default0]:` (rank 0's stream), 300 times: both read natively, the report
+    the per-line one."""
+    dicts = (ROOT_PATH / "sample_logs/public/1020.log").read_bytes().split(b"\n")[:4]
+    lines = [b"some header line"]
+    for i in range(1, 300):
+        lines += [_hf_bar(i), b"[default0]:" + dicts[i % 4]]
+    log = tmp_path / "hf_tee.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    taken, slow, fast = _hf_lane_both_ways(log, monkeypatch)
+    assert fast == slow
+    assert sum(taken) >= 590
+
+
 def test_hf_progress_lines_around_a_line_the_lane_does_not_read_are_still_read_natively(tmp_path, monkeypatch):
     """A chunk whose HF lines end a training run (the `train_runtime` dict glued to the last bar,
     from sample_logs/hf) and start another: the lane reads the progress lines before and after

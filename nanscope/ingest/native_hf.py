@@ -20,7 +20,7 @@ so the parser's held dict passes between the lanes only there); an hf line of an
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def _value(k: str) -> str:
 _BAR = rf"{_CH}*?\| *\d+/\d+ *\[{_CH}*"
 _DICT_ANY = r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}"
 LINE = (rf"^(?:(?P<lead>[\x20-\x7e]*)(?:\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)(?:\r{_BAR})*"
-        rf"(?:\r *\r{_DICT_ANY}|(?:\r *)?)|\r *\r{_DICT_ANY})|{_DICT_ANY})$")
+        rf"(?:\r *\r{_DICT_ANY}|(?:\r *)?)|\r *\r{_DICT_ANY})|[\x20-\x7a\x7c-\x7e]*?{_DICT_ANY})$")
 # What comes before the first \r (`lead`) is a launcher's prefix (docker compose's `trainer-1  | `,
 # kubectl's `[pod/x/c] <time> `, torchrun's `[default0]:`) or nothing: the per-line path splits
 # the line at \r and skips a piece that holds no keyword, so the bars and the dict are read with
@@ -67,9 +67,10 @@ LINE = (rf"^(?:(?P<lead>[\x20-\x7e]*)(?:\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{
 # off) releases the one held before it without a step (streams give it one) and is held itself.
 _LINE_NOCAP = nocap(LINE)
 _BAR_COUNT = r"\| *(?P<n>\d+)/\d+ *\["
-_DICT = r"^\{" + ", ".join(rf"'{k}': '?(?P<{k}>{_NUM})'?" for k in KEYS) + r"\}$"
+_DICT = r"^[^{]*\{" + ", ".join(rf"'{k}': '?(?P<{k}>{_NUM})'?" for k in KEYS) + r"\}$"
 _DICT_PY = re.compile(nocap(_DICT_ANY) + "$")  # the dict piece LINE takes
 _PARSER = "hf"  # whose lines these are
+_OWN = "own"  # HFLane._stream: the input's own stream
 
 
 class HFLane:
@@ -87,7 +88,7 @@ class HFLane:
         self._shapes: dict[bytes, Optional[tuple[int, bool, bool]]] = {}
         self._keywords = tuple({k for p in self.parsers for k in p.keywords})  # the prefilter's words
         self._rules = {r.name: r for r in hf.rules}
-        self._prefix_streams: dict[bytes, bool] = {}  # a dict line's prefix -> whether it is another stream's
+        self._prefix_streams: dict[bytes, Any] = {}  # a dict line's prefix -> its stream (HFLane._stream)
 
     def claim(self, cand, rest: np.ndarray, lines: list, kinds: list, max_line: int) -> list:
         """The chunk's HF progress lines among cand[rest] (`lines` their bytes, `kinds` their
@@ -114,19 +115,28 @@ class HFLane:
         ok = sliced(pc.match_substring_regex, sub, _LINE_NOCAP, memory_pool=pool).to_numpy(zero_copy_only=False)
         mine_at: list = []
         shapes = []
-        cuts: list = []  # (where in mine_at a segment starts, whether a line left per line is before it)
-        left = False
+        # (where in mine_at a segment starts, whether a line of its stream left per line is before it, its
+        # stream's origin: None for the input's own)
+        cuts: list = []
+        left: set = set()  # the streams of the hf lines left per line so far
+        dirty: set = set()  # ... since their last line read here: the next one read starts a segment anew
+        at_stream = None
         for j, i in enumerate(hfish):
             shape = self._verified(lines[i].translate(DIGIT0), lines[i]) if ok[j] and not (
                 max_line and len(lines[i]) > max_line) else None
+            k = self._stream(lines[i]) if shape is not None or b"\r" not in lines[i] else _OWN
+            if k is False:
+                shape, k = None, _OWN  # (a prefix the lane does not take: the line stays per line)
             if shape is not None:
-                if not cuts or left:
-                    cuts.append((len(mine_at), left))
-                left = False
+                if not cuts or k != at_stream or k in dirty:
+                    cuts.append((len(mine_at), k in left, None if k is _OWN else k))
+                    dirty.discard(k)
+                at_stream = k
                 mine_at.append(j)
                 shapes.append(shape)
-            elif not self._elsewhere(lines[i]):
-                left = True  # (this line stays per line: the segment after it starts anew)
+            else:
+                left.add(k)  # (this line stays per line: a segment of its stream after it starts anew)
+                dirty.add(k)
         if not mine_at:
             return []
         if len(mine_at) < len(hfish):
@@ -150,27 +160,37 @@ class HFLane:
             cols[name] = vals
             cols[f"raw_fields.{k}"] = vals
         texts = Lines(sub)
-        ends = [c for c, _ in cuts[1:]] + [len(at)]
-        return [({k: v[a:b] for k, v in cols.items()}, texts.slice(a, b - a), at[a:b], after)
-                for (a, after), b in zip(cuts, ends)]
+        ends = [c for c, _, _ in cuts[1:]] + [len(at)]
+        return [({k: v[a:b] for k, v in cols.items()}, texts.slice(a, b - a), at[a:b], after, origin)
+                for (a, after, origin), b in zip(cuts, ends)]
 
-    def _elsewhere(self, row: bytes) -> bool:
-        """Is this a line of another stream than the input's own (a rank's `11: Train: 5%|...`),
-        whose hf state the lane's lines never touch? (Every piece after a \\r is read without a
-        prefix, so only a line without one can be.)"""
-        from nanscope.ingest.prefixes import peel
+    def _stream(self, row: bytes):
+        """The stream of an hf line as the per-line path reads it: _OWN (the input's own: every piece
+        after a \\r is read without a prefix, and so is a line with none), or, for a log dict behind a
+        launcher's prefix (`[default0]:{'loss': ...}`, torchrun --tee), the Origin peel gives it
+        (False where the per-line path would not read that origin from the prefix alone: srun's label,
+        which an agent's topology may turn into a node). Peeled once per prefix: peel reads the prefix
+        alone, so its answer is the prefix's."""
+        from nanscope.ingest.prefixes import _SRUN_ALONE, peel
 
         if b"\r" in row:
-            return False
+            return _OWN
         cut = row.find(b"{'")
-        if cut > 0:  # a log dict behind a prefix: peel reads the prefix alone, so its answer is the prefix's
-            got = self._prefix_streams.get(row[:cut])
-            if got is not None:
-                return got
-        text = row.decode("utf-8", "replace")
-        got = stream_key(peel(text, self.base)[1], self.source) != stream_key(self.base, self.source)
-        if cut > 0 and len(self._prefix_streams) < 4096:
-            self._prefix_streams[row[:cut]] = got
+        if cut <= 0:
+            return _OWN
+        got = self._prefix_streams.get(row[:cut])
+        if got is None:
+            text = row.decode("utf-8", "replace")
+            msg, origin = peel(text, self.base)
+            if msg is text or stream_key(origin, self.source) == stream_key(self.base, self.source):
+                got = _OWN
+            elif origin.rank is not None and origin.local_rank is None and origin.node is None \
+                    and _SRUN_ALONE.match(text) is not None:
+                got = False
+            else:
+                got = origin
+            if len(self._prefix_streams) < 4096:
+                self._prefix_streams[row[:cut]] = got
         return got
 
     def _verified(self, shape: bytes, row: bytes) -> Optional[tuple[int, bool, bool]]:
@@ -195,8 +215,8 @@ class HFLane:
             if j == 0 and len(pieces) > 1:
                 return None  # a lead the per-line path reads (a bar, say) would come first
             msg, origin = peel(piece, self.base)
-            if msg != piece:
-                return None
+            if msg != piece and not (len(pieces) == 1 and _DICT_PY.match(msg) is not None):
+                return None  # (a prefix only before a dict alone: the per-line path peels it, its stream is _stream's)
             rec = Record(Loc(self.source, 1), msg, origin, piece)
             for p in self.parsers:
                 st: dict = {}
@@ -208,7 +228,7 @@ class HFLane:
             else:
                 return None
             as_dict = self._parse_one(rec, "log-dict") is not None  # (hf's first rule)
-            if as_dict != (j == len(pieces) - 1 and _DICT_PY.match(piece) is not None):
+            if as_dict != (j == len(pieces) - 1 and _DICT_PY.match(msg) is not None):
                 return None  # a dict only last, and only the dict LINE reads (held: it has a loss)
             if not as_dict and self._parse_one(rec, "tqdm") is None:
                 return None

@@ -541,12 +541,12 @@ class Prefilter:
         hf = None  # the lane's first segment of HF lines, when no hf line left per line is before it
         hf_runs: list = []  # its other segments, handed out in line order among the per-line candidates
         if lane is not None and lane.hf.ok:
-            for cols, texts, at_hf, after in lane.hf.claim(cand, rest, rest_lines, kinds, max_line):
+            for cols, texts, at_hf, after, origin in lane.hf.claim(cand, rest, rest_lines, kinds, max_line):
                 keep[at_hf] = False
                 if hf is None and not after and not hf_runs:
-                    hf = (cols, texts, at_hf)
+                    hf = (cols, texts, at_hf, origin)
                 else:
-                    hf_runs.append(HFRun(lns[rest[at_hf]], cols, texts))
+                    hf_runs.append(HFRun(lns[rest[at_hf]], cols, texts, origin))
         learn: list = []
         groups: dict = {}
         for i, (f, plain) in enumerate(kinds):
@@ -575,7 +575,7 @@ class Prefilter:
             claimed, batches, formats, made = lane.columns(cand, lns, found) if found else (
                 np.zeros(0, dtype=np.int64), [], {}, [])
             if batches or hf is not None:
-                payload = (batches, formats, None if hf is None else (lns[rest[hf[2]]], hf[0], hf[1]))
+                payload = (batches, formats, None if hf is None else (lns[rest[hf[2]]], hf[0], hf[1], hf[3]))
             # rows a reader matched but left to the per-line path (a fractional step) go back
             left = np.zeros(n, dtype=bool)  # (a mask: setdiff1d sorts, a tenth of the batch)
             for at_, _, _ in found:
@@ -956,8 +956,8 @@ class HFRun:
 
     __slots__ = ("hf", "lines")
 
-    def __init__(self, lns: Any, cols: dict, texts: Any):
-        self.hf = (lns, cols, texts)
+    def __init__(self, lns: Any, cols: dict, texts: Any, origin: Any = None):
+        self.hf = (lns, cols, texts, origin)  # origin: the lines' stream, None for the input's own
         self.lines = lns[:1]
 
     def __len__(self) -> int:
