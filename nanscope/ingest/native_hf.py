@@ -15,6 +15,11 @@ piece, with the per-line dispatch). The chunk's hf lines from the first one it c
 stay per line (the pipeline hands out this lane's lines before the chunk's per-line candidates,
 so the parser's held dict passes between the lanes only there); an hf line of another stream
 (a rank's own bar) is no such line: it never touches this stream's state.
+
+A dict alone behind a launcher's prefix (`[default0]:{'loss': ...}`: torchrun --tee, where the
+Trainer logs on rank 0) is its prefix's stream's, as the per-line path peels it: the lane reads
+it on that stream (HFLane._stream, once per prefix), a segment ends where the stream changes, and
+each segment goes on with its own stream's parser state.
 """
 
 from __future__ import annotations
