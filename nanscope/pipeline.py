@@ -511,7 +511,8 @@ def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputIn
     steps = np.where(bars, cols["n"], 0).astype(np.int64)
     claims = int(cols["claims"].sum())
     dicts = cols["dict"]
-    cols = {k: v for k, v in cols.items() if k not in ("n", "claims", "dict", "bar")}
+    present_of = {k[len("present."):]: v for k, v in cols.items() if k.startswith("present.")}  # optional pairs
+    cols = {k: v for k, v in cols.items() if k not in ("n", "claims", "dict", "bar") and not k.startswith("present.")}
     out = []
     prev = st.pop("pending", None)
     if prev is not None:
@@ -523,7 +524,8 @@ def _hf_progress(hf: tuple, st: dict, key: tuple, name: str, base, info: InputIn
     if len(rows):
         present = np.ones(len(rows), dtype=bool)
         out.append(StepBatch(name, key, origin, "hf", lines[rows], steps[rows + 1], bars[rows + 1],
-                             {k: (v[rows], present.copy()) for k, v in cols.items()},
+                             {k: (v[rows], present_of[k][rows] if k in present_of else present.copy())
+                              for k, v in cols.items()},
                              Lines(texts.arr, rows), parser_names, base, order=lines[rows + 1]))
     if dicts[-1]:
         last = StepBatch(name, key, origin, "hf", lines[-1:], steps[-1:], np.zeros(1, dtype=bool), {},

@@ -662,6 +662,23 @@ def test_hf_bars_and_prefixed_dicts_in_turn_give_the_per_line_report(tmp_path, m
     assert sum(taken) >= 590
 
 
+@pytest.mark.parametrize("lead", [b"", b"[default0]:"])
+def test_hf_dicts_of_transformers_before_grad_norm_are_read_natively(tmp_path, monkeypatch, lead):
+    """transformers before 4.38 logs `{'loss': ..., 'learning_rate': ..., 'epoch': ...}` (no grad_norm;
+    public/2018's dicts): the lane reads them too, with no grad norm (absent, never a NaN), and the
+    report is the per-line one."""
+    dicts = [ln for ln in (ROOT_PATH / "sample_logs/public/2018.log").read_bytes().split(b"\n")
+             if ln.startswith(b"{'loss': ") and b"grad_norm" not in ln and ln.endswith(b"}")]
+    assert len(dicts) >= 10
+    lines = [b"some header line"] + [lead + dicts[i % len(dicts)] for i in range(600)]
+    log = tmp_path / "hf_old.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    taken, slow, fast = _hf_lane_both_ways(log, monkeypatch)
+    assert fast == slow
+    assert sum(taken) >= 600
+    assert not {f["id"] for f in fast["findings"]} & {"grad-norm-nonfinite", "nan-persistent"}
+
+
 def test_hf_progress_lines_around_a_line_the_lane_does_not_read_are_still_read_natively(tmp_path, monkeypatch):
     """A chunk whose HF lines end a training run (the `train_runtime` dict glued to the last bar,
     from sample_logs/hf) and start another: the lane reads the progress lines before and after

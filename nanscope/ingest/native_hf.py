@@ -52,7 +52,23 @@ def _value(k: str) -> str:
 
 
 _BAR = rf"{_CH}*?\| *\d+/\d+ *\[{_CH}*"
-_DICT_ANY = r"\{" + ", ".join(rf"'{k}': {_value(k)}" for k in KEYS) + r"\}"
+# transformers logs grad_norm since 4.38; before, the dict is `{'loss': ..., 'learning_rate': ..., 'epoch': ...}`
+OPTIONAL = ("grad_norm",)
+
+
+def _pairs(value) -> str:
+    """The dict's pairs in the Trainer's order, an OPTIONAL one perhaps absent."""
+    out = ""
+    for k in KEYS:
+        pair = rf"'{k}': {value(k)}"
+        if k in OPTIONAL:
+            out += rf"(?:, {pair})?"
+        else:
+            out += (", " if out else "") + pair
+    return out
+
+
+_DICT_ANY = r"\{" + _pairs(_value) + r"\}"
 LINE = (rf"^(?:(?P<lead>[\x20-\x7e]*)(?:\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{_CH}*)(?:\r{_BAR})*"
         rf"(?:\r *\r{_DICT_ANY}|(?:\r *)?)|\r *\r{_DICT_ANY})|[\x20-\x7a\x7c-\x7e]*?{_DICT_ANY})$")
 # What comes before the first \r (`lead`) is a launcher's prefix (docker compose's `trainer-1  | `,
@@ -72,7 +88,7 @@ LINE = (rf"^(?:(?P<lead>[\x20-\x7e]*)(?:\r(?P<bar>{_CH}*?\| *(?P<n>\d+)/\d+ *\[{
 # off) releases the one held before it without a step (streams give it one) and is held itself.
 _LINE_NOCAP = nocap(LINE)
 _BAR_COUNT = r"\| *(?P<n>\d+)/\d+ *\["
-_DICT = r"^[^{]*\{" + ", ".join(rf"'{k}': '?(?P<{k}>{_NUM})'?" for k in KEYS) + r"\}$"
+_DICT = r"^[^{]*\{" + _pairs(lambda k: rf"'?(?P<{k}>{_NUM})'?") + r"\}$"
 _DICT_PY = re.compile(nocap(_DICT_ANY) + "$")  # the dict piece LINE takes
 _PARSER = "hf"  # whose lines these are
 _OWN = "own"  # HFLane._stream: the input's own stream
@@ -161,7 +177,12 @@ class HFLane:
         cols = {"n": floats(count), "claims": claims, "dict": dicts, "bar": bars}
         values = dict(zip(KEYS, got.flatten(memory_pool=pool)))  # (null on a line of bars alone)
         for k, name in zip(KEYS, FIELDS):
-            vals = floats(values[k])
+            v = values[k]
+            if k in OPTIONAL:  # where the dict has the pair (RE2 captures '' for an absent one: no value, never a NaN)
+                has = pc.greater(pc.fill_null(pc.binary_length(v), 0), 0, memory_pool=pool)
+                v = pc.if_else(has, v, pa.scalar(b"nan", v.type), memory_pool=pool)
+                cols[f"present.{name}"] = cols[f"present.raw_fields.{k}"] = has.to_numpy(zero_copy_only=False)
+            vals = floats(v)
             cols[name] = vals
             cols[f"raw_fields.{k}"] = vals
         texts = Lines(sub)
