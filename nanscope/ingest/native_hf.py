@@ -134,31 +134,8 @@ class HFLane:
         at = np.array(hfish, dtype=np.int64)
         sub = pc.take(cand, pa.array(rest[at]), memory_pool=pool)
         ok = sliced(pc.match_substring_regex, sub, _LINE_NOCAP, memory_pool=pool).to_numpy(zero_copy_only=False)
-        mine_at: list = []
-        shapes = []
-        # (where in mine_at a segment starts, whether a line of its stream left per line is before it, its
-        # stream's origin: None for the input's own)
-        cuts: list = []
-        left: set = set()  # the streams of the hf lines left per line so far
-        dirty: set = set()  # ... since their last line read here: the next one read starts a segment anew
-        at_stream = None
-        for j, i in enumerate(hfish):
-            shape = self._verified(lines[i].translate(DIGIT0), lines[i]) if ok[j] and not (
-                max_line and len(lines[i]) > max_line) else None
-            k = self._stream(lines[i]) if shape is not None or b"\r" not in lines[i] else _OWN
-            if k is False:
-                shape, k = None, _OWN  # (a prefix the lane does not take: the line stays per line)
-            if shape is not None:
-                if not cuts or k != at_stream or k in dirty:
-                    cuts.append((len(mine_at), k in left, None if k is _OWN else k))
-                    dirty.discard(k)
-                at_stream = k
-                mine_at.append(j)
-                shapes.append(shape)
-            else:
-                left.add(k)  # (this line stays per line: a segment of its stream after it starts anew)
-                dirty.add(k)
-        if not mine_at:
+        mine_at, shapes, cuts = self._segments([lines[i] for i in hfish], ok, max_line)
+        if not len(mine_at):
             return []
         if len(mine_at) < len(hfish):
             at = at[mine_at]
@@ -173,7 +150,7 @@ class HFLane:
         count = pc.extract_regex(second, _BAR_COUNT, memory_pool=pool).flatten(memory_pool=pool)[0]
         got = sliced(pc.extract_regex, pc.take(pieces.flatten(), last, memory_pool=pool), _DICT, memory_pool=pool)
         # pieces the per-line path claims (each bar and the dict), and whether the line ends in a dict
-        claims, dicts, bars = (np.array(x) for x in zip(*shapes))
+        claims, dicts, bars = shapes
         cols = {"n": floats(count), "claims": claims, "dict": dicts, "bar": bars}
         values = dict(zip(KEYS, got.flatten(memory_pool=pool)))  # (null on a line of bars alone)
         for k, name in zip(KEYS, FIELDS):
@@ -189,6 +166,63 @@ class HFLane:
         ends = [c for c, _, _ in cuts[1:]] + [len(at)]
         return [({k: v[a:b] for k, v in cols.items()}, texts.slice(a, b - a), at[a:b], after, origin)
                 for (a, after, origin), b in zip(cuts, ends)]
+
+    def _segments(self, rows: list, ok: np.ndarray, max_line: int) -> tuple[np.ndarray, tuple, list]:
+        """Which of the hf-ish `rows` (bytes; `ok`: LINE matched) the lane reads, their pieces
+        (claims, dict, bar: three arrays), and the segments they fall in: (where in the rows read a
+        segment starts, whether a line of its stream left per line is before it, its stream's
+        origin: None for the input's own). A segment ends where the stream changes, and where a
+        line of its stream stays per line (the next one read starts it anew).
+
+        The shape of a line (its digits as 0) and its stream are worked out once per distinct
+        shape and prefix; the rows are then walked only where something changes (a line left per
+        line, the line after it, another stream): a batch of one stream's lines is one segment."""
+        n = len(rows)
+        codes: dict = {}
+        code = np.fromiter((codes.setdefault(r.translate(DIGIT0), len(codes)) for r in rows), dtype=np.int64, count=n)
+        fits = ok.copy()  # (only a line LINE matched is checked: printable, the pieces in place)
+        if max_line:
+            fits &= np.fromiter((len(r) <= max_line for r in rows), dtype=bool, count=n)
+        table = np.zeros((len(codes), 4), dtype=np.int64)  # per shape: verified, claims, dict, bar
+        keys = list(codes)
+        at = np.flatnonzero(fits)
+        shape, first = np.unique(code[at], return_index=True)  # each shape's first such row
+        for c, j in zip(shape.tolist(), at[first].tolist()):
+            got = self._verified(keys[c], rows[j])
+            if got is not None:
+                table[c] = (1, got[0], got[1], got[2])
+        good = table[code, 0].astype(bool) & fits
+        streams: list = [_OWN]  # a stream's id is its index here
+        kid = np.zeros(n, dtype=np.int64)
+        for j in np.flatnonzero(np.fromiter((b"\r" not in r for r in rows), dtype=bool, count=n)).tolist():
+            k = self._stream(rows[j])  # (a line with a \r is the input's own, read or not)
+            if k is False:
+                good[j] = False  # (a prefix the lane does not take: the line stays per line)
+                continue
+            if k is not _OWN:
+                kid[j] = next((x for x, s in enumerate(streams) if s == k), len(streams))
+                if kid[j] == len(streams):
+                    streams.append(k)
+        walk = np.ones(n, dtype=bool)  # the rows where a segment may start or a stream turn dirty
+        walk[1:] = ~good[1:] | ~good[:-1] | (kid[1:] != kid[:-1])
+        cuts: list = []
+        left: set = set()  # the streams of the hf lines left per line so far
+        dirty: set = set()  # ... since their last line read here: the next one read starts a segment anew
+        at_stream = None
+        taken = np.cumsum(good) - good  # each row's place among the rows read
+        for j in np.flatnonzero(walk).tolist():
+            k = int(kid[j])
+            if good[j]:
+                if not cuts or k != at_stream or k in dirty:
+                    cuts.append((int(taken[j]), k in left, None if k == 0 else streams[k]))
+                    dirty.discard(k)
+                at_stream = k
+            else:
+                left.add(k)  # (this line stays per line: a segment of its stream after it starts anew)
+                dirty.add(k)
+        mine = np.flatnonzero(good)
+        rows_code = code[mine]
+        return mine, (table[rows_code, 1], table[rows_code, 2].astype(bool), table[rows_code, 3].astype(bool)), cuts
 
     def _stream(self, row: bytes):
         """The stream of an hf line as the per-line path reads it: _OWN (the input's own: every piece

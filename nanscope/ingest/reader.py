@@ -10,6 +10,7 @@ its head is kept, the rest is skipped and counted.
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import os
 import re
@@ -432,11 +433,7 @@ class Prefilter:
         self.match_all = "" in uniq
         self.words: tuple[str, ...] = tuple(w for w in uniq if w)
         self.bwords: tuple[bytes, ...] = tuple(w.encode() for w in self.words)
-        alt = b"|".join(re.escape(w) for w in self.bwords) if self.bwords else b"(?!)"
-        self.regex = re.compile(b"(?:)" if self.match_all else alt)  # the pure-Python form
-        self.pattern = self.regex.pattern
-        self.search = self.regex.search
-        self._re2 = _unions([_re2_escape(w) for w in self.bwords])
+        self._re2 = _unions([_re2_escape(w) for w in _cover(self.bwords)])
         self._possible: dict[tuple, Optional[frozenset]] = {}
         # The keywords are found per line shape (the line without its digits, cached): those with a
         # digit (`[Errno 5]`, `exit code 137`) cannot be, and are looked for in every line (few).
@@ -449,6 +446,20 @@ class Prefilter:
         self._sorted: dict[bytes, tuple] = {}
         self._hidden: dict[str, frozenset] = {}  # per keyword, when first needed (all pairs: 30 ms a start)
         self.read_rows = 0  # rows the native lane read in the last candidates() call
+
+    @functools.cached_property
+    def regex(self) -> "re.Pattern[bytes]":
+        """The pure-Python form, compiled when first needed (a line over the length cap, the head
+        of a pipe): the union of all keywords costs ~40 ms to compile, at every start."""
+        alt = b"|".join(re.escape(w) for w in self.bwords) if self.bwords else b"(?!)"
+        return re.compile(b"(?:)" if self.match_all else alt)
+
+    @property
+    def pattern(self) -> bytes:
+        return self.regex.pattern
+
+    def search(self, line: bytes) -> "Optional[re.Match[bytes]]":
+        return self.regex.search(line)
 
     def _hides(self, w: str) -> frozenset:
         """The keywords that may start inside a match of `w` (or it inside theirs)."""
@@ -739,6 +750,37 @@ def _unions(alternatives: list[str]) -> list[str]:
         size += len(alt) + 1
     if run:
         out.append("|".join(run))
+    return out
+
+
+def _cover(words: Sequence[bytes]) -> list[bytes]:
+    """The words that hold none of the others: a line holds some word iff it holds one of these
+    (`loss` covers `train_loss`), so the keyword pass looks for fewer (884 -> 769 alternatives: one
+    RE2 union fewer, a quarter of the pass). Each kept word is looked for once in all the words
+    joined by newlines (no keyword holds one), shortest first: a word it is found in is covered."""
+    import bisect
+
+    ws = sorted(set(words), key=len)
+    if any(b"\n" in w for w in ws):
+        return ws
+    hay = b"\n".join(ws)
+    starts = []
+    at = 0
+    for w in ws:
+        starts.append(at)
+        at += len(w) + 1
+    covered = [False] * len(ws)
+    out: list[bytes] = []
+    for i, w in enumerate(ws):
+        if covered[i]:
+            continue  # (what holds it holds its cover too)
+        out.append(w)
+        pos = hay.find(w)
+        while pos != -1:
+            j = bisect.bisect_right(starts, pos) - 1
+            if j != i:
+                covered[j] = True
+            pos = hay.find(w, pos + 1)
     return out
 
 
