@@ -40,7 +40,20 @@ from nanscope.parsers.registry import select
 
 BATCH = 1024  # events (or step rows of StepBatches) per message
 AUTO_MIN_BYTES = 8 << 20  # with jobs unset, smaller inputs are read in this process
-FIRST_SHARE = 0.4  # one input in pieces: the parent reads the first piece, this much of a worker's
+# One input in pieces: the parent reads the first piece itself and runs streams and engine for the
+# whole file, while each worker reads its piece and pickles what it read to the parent. Measured on
+# the 200 MB and 50 MB replays (CPU after the start, which comes before any worker): the engine
+# costs the parent about ENGINE_COST of a scan's CPU per byte, the pickling a worker PICKLE_COST.
+ENGINE_COST = 0.25
+PICKLE_COST = 0.15
+
+
+def first_share(jobs: int) -> float:
+    """The first piece's size relative to a worker's, so that the parent and the N - 1 workers end
+    together: parent s + E = worker w (1 + p), s + (N - 1) w = 1. With two jobs 0.72 (0.4 before
+    session 14 left the one worker a quarter of the run alone, 4.2 s of CPU against the parent's
+    3.3 s after its start, on the 200 MB replay); with more jobs the parent's engine weighs more."""
+    return max(0.1, (1 + PICKLE_COST) - ENGINE_COST * (jobs + PICKLE_COST) / (1 + ENGINE_COST))
 
 
 def default_jobs() -> int:
@@ -73,7 +86,7 @@ def plan_work(sources: Sequence[Source], jobs: Optional[int], max_line: int = MA
             sizes.append(0)
     total = sum(sizes)
     plans = pieces.split_plans(sources, sizes, n, pieces.SPLIT_MIN_BYTES if jobs is not None else pieces.AUTO_SPLIT_BYTES,
-                               max_line, FIRST_SHARE if len(sources) == 1 else 1.0)
+                               max_line, first_share(n) if len(sources) == 1 else 1.0)
     units = len(files) - len(plans) + sum(len(p.starts) for p in plans.values())
     if units < 2:
         return 0, {}
