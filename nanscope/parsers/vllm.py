@@ -467,6 +467,96 @@ def _quant_capability(m, rec, state):
     })
 
 
+# The --quantization argument against the checkpoint's own quantization_config (config.json's quant_method):
+#   vllm/config.py (later vllm/config/model.py) ModelConfig._verify_quantization:
+#       raise ValueError("Quantization method specified in the model config "
+#                        f"({quant_method}) does not match the quantization method specified "
+#                        f"in the `quantization` argument ({self.quantization}).")
+#       (0.3 printed the same; a markdown paste loses the backticks; 0.10+ behind pydantic's `Value error, `;
+#       sgl-project/sglang's python/sglang/srt/configs/model_config.py _verify_quantization copies the words)
+#   vllm/model_executor/model_loader/weight_utils.py get_quant_config, a --quantization for a checkpoint that has no
+#   config file of that method: raise ValueError(f"Cannot find the config file for {model_config.quantization}")
+@rule(
+    "quantization-method-mismatch",
+    ("does not match the quantization method specified in the", "Cannot find the config file for "),
+    r"Quantization method specified in the model config \((?P<cfg>[^()]*)\) does not match the quantization method"
+    r" specified in the `?quantization`? argument \((?P<arg>[^()]*)\)"
+    r"|Cannot find the config file for (?P<noconf>[\w\-]+)\s*$",
+)
+def _quant_mismatch(m, rec, state):
+    cfg, arg = m.group("cfg"), m.group("arg") or m.group("noconf")
+    if not first_time(state, ("quant_mismatch", cfg, arg), rec.loc.line):
+        return []  # the engine's re-raise, a wrapper's repr of the same error
+    if cfg is not None:
+        detail = (f"the checkpoint's config.json says quant_method {cfg}, the engine was started with --quantization "
+                  f"{arg}")
+    else:
+        detail = f"--quantization {arg} was given, but the checkpoint has no {arg} quantization config"
+    _seen(state)
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="serving", error="quantization_method_mismatch",
+        message=_message(rec.text).strip(), exc_type=_exc_type(rec.text),
+        fields={"config_method": cfg, "argument": arg, "detail": detail},
+    )
+
+
+# The start-up memory profile's sanity check, raised when free device memory did not drop during the profiling run
+# (another process on the device freed memory meanwhile, or memory a previous instance in this process held was
+# released), so the KV-cache budget computed from it would be wrong:
+#   vllm/worker/worker.py determine_num_available_blocks (0.4-0.5): assert peak_memory > 0, ("Error in memory
+#       profiling. This happens when the GPU memory was not properly cleaned up before initializing the vLLM instance.")
+#   0.6 (_assert_memory_footprint_increased_during_profiling): "Error in memory profiling. Initial used memory {},
+#       currently used memory {}. This happens when the GPU memory was not properly cleaned up before ..."
+#   0.7-0.8 (V0 worker.py, V1 gpu_worker.py): "Error in memory profiling. Initial free memory {X}, current free memory
+#       {Y}. This happens when the GPU memory was not properly cleaned up before initializing the vLLM instance."
+#   later V1 gpu_worker.py determine_available_memory: "Error in memory profiling. Initial free memory X GiB, current
+#       free memory Y GiB. This happens when other processes sharing the same container release GPU memory while vLLM
+#       is profiling during initialization. To fix this, ensure consistent GPU memory allocation or isolate vLLM in its
+#       own container."   (the plugins' workers copy it: vllm-ascend's NPU worker, the qaic worker)
+# Only the assertion's words: the DEBUG record `Initial free memory: X GiB, free memory: Y GiB, requested GPU memory`
+# and `Memory profiling takes N seconds` are a healthy start's.
+@rule(
+    "memory-profiling-error",
+    ("Error in memory profiling",),
+    r"Error in memory profiling\.(?:\s+Initial (?P<what>used|free) memory (?P<init>" + _F + r")(?P<unit> ?GiB)?,"
+    r"\s*current(?:ly)? (?:used |free )?memory (?P<cur>" + _F + r"))?",
+)
+def _memory_profiling(m, rec, state):
+    if not first_time(state, ("memory_profiling",), rec.loc.line):
+        return []  # every worker asserts it, the engine re-raises it
+    what, init, cur = m.group("what"), m.group("init"), m.group("cur")
+    unit = " GiB" if m.group("unit") else (" bytes" if init is not None and "." not in init else "")
+    if init is not None and to_float(init) == to_float(cur):
+        detail = (f"{what} device memory stayed at {init}{unit} through the profiling run (a device whose memory reading"
+                  " does not move, or memory released elsewhere exactly offset the profile)")
+    elif what == "free" and init is not None:
+        detail = (f"free device memory went from {init}{unit} to {cur}{unit} during the profiling run instead of dropping"
+                  " (another process on the device freed memory meanwhile)")
+    elif what == "used" and init is not None:
+        detail = (f"used device memory went from {init}{unit} to {cur}{unit} during the profiling run instead of growing"
+                  " (memory held before vLLM started was released meanwhile)")
+    else:
+        detail = "free device memory did not drop during the profiling run (another process on the device freed memory meanwhile)"
+    return _error(rec, state, "vllm_memory_profiling", {
+        "initial": to_float(init), "current": to_float(cur), "measure": what, "detail": detail})
+
+
+# vllm/config.py DeviceConfig.__init__ (0.6-0.8, device="auto"): when no platform plugin matched (no CUDA / ROCm /
+# XPU / TPU / CPU build found a device; vllm/platforms/__init__.py logs `No platform detected, vLLM is running on
+# UnspecifiedPlatform`): raise RuntimeError("Failed to infer device type")   (later: ", please set the environment
+# variable `VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging to help debug the issue."). In a container it is
+# nearly always one started without the GPUs.
+@rule("device-type-unknown", ("Failed to infer device type",), r"Failed to infer device type")
+def _no_device_type(m, rec, state):
+    if not first_time(state, ("device_type",), rec.loc.line):
+        return []
+    return _error(rec, state, "cuda_no_device", {
+        "cuda_error": "vLLM: Failed to infer device type", "code": None, "source": "vllm",
+        "detail": "vLLM detected no platform it can run on: no GPU is visible to the process (a container started"
+                  " without --gpus / the NVIDIA runtime, an empty CUDA_VISIBLE_DEVICES) or the install has no build"
+                  " for this device"})
+
+
 # vllm/config.py (later vllm/config/model.py) _get_and_verify_max_len, when --max-model-len is above what the
 # model's config.json gives (max_position_embeddings, seq_length, sliding_window, ... or the tokenizer's
 # model_max_length):
@@ -706,10 +796,12 @@ PARSER = Parser(
     framework="vllm",
     priority=40,
     description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption,"
-                " config checks (quantization vs GPU capability, max_model_len vs the model, the batch token budget), the speculative"
-                " draft's vocabulary, the model registry's import failures, requests the OpenAI server rejected",
+                " config checks (quantization vs GPU capability and vs the checkpoint's config, max_model_len vs the model, the batch token budget), the speculative"
+                " draft's vocabulary, the model registry's import failures, the memory profile's check, no device,"
+                " requests the OpenAI server rejected",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _batched_tokens, _spec_vocab,
+           _kv_allocation_cpu, _shutdown, _quant_capability, _quant_mismatch, _memory_profiling, _no_device_type,
+           _max_model_len, _batched_tokens, _spec_vocab,
            _registry_inspect, _weights_param, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
            _shm_wait, _nan_probs, _preemption, _ray_actor_died_logged, _ray_worker_died, _request_rejected],

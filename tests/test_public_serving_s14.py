@@ -1,0 +1,89 @@
+"""Serving engines, first seen in the blind public rounds of session 14 (3300-): vLLM's start-up memory-profiling
+assertion, a --quantization that contradicts the checkpoint's own quantization config, TGI's and candle's loaders
+missing a tensor the model needs, vLLM finding no device; the profile's DEBUG records and the gptq_marlin notice as
+healthy traps. Each is named by its own class instead of a generic uncaught exception (or nothing).
+
+Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
+the thread named in the comment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import diagnose_lines, ids
+from nanscope import api
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("3300.log", "vllm-memory-profiling-error"),  # V1's wording in the engine core (an XPU whose reading did not move)
+    ("3301.log", "quantization-method-mismatch"),  # 0.3's traceback, backticks lost in the paste
+    ("3302.log", "quantization-method-mismatch"),  # gptq_marlin, a kernel name, given as the method
+    ("3303.log", "state-dict-mismatch"),  # TGI's Weights.get_filename
+    ("3304.log", "state-dict-mismatch"),  # candle's CannotFindTensor under Cake: a tied lm_head
+    ("3305.log", "cuda-no-device"),  # vLLM's DeviceConfig in a container without its GPUs
+    ("3308.log", "vllm-memory-profiling-error"),  # the assertion wrapped over five lines by the reporter
+])
+def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+@pytest.mark.parametrize("name", ["3306.log", "3307.log"])
+def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
+    # V1's DEBUG records of a healthy memory profile on three TP workers; 0.5's notice that gptq was forced
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_the_profiles_numbers_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3300.log")]).findings[0].summary
+    assert "30.3 GiB" in summary and "stayed" in summary
+
+
+def test_free_memory_that_grew_is_said_so(tmp_path) -> None:
+    # vllm-project/vllm#56830's numbers, on one line as vLLM prints them
+    line = ("(EngineCore_DP0 pid=1) ERROR 09-14 10:00:00 [core.py:700] AssertionError: Error in memory profiling. "
+            "Initial free memory 82.94 GiB, current free memory 90.17 GiB. This happens when other processes sharing "
+            "the same container release GPU memory while vLLM is profiling during initialization. To fix this, ensure "
+            "consistent GPU memory allocation or isolate vLLM in its own container.")
+    report = diagnose_lines(tmp_path, [line])
+    assert ids(report) == ["vllm-memory-profiling-error"]
+    assert "from 82.94 GiB to 90.17 GiB" in report.findings[0].summary
+
+
+def test_the_memory_profiling_assertion_outranks_the_engines_death(tmp_path) -> None:
+    lines = [
+        "(EngineCore_DP0 pid=418) ERROR 01-29 15:38:21 [core.py:946] AssertionError: Error in memory profiling. "
+        "Initial free memory 30.3 GiB, current free memory 30.3 GiB. This happens when other processes sharing the "
+        "same container release GPU memory while vLLM is profiling during initialization.",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]
+    assert ids(diagnose_lines(tmp_path, lines)) == ["vllm-memory-profiling-error"]
+
+
+def test_both_methods_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3302.log")]).findings[0].summary
+    assert "quant_method gptq" in summary and "--quantization gptq_marlin" in summary
+
+
+def test_the_missing_tensor_and_the_tied_head_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3304.log")]).findings[0].summary
+    assert "'lm_head.weight'" in summary and "ties the output head" in summary
+
+
+def test_tgis_shard_failure_after_the_missing_tensor_is_collateral(tmp_path) -> None:
+    # huggingface/text-generation-inference#1608's exception line, then the launcher's lines that follow it
+    lines = [
+        "RuntimeError: weight model.layers.0.self_attn.q_proj.weight does not exist",
+        " rank=0",
+        "2024-02-29T03:25:58.928974Z ERROR text_generation_launcher: Shard 0 failed to start",
+        "Error: ShardCannotStart",
+    ]
+    assert ids(diagnose_lines(tmp_path, lines)) == ["state-dict-mismatch"]
+
+
+def test_a_file_that_does_not_exist_is_not_a_missing_tensor(tmp_path) -> None:
+    assert "state-dict-mismatch" not in ids(diagnose_lines(tmp_path, ["RuntimeError: weight file /data/x does not exist"]))
