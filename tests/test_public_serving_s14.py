@@ -87,3 +87,39 @@ def test_tgis_shard_failure_after_the_missing_tensor_is_collateral(tmp_path) -> 
 
 def test_a_file_that_does_not_exist_is_not_a_missing_tensor(tmp_path) -> None:
     assert "state-dict-mismatch" not in ids(diagnose_lines(tmp_path, ["RuntimeError: weight file /data/x does not exist"]))
+
+
+# round 2 (3310-3312), scored blind after the round-1 fixes
+@pytest.mark.parametrize("name, expected", [
+    ("3310.log", "tensor-parallel-indivisible"),  # AWQ's group alignment under --tensor-parallel-size 2
+    ("3311.log", "tensor-parallel-indivisible"),  # validate_fp8_block_shape's block_k under V1 workers
+    ("3312.log", "cuda-no-device"),  # UnspecifiedPlatform, then the API server starts; the RuntimeError cut
+])
+def test_round_2_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+def test_the_quantized_block_is_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3311.log")]).findings[0].summary
+    assert "192" in summary and "128-wide fp8 quantization block" in summary
+
+
+def test_marlins_tile_check_is_a_tensor_parallel_split(tmp_path) -> None:
+    # vllm/model_executor/layers/quantization/utils/marlin_utils.py verify_marlin_supports_shape's words
+    line = ("ValueError: Weight output_size_per_partition = 32 is not divisible by min_thread_n = 64. Consider reducing "
+            "tensor_parallel_size or running with --quantization gptq.")
+    report = diagnose_lines(tmp_path, [line])
+    assert ids(report) == ["tensor-parallel-indivisible"] and "Marlin kernel tile" in report.findings[0].summary
+
+
+def test_vllm_imported_without_a_gpu_and_no_server_is_quiet(tmp_path) -> None:
+    line = "INFO 05-14 04:44:35 [__init__.py:243] No platform detected, vLLM is running on UnspecifiedPlatform"
+    assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+def test_the_unspecified_platform_and_the_runtime_error_are_one_finding(tmp_path) -> None:
+    lines = ["INFO 05-14 04:44:35 [__init__.py:243] No platform detected, vLLM is running on UnspecifiedPlatform",
+             "INFO 05-14 04:44:37 [api_server.py:1034] vLLM API server version 0.8.4",
+             "RuntimeError: Failed to infer device type"]
+    report = diagnose_lines(tmp_path, lines)
+    assert ids(report) == ["cuda-no-device"]

@@ -546,15 +546,36 @@ def _memory_profiling(m, rec, state):
 # UnspecifiedPlatform`): raise RuntimeError("Failed to infer device type")   (later: ", please set the environment
 # variable `VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging to help debug the issue."). In a container it is
 # nearly always one started without the GPUs.
-@rule("device-type-unknown", ("Failed to infer device type",), r"Failed to infer device type")
+# vllm/platforms/__init__.py resolve_current_platform_cls_qualname logs `No platform detected, vLLM is running on
+# UnspecifiedPlatform` (0.7+, INFO) when no plugin found a device. Importing vLLM on a machine without a GPU (a
+# trainer's import, `vllm --help`) prints it too and is fine; a server that goes on to start (`vLLM API server version
+# X`, vllm/entrypoints/openai/api_server.py run_server, 0.5+) cannot run on no platform, so the two together are the
+# failure even where the excerpt ends before the RuntimeError.
+_NO_DEVICE_DETAIL = ("vLLM detected no platform it can run on: no GPU is visible to the process (a container started"
+                     " without --gpus / the NVIDIA runtime, an empty CUDA_VISIBLE_DEVICES) or the install has no build"
+                     " for this device")
+
+
+@rule(
+    "device-type-unknown",
+    ("Failed to infer device type", "running on UnspecifiedPlatform", "vLLM API server version"),
+    r"(?P<failed>Failed to infer device type)|(?P<none>No platform detected, vLLM is running on UnspecifiedPlatform)"
+    r"|(?P<server>vLLM API server version \S+)",
+)
 def _no_device_type(m, rec, state):
+    if m.group("failed") is None:
+        state["vllm_" + ("no_platform" if m.group("none") else "server_start")] = True
+        if not (state.get("vllm_no_platform") and state.get("vllm_server_start")):
+            return []
+        if not first_time(state, ("device_type",), rec.loc.line):
+            return []
+        return _error(rec, state, "cuda_no_device", {
+            "cuda_error": "vLLM: No platform detected (UnspecifiedPlatform) and the API server starting", "code": None,
+            "source": "vllm", "detail": _NO_DEVICE_DETAIL})
     if not first_time(state, ("device_type",), rec.loc.line):
         return []
     return _error(rec, state, "cuda_no_device", {
-        "cuda_error": "vLLM: Failed to infer device type", "code": None, "source": "vllm",
-        "detail": "vLLM detected no platform it can run on: no GPU is visible to the process (a container started"
-                  " without --gpus / the NVIDIA runtime, an empty CUDA_VISIBLE_DEVICES) or the install has no build"
-                  " for this device"})
+        "cuda_error": "vLLM: Failed to infer device type", "code": None, "source": "vllm", "detail": _NO_DEVICE_DETAIL})
 
 
 # vllm/config.py (later vllm/config/model.py) _get_and_verify_max_len, when --max-model-len is above what the
