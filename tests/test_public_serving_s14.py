@@ -123,3 +123,75 @@ def test_the_unspecified_platform_and_the_runtime_error_are_one_finding(tmp_path
              "RuntimeError: Failed to infer device type"]
     report = diagnose_lines(tmp_path, lines)
     assert ids(report) == ["cuda-no-device"]
+
+
+# round 3 (3320-3324), scored blind after the round-2 fixes
+@pytest.mark.parametrize("name, expected", [
+    ("3320.log", "quantization-method-unknown"),  # vLLM 0.2's registry without GPTQ, in the config traceback
+    ("3321.log", "quantization-method-unknown"),  # the same words alone, without their exception type
+    ("3322.log", "quantization-method-unknown"),  # pydantic's 'Value error, ', an empty method name, the list cut
+    ("3323.log", "attention-head-size-unsupported"),  # the paged-attention kernel's dispatch: head size 32
+])
+def test_round_3_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+def test_round_3_gptq_benchmark_start_up_stays_clean() -> None:
+    # gptq_marlin chosen at runtime, eager mode without async output, NCCL_CUMEM_ENABLE at 0
+    assert ids(api.diagnose([str(PUBLIC / "3324.log")])) == []
+
+
+def test_the_unknown_method_and_what_the_release_knows_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3320.log")]).findings[0].summary
+    assert "'gptq'" in summary and "it knows awq, squeezellm" in summary
+
+
+def test_an_empty_method_name_is_said_so() -> None:
+    summary = api.diagnose([str(PUBLIC / "3322.log")]).findings[0].summary
+    assert "empty quant_method" in summary and "it knows" not in summary  # the pasted list is cut
+
+
+@pytest.mark.parametrize("line", [
+    # vllm/model_executor/layers/quantization/__init__.py get_quantization_config
+    "ValueError: Invalid quantization method: kitchen_int8",
+    # vllm/transformers_utils/configs/mistral.py
+    "(APIServer pid=44) Value error, Found unknown quantization='{'qformat_weight': 'fp8_e4m3'}' in config",
+    # transformers' quantizers/auto.py
+    "ValueError: Unknown quantization type, got exl3 - supported types are: ['awq', 'bitsandbytes_4bit', 'gptq']",
+])
+def test_other_wordings_of_an_unknown_quantization_method(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == ["quantization-method-unknown"]
+
+
+def test_transformers_skipping_an_unknown_quantization_is_not_a_failure(tmp_path) -> None:
+    line = ("Unknown quantization type, got llvq - supported types are: ['awq', 'gptq']. Hence, we will skip the "
+            "quantization. To remove the warning, you can delete the quantization_config attribute in config.json")
+    assert "quantization-method-unknown" not in ids(diagnose_lines(tmp_path, [line]))
+
+
+def test_the_unknown_method_outranks_the_engines_death(tmp_path) -> None:
+    lines = [
+        "(EngineCore_DP0 pid=9) ERROR 08-19 10:00:00 [core.py:700] ValueError: Unknown quantization method: mxfp4. "
+        "Must be one of ['awq', 'fp8', 'gptq'].",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]
+    assert ids(diagnose_lines(tmp_path, lines)) == ["quantization-method-unknown"]
+
+
+@pytest.mark.parametrize("line, size", [
+    ("ValueError: head_size (100) is not supported. Supported head sizes: [64, 80, 96, 128].", "100"),
+    ("ValueError: Head size 160 is not supported by PagedAttention. Supported head sizes are: [64, 80, 96, 112, 128, "
+     "256].", "160"),
+    ("(EngineCore_DP0 pid=7) ERROR 08-05 10:00:00 [core.py:700] ValueError: Head size 40 is not supported by "
+     "MLACommon. Supported head sizes are: [576]. Set VLLM_ATTENTION_BACKEND=FLEX_ATTENTION to use FlexAttention "
+     "backend which supports all head sizes.", "40"),
+])
+def test_the_head_size_checks_of_each_release(tmp_path, line: str, size: str) -> None:
+    report = diagnose_lines(tmp_path, [line])
+    assert ids(report) == ["attention-head-size-unsupported"]
+    assert f"head size {size}" in report.findings[0].summary
+
+
+def test_the_flash_attention_fallback_notice_is_quiet(tmp_path) -> None:
+    line = "INFO 04-17 20:54:09 [cuda.py:292] Cannot use FlashAttention-2 backend for head size 88."
+    assert ids(diagnose_lines(tmp_path, [line])) == []

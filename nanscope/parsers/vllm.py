@@ -500,6 +500,101 @@ def _quant_mismatch(m, rec, state):
     )
 
 
+
+# A quantization method the installed engine (or library) does not know at all, from the checkpoint's
+# quantization_config or from --quantization / quantization=:
+#   vllm/config.py (later vllm/config/model.py) ModelConfig._verify_quantization:
+#       raise ValueError(f"Unknown quantization method: {self.quantization}. Must be one of {supported_quantization}.")
+#       (0.2-0.9; 0.10+ behind pydantic's `Value error, `; an empty name when the checkpoint's config declares none
+#       this release reads; sgl-project/sglang's python/sglang/srt/configs/model_config.py copies the words)
+#   vllm/model_executor/layers/quantization/__init__.py get_quantization_config:
+#       raise ValueError(f"Invalid quantization method: {quantization}")
+#   vllm/transformers_utils/configs/mistral.py _remap_mistral_quantization_args (Mistral-format params.json):
+#       raise ValueError(f"Found unknown quantization='{quantization}' in config")
+#   transformers / diffusers quantizers/auto.py AutoQuantizationConfig / AutoHfQuantizer:
+#       raise ValueError(f"Unknown quantization type, got {quant_method} - supported types are: {list(...)}")
+#       (newer transformers logs the same words as a warning ending `... we will skip the quantization`: not this)
+_QUANT_LIST = re.compile(r"'([\w\-]+)'")
+
+
+@rule(
+    "quantization-method-unknown",
+    ("Unknown quantization method: ", "Invalid quantization method: ", "Found unknown quantization=",
+     "Unknown quantization type, got "),
+    r"Unknown quantization method: (?P<q>\S*?)\.? Must be one of (?P<known>\[.*)"
+    r"|ValueError: Invalid quantization method: (?P<inv>[\w\-]+)\s*$"
+    r"|Found unknown quantization=(?P<mistral>.*?) in config"
+    r"|Unknown quantization type, got (?P<hf>[\w\-]+) - supported types are: ?(?P<hfknown>\[.*)?",
+)
+def _quant_unknown(m, rec, state):
+    if m.group("hf") is not None and "skip the quantization" in rec.text:
+        return []  # transformers' warning: it loads the weights unquantized instead
+    q = m.group("q")
+    if q is None:
+        q = m.group("inv") or m.group("hf")
+    if q is None:
+        q = (m.group("mistral") or "").strip()
+    if not first_time(state, ("quant_unknown", q), rec.loc.line):
+        return []  # each worker raises it, the engine re-raises it, pydantic repeats it
+    listed = m.group("known") or m.group("hfknown") or ""
+    known = _QUANT_LIST.findall(listed)
+    complete = "]" in listed
+    if m.group("mistral") is not None:
+        detail = f"the Mistral-format config's quantization block {q} names no scheme this vLLM release maps"
+    elif q:
+        detail = f"quantization method '{q}' is not one this release knows"
+    else:
+        detail = "the checkpoint's quantization config names no method this release reads (an empty quant_method)"
+    if known and complete:
+        shown = ", ".join(known[:12]) + (f" and {len(known) - 12} more" if len(known) > 12 else "")
+        detail += f" (it knows {shown})"
+    _seen(state)
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="serving", error="quantization_method_unknown",
+        message=_message(rec.text).strip(), exc_type=_exc_type(rec.text),
+        fields={"method": q, "known": known if complete else None, "detail": detail},
+    )
+
+
+# The model's attention head size (hidden_size / num_attention_heads, or head_dim) is not one the attention
+# kernels were built for:
+#   vllm/model_executor/layers/attention.py PagedAttention.__init__ (0.1): raise ValueError(f"head_size
+#       ({self.head_size}) is not supported. Supported head sizes: {_SUPPORTED_HEAD_SIZES}.")
+#   vllm/attention/backends/*.py (0.4-0.6, PagedAttention / FlashAttention backends, the HPU and RBLN plugins):
+#       f"Head size {head_size} is not supported by PagedAttention. Supported head sizes are: {suppored_head_sizes}."
+#   vllm/v1/attention/backends/*.py validate_head_size (V1): f"Head size {head_size} is not supported by
+#       {attn_type}. Supported head sizes are: {supported_head_sizes}. Set VLLM_ATTENTION_BACKEND=FLEX_ATTENTION to
+#       use FlexAttention backend which supports all head sizes."  (later: `Set --attention-backend=FLEX_ATTENTION`)
+#   csrc/attention/attention_kernels.cu (and ROCm/aiter's attention_v1.cu) dispatch: TORCH_CHECK(false,
+#       "Unsupported head size: ", head_size)  -> `RuntimeError: Unsupported head size: 32` at the first decode
+# vLLM's INFO `Cannot use FlashAttention-2 backend for head size 88.` is a fallback to another backend: not this.
+@rule(
+    "attention-head-size-unsupported",
+    ("is not supported. Supported head sizes", "Supported head sizes are", "Unsupported head size"),
+    r"head_size \((?P<h0>\d+)\) is not supported\. Supported head sizes: (?P<l0>\[[^\]]*\])"
+    r"|Head size (?P<h1>\d+) is not supported by (?P<backend>\w+)\. Supported head sizes are: (?P<l1>\[[^\]]*\])"
+    r"|Unsupported head size:? (?P<h2>\d+)",
+    flags=re.IGNORECASE,
+)
+def _head_size(m, rec, state):
+    h = m.group("h0") or m.group("h1") or m.group("h2")
+    backend = m.group("backend") or ("PagedAttention" if m.group("h0") else "paged-attention")
+    if not first_time(state, ("head_size", h, backend), rec.loc.line):
+        return []  # every worker raises it, the engine re-raises it
+    listed = m.group("l0") or m.group("l1")
+    supported = [int(x) for x in re.findall(r"\d+", listed)] if listed else None
+    detail = f"the model's attention head size {h} is not one the {backend} kernels support"
+    if supported:
+        detail += f" ({', '.join(map(str, supported))})"
+    if "FLEX_ATTENTION" in rec.text:
+        detail += "; the error names FLEX_ATTENTION, which takes any head size"
+    _seen(state)
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="serving", error="attention_head_size_unsupported",
+        message=_message(rec.text).strip(), exc_type=_exc_type(rec.text),
+        fields={"head_size": int(h), "backend": backend, "supported": supported, "detail": detail},
+    )
+
 # The start-up memory profile's sanity check, raised when free device memory did not drop during the profiling run
 # (another process on the device freed memory meanwhile, or memory a previous instance in this process held was
 # released), so the KV-cache budget computed from it would be wrong:
@@ -817,11 +912,12 @@ PARSER = Parser(
     framework="vllm",
     priority=40,
     description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption,"
-                " config checks (quantization vs GPU capability and vs the checkpoint's config, max_model_len vs the model, the batch token budget), the speculative"
+                " config checks (quantization vs GPU capability and vs the checkpoint's config, quantization methods the release does not know, attention head sizes the kernels lack, max_model_len vs the model, the batch token budget), the speculative"
                 " draft's vocabulary, the model registry's import failures, the memory profile's check, no device,"
                 " requests the OpenAI server rejected",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _kv_allocation_cpu, _shutdown, _quant_capability, _quant_mismatch, _memory_profiling, _no_device_type,
+           _kv_allocation_cpu, _shutdown, _quant_capability, _quant_mismatch, _quant_unknown, _head_size,
+           _memory_profiling, _no_device_type,
            _max_model_len, _batched_tokens, _spec_vocab,
            _registry_inspect, _weights_param, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
