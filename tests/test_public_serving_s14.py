@@ -195,3 +195,36 @@ def test_the_head_size_checks_of_each_release(tmp_path, line: str, size: str) ->
 def test_the_flash_attention_fallback_notice_is_quiet(tmp_path) -> None:
     line = "INFO 04-17 20:54:09 [cuda.py:292] Cannot use FlashAttention-2 backend for head size 88."
     assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+# round 4 (3330-3335), scored blind after the round-3 fixes
+@pytest.mark.parametrize("name, expected", [
+    ("3330.log", "quantization-method-unknown"),  # transformers without fp8: DeepSeek-V3's traceback
+    ("3331.log", "quantization-method-unknown"),  # an AutoFP8 checkpoint under an older transformers' list
+    ("3332.log", "quantization-method-unknown"),  # the error line alone
+    ("3333.log", "quantization-method-unknown"),  # behind torchrun's [rank1]: prefix
+    ("3334.log", "dependency-missing"),  # Llama 3.1's rope_scaling under a transformers before 4.43, no exception type
+])
+def test_round_4_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+def test_round_4_flash_attention_warnings_of_a_working_server_stay_clean() -> None:
+    assert ids(api.diagnose([str(PUBLIC / "3335.log")])) == []
+
+
+def test_the_new_rope_type_is_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3334.log")]).findings[0].summary
+    assert "rope_type llama3" in summary and "transformers is older than the model's config" in summary
+
+
+def test_a_newer_rope_scaling_type_is_a_version_problem(tmp_path) -> None:
+    line = "ValueError: `rope_scaling`'s type field must be one of ['linear', 'dynamic'], got longrope"
+    report = diagnose_lines(tmp_path, [line])
+    assert ids(report) == ["dependency-missing"] and "longrope" in report.findings[0].summary
+
+
+def test_a_malformed_two_field_rope_scaling_is_not_a_version_problem(tmp_path) -> None:
+    line = ("ValueError: `rope_scaling` must be a dictionary with with two fields, `type` and `factor`, got "
+            "{'type': 'linear', 'factor': 2.0, 'scale': 4}")
+    assert "dependency-missing" not in ids(diagnose_lines(tmp_path, [line]))
