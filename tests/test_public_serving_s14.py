@@ -228,3 +228,22 @@ def test_a_malformed_two_field_rope_scaling_is_not_a_version_problem(tmp_path) -
     line = ("ValueError: `rope_scaling` must be a dictionary with with two fields, `type` and `factor`, got "
             "{'type': 'linear', 'factor': 2.0, 'scale': 4}")
     assert "dependency-missing" not in ids(diagnose_lines(tmp_path, [line]))
+
+
+# round 5 (3340-3341), scored blind after the round-4 fix
+@pytest.mark.parametrize("name, limit", [
+    ("3340.log", "64, 128, 256 only"),  # FlashAttention-3's Hopper build; the exception line indented by one space
+    ("3341.log", "only 128"),  # a V100 port's own wording
+])
+def test_round_5_flash_attentions_head_size_limits(name: str, limit: str) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report) == ["attention-head-size-unsupported"] and limit in report.findings[0].summary
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: FlashAttention forward only supports head dimension at most 256",
+    "RuntimeError: CK FlashAttention backward only supports head dimension at most 256",
+    "RuntimeError: head_size should be a multiple of 8",
+])
+def test_flash_attentions_own_head_size_checks(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == ["attention-head-size-unsupported"]

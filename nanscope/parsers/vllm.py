@@ -567,32 +567,58 @@ def _quant_unknown(m, rec, state):
 #       use FlexAttention backend which supports all head sizes."  (later: `Set --attention-backend=FLEX_ATTENTION`)
 #   csrc/attention/attention_kernels.cu (and ROCm/aiter's attention_v1.cu) dispatch: TORCH_CHECK(false,
 #       "Unsupported head size: ", head_size)  -> `RuntimeError: Unsupported head size: 32` at the first decode
+# FlashAttention's own checks (csrc/flash_attn/flash_api.cpp, the CK / ROCm build, forks): TORCH_CHECK(head_size_og <=
+#   256, "FlashAttention forward only supports head dimension at most 256") (CK: "CK FlashAttention backward only
+#   supports head dimension at most 256"; later builds at most 512), TORCH_CHECK(head_size % 8 == 0, "head_size should
+#   be a multiple of 8"); FlashAttention-3's Hopper build (hopper/flash_api.cpp, 2024): TORCH_CHECK(head_size_og == 64
+#   || ... == 256, "Only support head size 64, 128, and 256 for now"); ports for older GPUs print their own
+#   `only supports head dimension 128`.
 # vLLM's INFO `Cannot use FlashAttention-2 backend for head size 88.` is a fallback to another backend: not this.
 @rule(
     "attention-head-size-unsupported",
-    ("is not supported. Supported head sizes", "Supported head sizes are", "Unsupported head size"),
+    ("is not supported. Supported head sizes", "Supported head sizes are", "Unsupported head size",
+     "only supports head dimension", "Only support head size", "head_size should be a multiple of 8"),
     r"head_size \((?P<h0>\d+)\) is not supported\. Supported head sizes: (?P<l0>\[[^\]]*\])"
     r"|Head size (?P<h1>\d+) is not supported by (?P<backend>\w+)\. Supported head sizes are: (?P<l1>\[[^\]]*\])"
-    r"|Unsupported head size:? (?P<h2>\d+)",
+    r"|Unsupported head size:? (?P<h2>\d+)"
+    r"|(?P<fa>FlashAttention|repo) (?:forward |backward )?only supports head dimension (?P<most>at most )?(?P<lim>\d+)"
+    r"|Only support head size (?P<l3>\d+(?:, \d+)*,? (?:and|or) \d+) for now"
+    r"|(?P<mult8>head_size should be a multiple of 8)",
     flags=re.IGNORECASE,
 )
 def _head_size(m, rec, state):
     h = m.group("h0") or m.group("h1") or m.group("h2")
-    backend = m.group("backend") or ("PagedAttention" if m.group("h0") else "paged-attention")
+    if m.group("backend"):
+        backend = m.group("backend")
+    elif m.group("h0"):
+        backend = "PagedAttention"
+    elif h is not None:
+        backend = "paged-attention"
+    else:
+        backend = "FlashAttention"
     if not first_time(state, ("head_size", h, backend), rec.loc.line):
         return []  # every worker raises it, the engine re-raises it
-    listed = m.group("l0") or m.group("l1")
+    listed = m.group("l0") or m.group("l1") or m.group("l3")
     supported = [int(x) for x in re.findall(r"\d+", listed)] if listed else None
-    detail = f"the model's attention head size {h} is not one the {backend} kernels support"
-    if supported:
-        detail += f" ({', '.join(map(str, supported))})"
+    if h is not None:
+        detail = f"the model's attention head size {h} is not one the {backend} kernels support"
+        if supported:
+            detail += f" ({', '.join(map(str, supported))})"
+    elif m.group("lim"):
+        limit = "at most " if m.group("most") else "only "
+        detail = f"the model's attention head size is not one the {backend} kernels support ({limit}{m.group('lim')})"
+    elif supported:
+        detail = (f"the model's attention head size is not one the {backend} kernels support "
+                  f"({', '.join(map(str, supported))} only)")
+    else:
+        detail = f"the model's attention head size is not one the {backend} kernels support (a multiple of 8 only)"
     if "FLEX_ATTENTION" in rec.text:
         detail += "; the error names FLEX_ATTENTION, which takes any head size"
     _seen(state)
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework="serving", error="attention_head_size_unsupported",
         message=_message(rec.text).strip(), exc_type=_exc_type(rec.text),
-        fields={"head_size": int(h), "backend": backend, "supported": supported, "detail": detail},
+        fields={"head_size": int(h) if h else None, "backend": backend, "supported": supported, "detail": detail},
     )
 
 # The start-up memory profile's sanity check, raised when free device memory did not drop during the profiling run
