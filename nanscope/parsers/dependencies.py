@@ -44,9 +44,12 @@ the user's code (`... from partially initialized module ...`) is no dependency a
 
 from __future__ import annotations
 
+import re
+
+from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.setup_checks import error_event
+from nanscope.parsers.setup_checks import error_event, exc_type_before
 
 
 def _event(m, rec, state, kind: str, detail: str, framework: str = "hf"):
@@ -110,6 +113,44 @@ def _tokenizers_format(m, rec, state):
                   "a newer tokenizers release, so tokenizers (and transformers) must be upgraded", framework="hf")
 
 
+
+# transformers' model configs before 4.43 (LlamaConfig, MistralConfig, Phi / Qwen / Falcon copies, vLLM's and remote
+# code's copies) validate rope_scaling as the two-field {type, factor} dict of 2023:
+#   _rope_scaling_validation: raise ValueError("`rope_scaling` must be a dictionary with with two fields, `type` and
+#       `factor`, " f"got {self.rope_scaling}")   (some copies: "... `type` and `factor` or `type` and `alpha`, ...")
+#   and: raise ValueError(f"`rope_scaling`'s type field must be one of ['linear', 'dynamic'], got {rope_scaling_type}")
+# A config written for a newer transformers (Llama 3.1's {rope_type: llama3, factor, low_freq_factor, high_freq_factor,
+# original_max_position_embeddings}, YaRN's, Phi-3's su / longrope) fails them: the installed transformers is too old
+# for the model. Only such newer keys or types are read so: another dict is a config's own mistake.
+_NEW_ROPE = r"(?:rope_type|low_freq_factor|high_freq_factor|original_max_position_embeddings|beta_fast|short_factor|mrope_section)"
+
+
+@rule("rope-scaling-format", ("must be a dictionary with with two fields", "must be a dictionary with two fields",
+                              "type field must be one of ['linear', 'dynamic']"),
+      r"(?P<msg>`?rope_scaling`? must be a dictionary with(?: with)? two fields, `?type`? and `?factor`?.{0,40}?, got (?P<got>\{.*))"
+      r"|(?P<msg2>`?rope_scaling`?'s type field must be one of \['linear', 'dynamic'\], got (?P<type>\w+))")
+def _rope_scaling(m, rec, state):
+    got, typ = m.group("got"), m.group("type")
+    if got is not None:
+        key = re.search(r"'" + _NEW_ROPE + r"'", got)
+        if key is None:
+            return []
+        rtype = re.search(r"'rope_type': '(\w+)'", got)
+        shown = f"rope_type {rtype.group(1)}" if rtype else f"the key {key.group(0)}"
+        detail = (f"the model's rope_scaling uses the newer format ({shown}), which this transformers release does not"
+                  " read: transformers is older than the model's config (4.43+ reads Llama 3.1's)")
+    else:
+        if typ not in ("yarn", "su", "longrope", "llama3", "dynamic_ntk", "mrope", "default", "None"):
+            return []
+        detail = (f"the model's rope_scaling type {typ} is newer than this transformers release, which knows linear and "
+                  "dynamic only: transformers is older than the model's config")
+    if not first_time(state, ("dependency", "rope_scaling"), rec.loc.line):
+        return []
+    start = m.start("msg") if m.group("msg") is not None else m.start("msg2")
+    msg = rec.text[start:].strip()
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="hf", error="dependency_missing", message=msg[:400],
+                      exc_type=exc_type_before(rec.text, start), fields={"detail": detail})
+
 # torch._dynamo prints the backend's exception on the line after `BackendCompilerFailed: backend='inductor' raised:`; that
 # inner ImportError is part of the compile failure (torch-compile-failed, whose event takes the line), not a second one
 @rule("compile-raised", ("BackendCompilerFailed: backend=",), r"BackendCompilerFailed: backend=\S+ raised:\s*$")
@@ -152,6 +193,6 @@ PARSER = Parser(
     name="dependencies",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
-    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks; tokenizer.json files too new for tokenizers; failed imports",
-    rules=[_dependency, _openmmlab_version, _tokenizers_format, _compile_raised, _python_import],
+    description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks; tokenizer.json files too new for tokenizers; rope_scaling configs too new for transformers; failed imports",
+    rules=[_dependency, _openmmlab_version, _tokenizers_format, _rope_scaling, _compile_raised, _python_import],
 )

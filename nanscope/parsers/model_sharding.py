@@ -23,6 +23,20 @@ Templates (quoted from the engines' source via the search index):
       assert ..., f"The number of attention heads must be divisible by tensor parallel size."
       (and `The number of key_value heads must be divisible by tensor parallel size.`)
 
+  Quantized weights whose packing (groups, blocks, kernel tiles) a tensor-parallel split cuts through, vLLM (SGLang's
+  copies of the same layers say it in the same words):
+      vllm/model_executor/layers/quantization/awq.py, gptq.py create_weights:
+      raise ValueError("The input size is not aligned with the quantized weight shape. This can be caused by too large
+                       tensor parallel size.")   (and `The output size is not aligned ...`)
+      gptq_marlin / marlin / utils/marlin_utils.py verify_marlin_supports_shape:
+      f"Weight output_size_per_partition = {n} is not divisible by min_thread_n = {t}." (`input_size_per_partition`,
+      `min_thread_k`; marlin_utils adds ` Consider reducing tensor_parallel_size or running with --quantization gptq.`)
+      utils/fp8_utils.py validate_fp8_block_shape (block-quantized fp8, 128x128 as a rule):
+      f"Weight input_size_per_partition = {n} is not divisible by weight quantization block_k = {k}."
+      f"Weight output_partition_size = {n} is not divisible by weight quantization block_n = {k}."
+      fp8.py (Fp8MoEMethod.create_weights): f"The output_size of gate's and up's weight = {n} is not divisible by weight
+      quantization block_n = {k}." (and `The input_size of down's weight = {n} is not divisible by ... block_k = {k}.`)
+
 More ranks than GPUs (vllm/executor/ray_utils.py initialize_ray_cluster, 0.2-0.1x; device_str is GPU, TPU, HPU, ...):
       f"The number of required {device_str}s exceeds the total number of available {device_str}s in the placement
       group. Required number of devices: {world_size}. Total number of devices: {device_bundles}."  (<= 0.4 without
@@ -57,12 +71,16 @@ _EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|E
 @rule(
     "parallel-size-indivisible",
     ("must be divisible by tensor parallel size", "must be divisible by pipeline parallel size",
-     "is not compatible with sharding on", "must be divisible by `num_shards`"),
+     "is not compatible with sharding on", "must be divisible by `num_shards`", "aligned with the quantized weight shape",
+     "is not divisible by weight quantization block_", "is not divisible by min_thread_"),
     r"Total number of (?P<what>attention heads|hidden layers) \((?P<n>\d+)\) must be divisible by"
     r" (?P<kind>tensor|pipeline) parallel size \((?P<p>\d+)\)"
     r"|The number of (?P<cwhat>attention heads|key_value heads) must be divisible by tensor parallel size"
     r"|The cho+sen size (?P<size>\d+) is not compatible with sharding on (?P<shards>\d+) shards"
-    r"|`num_heads` must be divisible by `num_shards` \(got `num_heads`: (?P<heads>\d+) and `num_shards`: (?P<hshards>\d+)",
+    r"|`num_heads` must be divisible by `num_shards` \(got `num_heads`: (?P<heads>\d+) and `num_shards`: (?P<hshards>\d+)"
+    r"|The (?P<qside>input|output) size is not aligned with the quantized weight shape"
+    r"|(?P<qwhat>Weight (?:input|output)_(?:size_per|partition_size|size)\w*|The (?:output|input)_size of [\w' ]+?weight)"
+    r" = (?P<qn>\d+) is not divisible by (?P<qunit>weight quantization block_[nk]|min_thread_[nk]) = (?P<qk>\d+)",
 )
 def _indivisible(m, rec, state):
     if not first_time(state, ("parallel_indivisible",), rec.loc.line):
@@ -74,8 +92,10 @@ def _indivisible(m, rec, state):
         what, n, p, kind = m.group("cwhat"), None, None, "tensor"
     elif m.group("size"):
         what, n, p, kind = "rows of a weight", int(m.group("size")), int(m.group("shards")), "tensor"
-    else:
+    elif m.group("heads"):
         what, n, p, kind = "attention heads", int(m.group("heads")), int(m.group("hshards")), "tensor"
+    else:
+        return _quantized_split(m, rec)
     if n is not None:
         detail = f"{n} {what} cannot be split over {kind} parallel size {p}"
     else:
@@ -85,6 +105,27 @@ def _indivisible(m, rec, state):
         loc=rec.loc, text=rec.text, framework=FW, error="tensor_parallel_indivisible", message=rec.text.strip(),
         exc_type=exc.group("type") if exc else ("AssertionError" if m.group("size") else None),
         fields={"what": what, "count": n, "parallel_size": p, "parallelism": kind, "detail": detail},
+    )
+
+
+def _quantized_split(m, rec) -> ErrorEvent:
+    if m.group("qside"):
+        what, n, unit, k = f"{m.group('qside')} dimension of a quantized weight", None, "the quantization groups", None
+        detail = (f"the per-rank {m.group('qside')} size of a quantized layer is not a whole number of its quantization"
+                  " groups: the tensor parallel size is too large for this checkpoint")
+    else:
+        n, k = int(m.group("qn")), int(m.group("qk"))
+        unit = m.group("qunit")
+        what = m.group("qwhat").replace("Weight ", "")
+        tile = "fp8 quantization block" if unit.startswith("weight quantization") else "Marlin kernel tile"
+        detail = (f"a per-rank weight dimension of {n} ({what}) is not a multiple of the {k}-wide {tile}: the tensor"
+                  " parallel size cuts through the checkpoint's quantized blocks")
+    exc = _EXC.search(rec.text)
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="tensor_parallel_indivisible", message=rec.text.strip(),
+        exc_type=exc.group("type") if exc else None,
+        fields={"what": what, "count": n, "parallel_size": None, "parallelism": "tensor", "quantized": True,
+                "block": k, "detail": detail},
     )
 
 

@@ -467,6 +467,238 @@ def _quant_capability(m, rec, state):
     })
 
 
+# The --quantization argument against the checkpoint's own quantization_config (config.json's quant_method):
+#   vllm/config.py (later vllm/config/model.py) ModelConfig._verify_quantization:
+#       raise ValueError("Quantization method specified in the model config "
+#                        f"({quant_method}) does not match the quantization method specified "
+#                        f"in the `quantization` argument ({self.quantization}).")
+#       (0.3 printed the same; a markdown paste loses the backticks; 0.10+ behind pydantic's `Value error, `;
+#       sgl-project/sglang's python/sglang/srt/configs/model_config.py _verify_quantization copies the words)
+#   vllm/model_executor/model_loader/weight_utils.py get_quant_config, a --quantization for a checkpoint that has no
+#   config file of that method: raise ValueError(f"Cannot find the config file for {model_config.quantization}")
+@rule(
+    "quantization-method-mismatch",
+    ("does not match the quantization method specified in the", "Cannot find the config file for "),
+    r"Quantization method specified in the model config \((?P<cfg>[^()]*)\) does not match the quantization method"
+    r" specified in the `?quantization`? argument \((?P<arg>[^()]*)\)"
+    r"|Cannot find the config file for (?P<noconf>[\w\-]+)\s*$",
+)
+def _quant_mismatch(m, rec, state):
+    cfg, arg = m.group("cfg"), m.group("arg") or m.group("noconf")
+    if not first_time(state, ("quant_mismatch", cfg, arg), rec.loc.line):
+        return []  # the engine's re-raise, a wrapper's repr of the same error
+    if cfg is not None:
+        detail = (f"the checkpoint's config.json says quant_method {cfg}, the engine was started with --quantization "
+                  f"{arg}")
+    else:
+        detail = f"--quantization {arg} was given, but the checkpoint has no {arg} quantization config"
+    _seen(state)
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="serving", error="quantization_method_mismatch",
+        message=_message(rec.text).strip(), exc_type=_exc_type(rec.text),
+        fields={"config_method": cfg, "argument": arg, "detail": detail},
+    )
+
+
+
+# A quantization method the installed engine (or library) does not know at all, from the checkpoint's
+# quantization_config or from --quantization / quantization=:
+#   vllm/config.py (later vllm/config/model.py) ModelConfig._verify_quantization:
+#       raise ValueError(f"Unknown quantization method: {self.quantization}. Must be one of {supported_quantization}.")
+#       (0.2-0.9; 0.10+ behind pydantic's `Value error, `; an empty name when the checkpoint's config declares none
+#       this release reads; sgl-project/sglang's python/sglang/srt/configs/model_config.py copies the words)
+#   vllm/model_executor/layers/quantization/__init__.py get_quantization_config:
+#       raise ValueError(f"Invalid quantization method: {quantization}")
+#   vllm/transformers_utils/configs/mistral.py _remap_mistral_quantization_args (Mistral-format params.json):
+#       raise ValueError(f"Found unknown quantization='{quantization}' in config")
+#   transformers / diffusers quantizers/auto.py AutoQuantizationConfig / AutoHfQuantizer:
+#       raise ValueError(f"Unknown quantization type, got {quant_method} - supported types are: {list(...)}")
+#       (newer transformers logs the same words as a warning ending `... we will skip the quantization`: not this)
+_QUANT_LIST = re.compile(r"'([\w\-]+)'")
+
+
+@rule(
+    "quantization-method-unknown",
+    ("Unknown quantization method: ", "Invalid quantization method: ", "Found unknown quantization=",
+     "Unknown quantization type, got "),
+    r"Unknown quantization method: (?P<q>\S*?)\.? Must be one of (?P<known>\[.*)"
+    r"|ValueError: Invalid quantization method: (?P<inv>[\w\-]+)\s*$"
+    r"|Found unknown quantization=(?P<mistral>.*?) in config"
+    r"|Unknown quantization type, got (?P<hf>[\w\-]+) - supported types are: ?(?P<hfknown>\[.*)?",
+)
+def _quant_unknown(m, rec, state):
+    if m.group("hf") is not None and "skip the quantization" in rec.text:
+        return []  # transformers' warning: it loads the weights unquantized instead
+    q = m.group("q")
+    if q is None:
+        q = m.group("inv") or m.group("hf")
+    if q is None:
+        q = (m.group("mistral") or "").strip()
+    if not first_time(state, ("quant_unknown", q), rec.loc.line):
+        return []  # each worker raises it, the engine re-raises it, pydantic repeats it
+    listed = m.group("known") or m.group("hfknown") or ""
+    known = _QUANT_LIST.findall(listed)
+    complete = "]" in listed
+    if m.group("mistral") is not None:
+        detail = f"the Mistral-format config's quantization block {q} names no scheme this vLLM release maps"
+    elif q:
+        detail = f"quantization method '{q}' is not one this release knows"
+    else:
+        detail = "the checkpoint's quantization config names no method this release reads (an empty quant_method)"
+    if known and complete:
+        shown = ", ".join(known[:12]) + (f" and {len(known) - 12} more" if len(known) > 12 else "")
+        detail += f" (it knows {shown})"
+    _seen(state)
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="serving", error="quantization_method_unknown",
+        message=_message(rec.text).strip(), exc_type=_exc_type(rec.text),
+        fields={"method": q, "known": known if complete else None, "detail": detail},
+    )
+
+
+# The model's attention head size (hidden_size / num_attention_heads, or head_dim) is not one the attention
+# kernels were built for:
+#   vllm/model_executor/layers/attention.py PagedAttention.__init__ (0.1): raise ValueError(f"head_size
+#       ({self.head_size}) is not supported. Supported head sizes: {_SUPPORTED_HEAD_SIZES}.")
+#   vllm/attention/backends/*.py (0.4-0.6, PagedAttention / FlashAttention backends, the HPU and RBLN plugins):
+#       f"Head size {head_size} is not supported by PagedAttention. Supported head sizes are: {suppored_head_sizes}."
+#   vllm/v1/attention/backends/*.py validate_head_size (V1): f"Head size {head_size} is not supported by
+#       {attn_type}. Supported head sizes are: {supported_head_sizes}. Set VLLM_ATTENTION_BACKEND=FLEX_ATTENTION to
+#       use FlexAttention backend which supports all head sizes."  (later: `Set --attention-backend=FLEX_ATTENTION`)
+#   csrc/attention/attention_kernels.cu (and ROCm/aiter's attention_v1.cu) dispatch: TORCH_CHECK(false,
+#       "Unsupported head size: ", head_size)  -> `RuntimeError: Unsupported head size: 32` at the first decode
+# FlashAttention's own checks (csrc/flash_attn/flash_api.cpp, the CK / ROCm build, forks): TORCH_CHECK(head_size_og <=
+#   256, "FlashAttention forward only supports head dimension at most 256") (CK: "CK FlashAttention backward only
+#   supports head dimension at most 256"; later builds at most 512), TORCH_CHECK(head_size % 8 == 0, "head_size should
+#   be a multiple of 8"); FlashAttention-3's Hopper build (hopper/flash_api.cpp, 2024): TORCH_CHECK(head_size_og == 64
+#   || ... == 256, "Only support head size 64, 128, and 256 for now"); ports for older GPUs print their own
+#   `only supports head dimension 128`.
+# vLLM's INFO `Cannot use FlashAttention-2 backend for head size 88.` is a fallback to another backend: not this.
+@rule(
+    "attention-head-size-unsupported",
+    ("is not supported. Supported head sizes", "Supported head sizes are", "Unsupported head size",
+     "only supports head dimension", "Only support head size", "head_size should be a multiple of 8"),
+    r"head_size \((?P<h0>\d+)\) is not supported\. Supported head sizes: (?P<l0>\[[^\]]*\])"
+    r"|Head size (?P<h1>\d+) is not supported by (?P<backend>\w+)\. Supported head sizes are: (?P<l1>\[[^\]]*\])"
+    r"|Unsupported head size:? (?P<h2>\d+)"
+    r"|(?P<fa>FlashAttention|repo) (?:forward |backward )?only supports head dimension (?P<most>at most )?(?P<lim>\d+)"
+    r"|Only support head size (?P<l3>\d+(?:, \d+)*,? (?:and|or) \d+) for now"
+    r"|(?P<mult8>head_size should be a multiple of 8)",
+    flags=re.IGNORECASE,
+)
+def _head_size(m, rec, state):
+    h = m.group("h0") or m.group("h1") or m.group("h2")
+    if m.group("backend"):
+        backend = m.group("backend")
+    elif m.group("h0"):
+        backend = "PagedAttention"
+    elif h is not None:
+        backend = "paged-attention"
+    else:
+        backend = "FlashAttention"
+    if not first_time(state, ("head_size", h, backend), rec.loc.line):
+        return []  # every worker raises it, the engine re-raises it
+    listed = m.group("l0") or m.group("l1") or m.group("l3")
+    supported = [int(x) for x in re.findall(r"\d+", listed)] if listed else None
+    if h is not None:
+        detail = f"the model's attention head size {h} is not one the {backend} kernels support"
+        if supported:
+            detail += f" ({', '.join(map(str, supported))})"
+    elif m.group("lim"):
+        limit = "at most " if m.group("most") else "only "
+        detail = f"the model's attention head size is not one the {backend} kernels support ({limit}{m.group('lim')})"
+    elif supported:
+        detail = (f"the model's attention head size is not one the {backend} kernels support "
+                  f"({', '.join(map(str, supported))} only)")
+    else:
+        detail = f"the model's attention head size is not one the {backend} kernels support (a multiple of 8 only)"
+    if "FLEX_ATTENTION" in rec.text:
+        detail += "; the error names FLEX_ATTENTION, which takes any head size"
+    _seen(state)
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="serving", error="attention_head_size_unsupported",
+        message=_message(rec.text).strip(), exc_type=_exc_type(rec.text),
+        fields={"head_size": int(h) if h else None, "backend": backend, "supported": supported, "detail": detail},
+    )
+
+# The start-up memory profile's sanity check, raised when free device memory did not drop during the profiling run
+# (another process on the device freed memory meanwhile, or memory a previous instance in this process held was
+# released), so the KV-cache budget computed from it would be wrong:
+#   vllm/worker/worker.py determine_num_available_blocks (0.4-0.5): assert peak_memory > 0, ("Error in memory
+#       profiling. This happens when the GPU memory was not properly cleaned up before initializing the vLLM instance.")
+#   0.6 (_assert_memory_footprint_increased_during_profiling): "Error in memory profiling. Initial used memory {},
+#       currently used memory {}. This happens when the GPU memory was not properly cleaned up before ..."
+#   0.7-0.8 (V0 worker.py, V1 gpu_worker.py): "Error in memory profiling. Initial free memory {X}, current free memory
+#       {Y}. This happens when the GPU memory was not properly cleaned up before initializing the vLLM instance."
+#   later V1 gpu_worker.py determine_available_memory: "Error in memory profiling. Initial free memory X GiB, current
+#       free memory Y GiB. This happens when other processes sharing the same container release GPU memory while vLLM
+#       is profiling during initialization. To fix this, ensure consistent GPU memory allocation or isolate vLLM in its
+#       own container."   (the plugins' workers copy it: vllm-ascend's NPU worker, the qaic worker)
+# Only the assertion's words: the DEBUG record `Initial free memory: X GiB, free memory: Y GiB, requested GPU memory`
+# and `Memory profiling takes N seconds` are a healthy start's.
+@rule(
+    "memory-profiling-error",
+    ("Error in memory profiling",),
+    r"Error in memory profiling\.(?:\s+Initial (?P<what>used|free) memory (?P<init>" + _F + r")(?P<unit> ?GiB)?,"
+    r"\s*current(?:ly)? (?:used |free )?memory (?P<cur>" + _F + r"))?",
+)
+def _memory_profiling(m, rec, state):
+    if not first_time(state, ("memory_profiling",), rec.loc.line):
+        return []  # every worker asserts it, the engine re-raises it
+    what, init, cur = m.group("what"), m.group("init"), m.group("cur")
+    unit = " GiB" if m.group("unit") else (" bytes" if init is not None and "." not in init else "")
+    if init is not None and to_float(init) == to_float(cur):
+        detail = (f"{what} device memory stayed at {init}{unit} through the profiling run (a device whose memory reading"
+                  " does not move, or memory released elsewhere exactly offset the profile)")
+    elif what == "free" and init is not None:
+        detail = (f"free device memory went from {init}{unit} to {cur}{unit} during the profiling run instead of dropping"
+                  " (another process on the device freed memory meanwhile)")
+    elif what == "used" and init is not None:
+        detail = (f"used device memory went from {init}{unit} to {cur}{unit} during the profiling run instead of growing"
+                  " (memory held before vLLM started was released meanwhile)")
+    else:
+        detail = "free device memory did not drop during the profiling run (another process on the device freed memory meanwhile)"
+    return _error(rec, state, "vllm_memory_profiling", {
+        "initial": to_float(init), "current": to_float(cur), "measure": what, "detail": detail})
+
+
+# vllm/config.py DeviceConfig.__init__ (0.6-0.8, device="auto"): when no platform plugin matched (no CUDA / ROCm /
+# XPU / TPU / CPU build found a device; vllm/platforms/__init__.py logs `No platform detected, vLLM is running on
+# UnspecifiedPlatform`): raise RuntimeError("Failed to infer device type")   (later: ", please set the environment
+# variable `VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging to help debug the issue."). In a container it is
+# nearly always one started without the GPUs.
+# vllm/platforms/__init__.py resolve_current_platform_cls_qualname logs `No platform detected, vLLM is running on
+# UnspecifiedPlatform` (0.7+, INFO) when no plugin found a device. Importing vLLM on a machine without a GPU (a
+# trainer's import, `vllm --help`) prints it too and is fine; a server that goes on to start (`vLLM API server version
+# X`, vllm/entrypoints/openai/api_server.py run_server, 0.5+) cannot run on no platform, so the two together are the
+# failure even where the excerpt ends before the RuntimeError.
+_NO_DEVICE_DETAIL = ("vLLM detected no platform it can run on: no GPU is visible to the process (a container started"
+                     " without --gpus / the NVIDIA runtime, an empty CUDA_VISIBLE_DEVICES) or the install has no build"
+                     " for this device")
+
+
+@rule(
+    "device-type-unknown",
+    ("Failed to infer device type", "running on UnspecifiedPlatform", "vLLM API server version"),
+    r"(?P<failed>Failed to infer device type)|(?P<none>No platform detected, vLLM is running on UnspecifiedPlatform)"
+    r"|(?P<server>vLLM API server version \S+)",
+)
+def _no_device_type(m, rec, state):
+    if m.group("failed") is None:
+        state["vllm_" + ("no_platform" if m.group("none") else "server_start")] = True
+        if not (state.get("vllm_no_platform") and state.get("vllm_server_start")):
+            return []
+        if not first_time(state, ("device_type",), rec.loc.line):
+            return []
+        return _error(rec, state, "cuda_no_device", {
+            "cuda_error": "vLLM: No platform detected (UnspecifiedPlatform) and the API server starting", "code": None,
+            "source": "vllm", "detail": _NO_DEVICE_DETAIL})
+    if not first_time(state, ("device_type",), rec.loc.line):
+        return []
+    return _error(rec, state, "cuda_no_device", {
+        "cuda_error": "vLLM: Failed to infer device type", "code": None, "source": "vllm", "detail": _NO_DEVICE_DETAIL})
+
+
 # vllm/config.py (later vllm/config/model.py) _get_and_verify_max_len, when --max-model-len is above what the
 # model's config.json gives (max_position_embeddings, seq_length, sliding_window, ... or the tokenizer's
 # model_max_length):
@@ -706,10 +938,13 @@ PARSER = Parser(
     framework="vllm",
     priority=40,
     description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption,"
-                " config checks (quantization vs GPU capability, max_model_len vs the model, the batch token budget), the speculative"
-                " draft's vocabulary, the model registry's import failures, requests the OpenAI server rejected",
+                " config checks (quantization vs GPU capability and vs the checkpoint's config, quantization methods the release does not know, attention head sizes the kernels lack, max_model_len vs the model, the batch token budget), the speculative"
+                " draft's vocabulary, the model registry's import failures, the memory profile's check, no device,"
+                " requests the OpenAI server rejected",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
-           _kv_allocation_cpu, _shutdown, _quant_capability, _max_model_len, _batched_tokens, _spec_vocab,
+           _kv_allocation_cpu, _shutdown, _quant_capability, _quant_mismatch, _quant_unknown, _head_size,
+           _memory_profiling, _no_device_type,
+           _max_model_len, _batched_tokens, _spec_vocab,
            _registry_inspect, _weights_param, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
            _shm_wait, _nan_probs, _preemption, _ray_actor_died_logged, _ray_worker_died, _request_rejected],
