@@ -130,6 +130,9 @@ _FAULT_SIGNALS = {4: "SIGILL", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
 )
 def _opal_fault_signal(m, rec, state):
     signal = _FAULT_SIGNALS.get(int(m.group("num") or m.group("bare")))
+    seen = state.setdefault("opal_signal_pids", set())
+    if len(seen) < 4096:
+        seen.add(int(m.group("pid")))  # this report's signal is in view (the end line below then says nothing)
     if signal is None:
         return None
     if not first_time(state, ("opal_fault", signal), rec.loc.line):
@@ -144,6 +147,28 @@ def _opal_fault_signal(m, rec, state):
     state["pending"] = ev
     state["opal_fault"] = (rec.loc.line, pid, m.group("host"))
     return [held] if held is not None else []
+
+
+# The same report whose head (`*** Process received signal ***`, `Signal: ...`) the input does not have: the
+# backtrace frames and show_stackframe's last line, `[host:pid] *** End of error message ***`, which only the
+# fault handler prints. The process died of one of the signals it handles (opal_signal: SIGABRT, SIGBUS,
+# SIGFPE, SIGSEGV by default), and the input does not say which: one exit whose signal is unseen, counted by
+# worker-segfault only where nothing else in the input is an error (an abort's cause, `terminate called ...
+# what():` or an assertion, is one). A report whose Signal: line was read (any signal) is left to that line.
+@rule(
+    "opal-report-end",
+    ("*** End of error message ***",),
+    r"^\[(?P<host>[^\]\s:]+):(?P<pid>\d+)\] \*\*\* End of error message \*\*\*\s*$",
+)
+def _opal_report_end(m, rec, state):
+    pid = int(m.group("pid"))
+    if pid in state.get("opal_signal_pids", ()):
+        return []
+    if not first_time(state, ("opal_report_end", pid), rec.loc.line):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed", message=rec.text.strip(),
+                      fields={"source": "openmpi", "self_reported": True, "signal_unseen": True,
+                              "host": m.group("host"), "pid": pid})
 
 
 @rule(
@@ -399,6 +424,6 @@ PARSER = Parser(
     framework="openmpi",
     priority=12,
     description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted), Horovod's shutdown and stall check",
-    rules=[_head, _process_name, _exit_code, _opal_fault_signal, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
+    rules=[_head, _process_name, _exit_code, _opal_fault_signal, _opal_report_end, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
            _horovod_stall_missing, _horovod_stall_missing_ranks, _horovod_stall_rank_line, _mpi_init_failed, _btl_tcp_peer, _btl_tcp_peer_host],
 )

@@ -1,0 +1,97 @@
+"""Distributed jobs and their launchers, first seen in the blind public rounds from 3400 (session 14): the
+DeepSpeed launcher's kill lines with the line that gives the return code cut (133, 3013, 3407), a program's own
+NCCL check thrown as a C++ exception under mpirun (3401), Open MPI's fault report with its head cut (2921);
+FSDP / DDP watchdog time-outs, the DeepSpeed launcher's SIGSEGV and mpirun's SIGILL report; a DeepSpeed
+launcher start as a healthy trap.
+
+Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
+the thread named in the comment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import diagnose_lines, ids
+from nanscope import api
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("133.log", "process-killed"),  # the launcher's 'Killing subprocess' alone, under textgen on WSL
+    ("3013.log", "process-killed"),  # the same under LMFlow, after the shards loaded
+    ("2921.log", "worker-segfault"),  # Horovod's two ranks' Open MPI backtraces, the Signal: lines cut
+    # round 1 (3400-3407), scored blind
+    ("3400.log", "worker-segfault"),  # the DeepSpeed launcher's return code = -11
+    ("3401.log", "nccl-error"),  # DeepBench's 'what():  NCCL failure: unhandled cuda error in ... rank: 0'
+    ("3402.log", "collective-timeout"),  # FSDP's _ALLGATHER_BASE under TRL's SFTTrainer
+    ("3403.log", "collective-timeout"),
+    ("3404.log", "collective-timeout"),
+    ("3405.log", "worker-segfault"),  # mpirun: rank 1 exited on signal 4 (Illegal instruction)
+    ("3407.log", "process-killed"),  # the kill lines glued to a loading bar, the return code cut
+])
+def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+@pytest.mark.parametrize("name", ["3406.log"])
+def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
+    # the DeepSpeed launcher's start on two GPUs: the hostfile WARNING and its topology lines
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_the_rank_mpirun_names_is_the_initiating_rank() -> None:
+    assert api.diagnose([str(PUBLIC / "3405.log")]).findings[0].initiating_rank == 1
+
+
+def test_a_cut_return_code_is_not_claimed_as_a_sigkill() -> None:
+    # what the user reads says the line with the return code is missing, not that a SIGKILL was seen
+    summary = api.diagnose([str(PUBLIC / "3407.log")]).findings[0].summary
+    assert "return code is not in the input" in summary and "was SIGKILLed" not in summary
+
+
+def test_a_return_code_line_replaces_the_held_kill(tmp_path) -> None:
+    # deepspeedai/DeepSpeed#3232: the kill line, then the return code (-9): one kill, said as a SIGKILL
+    report = diagnose_lines(tmp_path, [
+        "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266",
+        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
+        "'--local_rank=0', '--zero_stage', '2', '--deepspeed'] exits with return code = -9",
+    ])
+    assert ids(report) == ["process-killed"]
+    assert "was SIGKILLed" in report.findings[0].summary
+
+
+def test_kill_lines_after_the_workers_own_error_are_that_error(tmp_path) -> None:
+    # deepspeedai/DeepSpeed#618's worker traceback, then the launcher's kill lines (stas00's PR #854 output)
+    report = diagnose_lines(tmp_path, [
+        "Traceback (most recent call last):",
+        '  File "fail.py", line 1, in <module>',
+        "    garbageeeeee",
+        "NameError: name 'garbageeeeee' is not defined",
+        "Killing subprocess 3232868",
+        "Killing subprocess 3232869",
+    ])
+    assert ids(report) == ["uncaught-exception"]
+
+
+def test_the_launcher_interrupted_is_no_worker_death(tmp_path) -> None:
+    # deepspeed/launcher/launch.py: the handler's kill lines when the launcher itself got SIGINT
+    report = diagnose_lines(tmp_path, [
+        "[2023-05-30 20:29:14,854] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 19380",
+        "[2023-05-30 20:29:14,901] [INFO] [launch.py:437:sigkill_handler] Main process received SIGINT, exiting",
+    ])
+    assert "process-killed" not in ids(report)
+
+
+def test_an_abort_report_with_its_signal_is_not_a_native_crash(tmp_path) -> None:
+    # baidu-research/DeepBench#97: the processes abort after the C++ exception; the abort is not a segfault
+    report = diagnose_lines(tmp_path, [
+        "[jetson-2:08669] *** Process received signal ***",
+        "[jetson-2:08669] Signal: Aborted (6)",
+        "[jetson-2:08669] Signal code:  (-6)",
+        "[jetson-2:08669] *** End of error message ***",
+    ])
+    assert "worker-segfault" not in ids(report)
