@@ -605,13 +605,16 @@ def _nccl_tests_failure(m, rec, state):
 # process aborts: Open MPI's `Signal: Aborted (6)` report under mpirun):
 #   baidu-research/DeepBench nccl_mpi_all_reduce.cu: NCCL failure: unhandled cuda error in nccl_mpi_all_reduce.cu at line: 86 rank: 0
 #   dmlc/xgboost src/common/device_helpers.cuh ThrowOnNcclError: NCCL failure: unhandled cuda error. /xgboost/src/...cu(123)
+#     (XGBoost 0.9-1.7: `ss << "NCCL failure :" << ncclGetErrorString(code) << " " << file << "(" << line << ")"`:
+#     NCCL failure :remote process exited or there was a network error ../src/collective/nccl_device_communicator.cuh(54),
+#     raised as XGBoostError, under Dask inside the worker's `Exception: "XGBoostError('...` relay)
 #   bytedance/flux NCCL_CHECK: NCCL failure: unhandled system error / <last error> at : ncclCommInitRank(...)
 #   NCCL failure: invalid usage                                        (std::runtime_error(std::string("NCCL failure: ") + ...))
 # Only ncclGetErrorString's own wordings are read, so a sentence that merely says "NCCL failure:" is left alone.
 @rule(
     "nccl-failure-check",
-    ("NCCL failure: ", "NCCL Failure: "),
-    r"NCCL [Ff]ailure: (?P<reason>(?:" + _KNOWN_REASON + r")[^./\n]*?)(?=\s*(?:[./]|\bin \S+ at line|\bat :|\(run with|$))",
+    ("NCCL failure: ", "NCCL Failure: ", "NCCL failure :"),
+    r"NCCL [Ff]ailure ?: ?(?P<reason>(?:" + _KNOWN_REASON + r")[^./\n]*?)(?=\s*(?:[./]|\bin \S+ at line|\bat :|\(run with|$))",
 )
 def _nccl_failure_check(m, rec, state):
     state["nccl_warned"] = rec.loc.line

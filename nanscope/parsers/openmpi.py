@@ -113,6 +113,8 @@ def _exit_code(m, rec, state):
 #     [host:pid] Signal code: %s (%d)              `Address not mapped (1)`, `Invalid permissions (2)`
 #     [host:pid] Failing at address: %p
 #     [host:pid] [ 0] <frame> ...  [host:pid] *** End of error message ***
+# A paste may indent the report as a markdown code block (four spaces, horovod/horovod#107): up to 8 blanks
+# before the `[host:pid]` are read.
 # mpirun --tag-output / horovodrun put `[1,2]<stderr>:` (job, rank) before each line; the tag gives the
 # rank. Without it, the launcher's own report of the job's end names the process by the same PID
 # (`mpirun noticed that process rank 0 with PID 19474 on node lhx-910 exited on signal 11`): the report
@@ -126,7 +128,7 @@ _FAULT_SIGNALS = {4: "SIGILL", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
 @rule(
     "opal-fault-signal",
     ("] Signal: ",),
-    r"^\[(?P<host>[^\]\s:]+):(?P<pid>\d+)\] Signal: (?:(?P<desc>.+?) \((?P<num>\d+)\)|(?P<bare>\d+))\s*$",
+    r"^[ \t]{0,8}\[(?P<host>[^\]\s:]+):(?P<pid>\d+)\] Signal: (?:(?P<desc>.+?) \((?P<num>\d+)\)|(?P<bare>\d+))\s*$",
 )
 def _opal_fault_signal(m, rec, state):
     signal = _FAULT_SIGNALS.get(int(m.group("num") or m.group("bare")))
@@ -158,7 +160,7 @@ def _opal_fault_signal(m, rec, state):
 @rule(
     "opal-report-end",
     ("*** End of error message ***",),
-    r"^\[(?P<host>[^\]\s:]+):(?P<pid>\d+)\] \*\*\* End of error message \*\*\*\s*$",
+    r"^[ \t]{0,8}\[(?P<host>[^\]\s:]+):(?P<pid>\d+)\] \*\*\* End of error message \*\*\*\s*$",
 )
 def _opal_report_end(m, rec, state):
     pid = int(m.group("pid"))
