@@ -102,3 +102,48 @@ def test_an_abort_report_with_its_signal_is_not_a_native_crash(tmp_path) -> None
         "[jetson-2:08669] *** End of error message ***",
     ])
     assert "worker-segfault" not in ids(report)
+
+
+# round 3 (3420-3427), scored blind after the round-2 fixes
+@pytest.mark.parametrize("name, expected, rank", [
+    ("3420.log", "uncaught-exception", 2),  # horovodrun (Gloo): '[2]<stderr>:RuntimeError: ...', 'Process 2 exit ...'
+    ("3421.log", "uncaught-exception", 1),  # Gloo's report behind Determined's trial-log prefix, Exit code first
+    ("3422.log", "process-killed", None),  # Gloo elastic: 'Process name: elastic-test-worker-1[0]' / 'Exit code: 137'
+    ("3423.log", "process-killed", 0),  # a PAI-DLC build's 'failed (exitcode: -9) for binary located at ...'
+    ("3424.log", "process-killed", 1),  # torchrun: local_rank 1 exitcode -9
+    ("3425.log", "cuda-oom", 3),  # '[rank3]: torch.cuda.OutOfMemoryError', then the agent's line
+    ("3426.log", "rank-crash-cascade", 3),  # torchrun: local_rank 3 exitcode 1, the others SIGTERMed
+])
+def test_round3_first_finding_and_rank(name: str, expected: str, rank) -> None:
+    first = api.diagnose([str(PUBLIC / name)]).findings[0]
+    assert first.id == expected
+    assert first.initiating_rank == rank
+
+
+def test_the_unknown_device_warning_is_no_failure() -> None:
+    # torch 2.7+ ProcessGroupNCCL: 'using GPU N as device used by this process is currently unknown'
+    assert ids(api.diagnose([str(PUBLIC / "3427.log")])) == []
+
+
+def test_determined_trial_log_prefix_gives_the_rank(tmp_path) -> None:
+    # determined-ai/determined#3275: `<level> [time] container [rank=N] || ` in front of each worker line
+    report = diagnose_lines(tmp_path, [
+        "<>        [2021-12-07 10:40:07] 152337f9 [rank=1] || Traceback (most recent call last):",
+        '<>        [2021-12-07 10:40:07] 152337f9 [rank=1] ||   File "train.py", line 3, in <module>',
+        "<>        [2021-12-07 10:40:07] 152337f9 [rank=1] ||     main()",
+        "<>        [2021-12-07 10:40:07] 152337f9 [rank=1] || ValueError: bad shape",
+    ])
+    assert ids(report) == ["uncaught-exception"]
+    assert report.findings[0].initiating_rank == 1
+
+
+def test_gloo_report_in_launch_order_names_its_rank(tmp_path) -> None:
+    # horovod/runner/gloo_run.py: 'Process name: {name}\nExit code: {code}' with a bare rank
+    report = diagnose_lines(tmp_path, [
+        "RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing "
+        "the job to be terminated. The first process to do so was:",
+        "Process name: 3",
+        "Exit code: 1",
+    ])
+    assert report.findings[0].initiating_rank == 3
+    assert "exit code 1" in report.findings[0].summary

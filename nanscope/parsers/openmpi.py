@@ -31,7 +31,13 @@ exception on one of the rank ..."): every surviving rank's collective then fails
   to allreduce, allgather or broadcast a tensor after one of the ranks finished execution. ...
 which is a lost peer, not this rank's own failure (the message says so itself). Horovod's gloo
 launcher raises the same "detected that one or more processes exited" text with a bare
-`Process name: N` (horovod/runner/gloo_run.py); that head line stays a Python exception.
+`Process name: N` (horovod/runner/gloo_run.py launch_gloo, 0.19+; 'Gloo job detected ...' in 0.18), or in
+elastic mode the worker's alias `host[local_rank]` (gloo_run.py launch_gloo_elastic:
+`Process name: elastic-test-worker-1[0]`): a node and its local rank, not a rank. That head line stays a
+Python exception. The exit code there is the worker shell's status, 128 + N for a worker killed by
+signal N (`Exit code: 137`: SIGKILL). A log collector that orders lines by a timestamp to the second
+(Determined's trial logs) may print `Exit code:` before `Process name:`: within the block, either
+order is read.
 
 Horovod's stall check (v0.13 - 0.14 horovod/common/operations.cc, 0.15 - 0.17 the same with the
 missing ranks, 0.18+ horovod/common/stall_inspector.cc), when some ranks submitted a tensor and the
@@ -57,7 +63,8 @@ import re
 
 from nanscope.model import ErrorEvent, LifecycleEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import SIGNALS, Parser, rule
+from nanscope.parsers.base import SIGNALS, Parser, rule, signal_of
+from nanscope.parsers.numbers import to_int
 from nanscope.parsers.python import EXC_LINE
 
 _BLOCK_SPAN = 8  # lines from the head to `Exit code:` (wrapped head, blank line, separators)
@@ -78,28 +85,52 @@ def _head(m, rec, state):
 @rule(
     "process-name",
     ("Process name:",),
-    r"^\s*Process name:\s*(?:\[(?:\[\d+,\d+\]|[^\]\s@,]+@\d+),(?P<vpid>\d+)\]|(?P<bare>\d+))\s*$",
+    r"^\s*Process name:\s*(?:\[(?:\[\d+,\d+\]|[^\]\s@,]+@\d+),(?P<vpid>\d+)\]|(?P<bare>\d+)"
+    r"|(?P<alias>[A-Za-z0-9][\w.\-]{0,127})\[(?P<alias_lr>\d+)\])\s*$",
     match_start=True,
 )
 def _process_name(m, rec, state):
     block = state.get("ompi_block")
     if block is None or rec.loc.line - block[0] > _BLOCK_SPAN:
         return None  # another template's `Process name:` (a lost communication path, a heartbeat)
-    state["ompi_proc"] = (int(m.group("vpid") or m.group("bare")), rec.loc.line)
+    n = m.group("vpid") or m.group("bare")
+    proc = (int(n) if n is not None else None, rec.loc.line, m.group("alias"), to_int(m.group("alias_lr")))
+    early = state.pop("ompi_exit_first", None)
+    if early is not None and rec.loc.line - early[1] <= 2:
+        state.pop("ompi_block", None)
+        return _first_exit(rec, early[0], proc, block[1])
+    state["ompi_proc"] = proc
     return []
 
 
 @rule("exit-code", ("Exit code:",), r"^\s*Exit code:\s*(?P<code>-?\d+)\s*$", match_start=True)
 def _exit_code(m, rec, state):
+    code = int(m.group("code"))
     proc = state.pop("ompi_proc", None)
-    block = state.pop("ompi_block", None)
+    block = state.get("ompi_block")
+    if proc is None and block is not None and rec.loc.line - block[0] <= _BLOCK_SPAN:
+        state["ompi_exit_first"] = (code, rec.loc.line)  # `Process name:` may follow (a re-ordered paste)
+        return []
+    state.pop("ompi_block", None)
     if proc is None or block is None or rec.loc.line - proc[1] > 2:
         return None
-    code = int(m.group("code"))
+    return _first_exit(rec, code, proc, block[1])
+
+
+def _first_exit(rec, code, proc, launcher):
+    # A negative code is a launcher's own signal report; 129-159 is a shell's status for a child killed by
+    # signal code-128 (Horovod's Gloo workers run under a shell).
+    signal = signal_of(code) or (SIGNALS.get(code - 128) if 128 < code < 160 else None)
+    rank, _, alias, local = proc
+    fields = {"source": "openmpi", "launcher": launcher, "first_observed": True}
+    where = "the first process"
+    if alias is not None:
+        fields.update(node=alias, local_rank=local)
+        where = f"the first process ({alias}[{local}])"
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed",
-        message=f"exit code {code}: the first process {block[1]} saw exit non-zero", exitcode=code, rank=proc[0],
-        fields={"source": "openmpi", "launcher": block[1], "first_observed": True},
+        message=f"exit code {code}: {where} {launcher} saw exit non-zero", exitcode=code, signal=signal, rank=rank,
+        fields=fields,
     )
 
 
