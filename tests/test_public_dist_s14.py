@@ -2,7 +2,10 @@
 DeepSpeed launcher's kill lines with the line that gives the return code cut (133, 3013, 3407), a program's own
 NCCL check thrown as a C++ exception under mpirun (3401), Open MPI's fault report with its head cut (2921);
 FSDP / DDP watchdog time-outs, the DeepSpeed launcher's SIGSEGV and mpirun's SIGILL report; a DeepSpeed
-launcher start as a healthy trap.
+launcher start as a healthy trap. Rounds 3-4 (3420-3434): Horovod's Gloo launcher naming the first process to exit
+(behind Determined's trial-log prefix, in elastic mode with a shell's 137), a vendor build's wording of the torchrun
+agent's failure line, TensorFlow finding no NVIDIA kernel driver on one rank; NCCL's unknown-device warning and Gloo's
+connected-peers lines as traps.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
 the thread named in the comment.
@@ -147,3 +150,21 @@ def test_gloo_report_in_launch_order_names_its_rank(tmp_path) -> None:
     ])
     assert report.findings[0].initiating_rank == 3
     assert "exit code 1" in report.findings[0].summary
+
+
+# round 4 (3430-3434), scored blind after the round-3 fixes
+@pytest.mark.parametrize("name, expected, rank", [
+    ("3430.log", "cuda-no-device", 1),  # TensorFlow on Determined's rank 1: no NVIDIA kernel driver
+    ("3431.log", "nccl-network-fabric", None),  # NET/IB completion status=5 under DeepSpeed
+    ("3432.log", "collective-timeout", None),  # rank 2's store read of rank 0's ncclUniqueId: Socket Timeout
+    ("3433.log", "peer-connection-lost", None),  # the same read reset by peer
+])
+def test_round4_first_finding_and_rank(name: str, expected: str, rank) -> None:
+    first = api.diagnose([str(PUBLIC / name)]).findings[0]
+    assert first.id == expected
+    assert first.initiating_rank == rank
+
+
+def test_gloo_connected_peers_is_no_failure() -> None:
+    assert ids(api.diagnose([str(PUBLIC / "3434.log")])) == []
+
