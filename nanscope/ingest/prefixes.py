@@ -8,6 +8,11 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             (NVIDIA/nccl#1837); which number is which the line does not say: peeled,
                             no rank
   [rank3] (no colon)        a user's own tag (`[rank0] layer_partition: ...`, mlc-ai/pith-train#47)
+  <info>    [2021-12-07 10:43:05] 087c0ee7 [rank=1] || INFO: ...
+                            Determined's trial logs (`det trial logs`: the level in angle brackets,
+                            padded, then the master's '[time] ' + container_id[:8] + ' [rank=N]' (when
+                            the worker is known) + ' || ' (master/static/srv/get_trial_logs.sql and the
+                            CLI's copy of that format); the rank, when present, is the worker's
   [rank=3]                  Determined's wrap_rank.py (harness/determined/launch/wrap_rank.py
                             forward_stream: f"[rank={rank}] {line}" on every line of a worker), and
                             the same tag in users' own prints
@@ -68,6 +73,8 @@ _PREFIX = re.compile(
         \[(?P<role>[A-Za-z_]+)(?P<n>\d+)\]:[ \t]?
       | \[[A-Za-z_]+\d+\|\d+\]:[ \t]?
       | \[(?P<bare>\d+)\]:(?=[ \t]*\S)[ \t]?
+      | (?:<[a-z]{0,10}>[ \t]+)?\[(?P<dtts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\dZ?)\][ ](?:[0-9a-f]{8}|\[UNKNOWN[ ]CONTAINER\])
+        (?:[ ]\[rank=(?P<dtrank>\d+)\])?[ ]\|\|(?:[ ]|$)
       | \[rank=?(?P<tag>\d+)\][ \t]+(?=\S)
       | (?:rank|process)[ ](?P<said>\d+):[ \t]+(?=\S)
       | (?P<srun>\d{1,5}):[ \t]+(?=\S)
@@ -294,6 +301,8 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             rank = int(m.group("bare"))
         elif m.group("tag") is not None:
             rank = int(m.group("tag"))
+        elif m.group("dtrank") is not None:
+            rank = int(m.group("dtrank"))
         elif m.group("said") is not None:
             rank = int(m.group("said"))
         elif m.group("srun") is not None:
@@ -316,6 +325,8 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             ts = parse_ts(m.group("cts"))
         elif m.group("tsr") is not None:
             ts = parse_ts(m.group("tsr"))
+        elif m.group("dtts") is not None:
+            ts = parse_ts(m.group("dtts"))
         elif m.group("sgtags") is not None or m.group("sgtp") is not None:
             if m.group("sgts") is not None:
                 ts = parse_ts(m.group("sgts"))

@@ -190,17 +190,55 @@ def _batch_config(m, rec, state):
       r"(?:sigkill_handler\].*|^\s*\[['\"][^\n]*['\"]\]) exits with return code = (?P<code>-?\d+)\s*$")
 def _launcher_exit(m, rec, state):
     code = int(m.group("code"))
+    _drop_unexplained(state)
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", error="worker_failed", message=f"exits with return code = {code}",
         exitcode=code, signal=signal_of(code), fields={"launcher": "deepspeed"},
     )
 
 
-@rule("launcher-kill", ("Killing subprocess",), r"sigkill_handler\] Killing subprocess (?P<pid>\d+)")
+# Where the handler's kill lines are not followed by the line that says why (the return code, or the
+# launcher's own signal), the excerpt or the log stopped there: a worker ended and the launcher tore the
+# others down, and the input does not say how. The first kill line is held (state["pending"]) as that
+# exit, with no exit code; the return-code line, the launcher's `Main process received SIGINT, exiting`
+# or 0.3-0.5's CalledProcessError (its own exception, read by the python parser) replace it. The
+# signatures that read it (process-killed) count it only when nothing else in the input is an error.
+_UNEXPLAINED = "ds_unexplained_kill"
+
+
+def _drop_unexplained(state) -> None:
+    if state.get(_UNEXPLAINED):
+        state.pop(_UNEXPLAINED)
+        state.pop("pending", None)
+
+
+@rule("launcher-kill", ("Killing subprocess",), r"(?:sigkill_handler\] |^\s*)Killing subprocess (?P<pid>\d+)\s*$")
 def _launcher_kill(m, rec, state):
+    if "pending" not in state and not state.get("ds_kill_seen"):
+        state["ds_kill_seen"] = True
+        state[_UNEXPLAINED] = True
+        state["pending"] = ErrorEvent(
+            loc=rec.loc, text=rec.text, framework="deepspeed", error="worker_failed",
+            message="the DeepSpeed launcher killed its workers after one ended; its return code is not in the input",
+            fields={"launcher": "deepspeed", "exit_unexplained": True,
+                    "died": "ended, and the DeepSpeed launcher killed the job's processes (the "
+                            "launcher's line with the return code is not in the input; a death that leaves no traceback "
+                            "is most often a SIGKILL)"},
+        )
     return LifecycleEvent(
         loc=rec.loc, text=rec.text, framework="deepspeed", action="teardown",
         fields={"pid": int(m.group("pid")), "signal": "SIGKILL", "launcher": "deepspeed"},
+    )
+
+
+# launch.py sigkill_handler when the launcher itself got the signal (no worker had failed):
+#   logger.info(f"Main process received {sig_names[signum]}, exiting")   (SIGINT / SIGTERM)
+@rule("launcher-signalled", ("Main process received",), r"Main process received (?P<sig>SIGINT|SIGTERM), exiting")
+def _launcher_signalled(m, rec, state):
+    _drop_unexplained(state)
+    return LifecycleEvent(
+        loc=rec.loc, text=rec.text, framework="deepspeed", action="teardown",
+        fields={"signal": m.group("sig"), "launcher": "deepspeed", "launcher_signalled": True},
     )
 
 
@@ -209,5 +247,6 @@ PARSER = Parser(
     framework="deepspeed",
     priority=20,
     description="DeepSpeed loss scaler, engine progress and launcher lines",
-    rules=[_hysteresis, _overflow, _grad_overflow, _reducing, _minimum, _progress, _dtype, _batch_config, _launcher_exit, _launcher_kill],
+    rules=[_hysteresis, _overflow, _grad_overflow, _reducing, _minimum, _progress, _dtype, _batch_config, _launcher_exit,
+           _launcher_kill, _launcher_signalled],
 )

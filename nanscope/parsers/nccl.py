@@ -600,6 +600,36 @@ def _nccl_tests_failure(m, rec, state):
     )
 
 
+# A program's own check of an NCCL call, which throws (or prints) `"NCCL failure: " << ncclGetErrorString(res)`
+# with its own tail; a C++ exception reaches the log as std::terminate's `what():  ...` line (then the
+# process aborts: Open MPI's `Signal: Aborted (6)` report under mpirun):
+#   baidu-research/DeepBench nccl_mpi_all_reduce.cu: NCCL failure: unhandled cuda error in nccl_mpi_all_reduce.cu at line: 86 rank: 0
+#   dmlc/xgboost src/common/device_helpers.cuh ThrowOnNcclError: NCCL failure: unhandled cuda error. /xgboost/src/...cu(123)
+#     (XGBoost 0.9-1.7: `ss << "NCCL failure :" << ncclGetErrorString(code) << " " << file << "(" << line << ")"`:
+#     NCCL failure :remote process exited or there was a network error ../src/collective/nccl_device_communicator.cuh(54),
+#     raised as XGBoostError, under Dask inside the worker's `Exception: "XGBoostError('...` relay)
+#   bytedance/flux NCCL_CHECK: NCCL failure: unhandled system error / <last error> at : ncclCommInitRank(...)
+#   NCCL failure: invalid usage                                        (std::runtime_error(std::string("NCCL failure: ") + ...))
+# Only ncclGetErrorString's own wordings are read, so a sentence that merely says "NCCL failure:" is left alone.
+@rule(
+    "nccl-failure-check",
+    ("NCCL failure: ", "NCCL Failure: ", "NCCL failure :"),
+    r"NCCL [Ff]ailure ?: ?(?P<reason>(?:" + _KNOWN_REASON + r")[^./\n]*?)(?=\s*(?:[./]|\bin \S+ at line|\bat :|\(run with|$))",
+)
+def _nccl_failure_check(m, rec, state):
+    state["nccl_warned"] = rec.loc.line
+    reason = m.group("reason").strip()
+    code = next((c for r, c in _REASON_CODE if reason.startswith(r)), None)
+    if not first_time(state, ("nccl_failure_check", reason), rec.loc.line):
+        return []
+    where = re.search(r"\bin (?P<f>\S+) at line: (?P<l>\d+)", rec.text)
+    return _error(
+        rec, "nccl_error",
+        fields={"reason": reason, "code": code, "where": f"{where.group('f')}:{where.group('l')}" if where else None,
+                "source": "program-check"},
+    )
+
+
 @rule(
     "nccl-error-detail",
     ("ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument"),
@@ -1279,7 +1309,7 @@ PARSER = Parser(
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_nccl_nvls_bind, _watchdog_timeout, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
-           _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure,
+           _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure, _nccl_failure_check,
            _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )

@@ -31,7 +31,13 @@ exception on one of the rank ..."): every surviving rank's collective then fails
   to allreduce, allgather or broadcast a tensor after one of the ranks finished execution. ...
 which is a lost peer, not this rank's own failure (the message says so itself). Horovod's gloo
 launcher raises the same "detected that one or more processes exited" text with a bare
-`Process name: N` (horovod/runner/gloo_run.py); that head line stays a Python exception.
+`Process name: N` (horovod/runner/gloo_run.py launch_gloo, 0.19+; 'Gloo job detected ...' in 0.18), or in
+elastic mode the worker's alias `host[local_rank]` (gloo_run.py launch_gloo_elastic:
+`Process name: elastic-test-worker-1[0]`): a node and its local rank, not a rank. That head line stays a
+Python exception. The exit code there is the worker shell's status, 128 + N for a worker killed by
+signal N (`Exit code: 137`: SIGKILL). A log collector that orders lines by a timestamp to the second
+(Determined's trial logs) may print `Exit code:` before `Process name:`: within the block, either
+order is read.
 
 Horovod's stall check (v0.13 - 0.14 horovod/common/operations.cc, 0.15 - 0.17 the same with the
 missing ranks, 0.18+ horovod/common/stall_inspector.cc), when some ranks submitted a tensor and the
@@ -57,7 +63,8 @@ import re
 
 from nanscope.model import ErrorEvent, LifecycleEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import SIGNALS, Parser, rule
+from nanscope.parsers.base import SIGNALS, Parser, rule, signal_of
+from nanscope.parsers.numbers import to_int
 from nanscope.parsers.python import EXC_LINE
 
 _BLOCK_SPAN = 8  # lines from the head to `Exit code:` (wrapped head, blank line, separators)
@@ -78,28 +85,52 @@ def _head(m, rec, state):
 @rule(
     "process-name",
     ("Process name:",),
-    r"^\s*Process name:\s*(?:\[(?:\[\d+,\d+\]|[^\]\s@,]+@\d+),(?P<vpid>\d+)\]|(?P<bare>\d+))\s*$",
+    r"^\s*Process name:\s*(?:\[(?:\[\d+,\d+\]|[^\]\s@,]+@\d+),(?P<vpid>\d+)\]|(?P<bare>\d+)"
+    r"|(?P<alias>[A-Za-z0-9][\w.\-]{0,127})\[(?P<alias_lr>\d+)\])\s*$",
     match_start=True,
 )
 def _process_name(m, rec, state):
     block = state.get("ompi_block")
     if block is None or rec.loc.line - block[0] > _BLOCK_SPAN:
         return None  # another template's `Process name:` (a lost communication path, a heartbeat)
-    state["ompi_proc"] = (int(m.group("vpid") or m.group("bare")), rec.loc.line)
+    n = m.group("vpid") or m.group("bare")
+    proc = (int(n) if n is not None else None, rec.loc.line, m.group("alias"), to_int(m.group("alias_lr")))
+    early = state.pop("ompi_exit_first", None)
+    if early is not None and rec.loc.line - early[1] <= 2:
+        state.pop("ompi_block", None)
+        return _first_exit(rec, early[0], proc, block[1])
+    state["ompi_proc"] = proc
     return []
 
 
 @rule("exit-code", ("Exit code:",), r"^\s*Exit code:\s*(?P<code>-?\d+)\s*$", match_start=True)
 def _exit_code(m, rec, state):
+    code = int(m.group("code"))
     proc = state.pop("ompi_proc", None)
-    block = state.pop("ompi_block", None)
+    block = state.get("ompi_block")
+    if proc is None and block is not None and rec.loc.line - block[0] <= _BLOCK_SPAN:
+        state["ompi_exit_first"] = (code, rec.loc.line)  # `Process name:` may follow (a re-ordered paste)
+        return []
+    state.pop("ompi_block", None)
     if proc is None or block is None or rec.loc.line - proc[1] > 2:
         return None
-    code = int(m.group("code"))
+    return _first_exit(rec, code, proc, block[1])
+
+
+def _first_exit(rec, code, proc, launcher):
+    # A negative code is a launcher's own signal report; 129-159 is a shell's status for a child killed by
+    # signal code-128 (Horovod's Gloo workers run under a shell).
+    signal = signal_of(code) or (SIGNALS.get(code - 128) if 128 < code < 160 else None)
+    rank, _, alias, local = proc
+    fields = {"source": "openmpi", "launcher": launcher, "first_observed": True}
+    where = "the first process"
+    if alias is not None:
+        fields.update(node=alias, local_rank=local)
+        where = f"the first process ({alias}[{local}])"
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed",
-        message=f"exit code {code}: the first process {block[1]} saw exit non-zero", exitcode=code, rank=proc[0],
-        fields={"source": "openmpi", "launcher": block[1], "first_observed": True},
+        message=f"exit code {code}: {where} {launcher} saw exit non-zero", exitcode=code, signal=signal, rank=rank,
+        fields=fields,
     )
 
 
@@ -113,6 +144,8 @@ def _exit_code(m, rec, state):
 #     [host:pid] Signal code: %s (%d)              `Address not mapped (1)`, `Invalid permissions (2)`
 #     [host:pid] Failing at address: %p
 #     [host:pid] [ 0] <frame> ...  [host:pid] *** End of error message ***
+# A paste may indent the report as a markdown code block (four spaces, horovod/horovod#107): up to 8 blanks
+# before the `[host:pid]` are read.
 # mpirun --tag-output / horovodrun put `[1,2]<stderr>:` (job, rank) before each line; the tag gives the
 # rank. Without it, the launcher's own report of the job's end names the process by the same PID
 # (`mpirun noticed that process rank 0 with PID 19474 on node lhx-910 exited on signal 11`): the report
@@ -126,10 +159,13 @@ _FAULT_SIGNALS = {4: "SIGILL", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
 @rule(
     "opal-fault-signal",
     ("] Signal: ",),
-    r"^\[(?P<host>[^\]\s:]+):(?P<pid>\d+)\] Signal: (?:(?P<desc>.+?) \((?P<num>\d+)\)|(?P<bare>\d+))\s*$",
+    r"^[ \t]{0,8}\[(?P<host>[^\]\s:]+):(?P<pid>\d+)\] Signal: (?:(?P<desc>.+?) \((?P<num>\d+)\)|(?P<bare>\d+))\s*$",
 )
 def _opal_fault_signal(m, rec, state):
     signal = _FAULT_SIGNALS.get(int(m.group("num") or m.group("bare")))
+    seen = state.setdefault("opal_signal_pids", set())
+    if len(seen) < 4096:
+        seen.add(int(m.group("pid")))  # this report's signal is in view (the end line below then says nothing)
     if signal is None:
         return None
     if not first_time(state, ("opal_fault", signal), rec.loc.line):
@@ -144,6 +180,28 @@ def _opal_fault_signal(m, rec, state):
     state["pending"] = ev
     state["opal_fault"] = (rec.loc.line, pid, m.group("host"))
     return [held] if held is not None else []
+
+
+# The same report whose head (`*** Process received signal ***`, `Signal: ...`) the input does not have: the
+# backtrace frames and show_stackframe's last line, `[host:pid] *** End of error message ***`, which only the
+# fault handler prints. The process died of one of the signals it handles (opal_signal: SIGABRT, SIGBUS,
+# SIGFPE, SIGSEGV by default), and the input does not say which: one exit whose signal is unseen, counted by
+# worker-segfault only where nothing else in the input is an error (an abort's cause, `terminate called ...
+# what():` or an assertion, is one). A report whose Signal: line was read (any signal) is left to that line.
+@rule(
+    "opal-report-end",
+    ("*** End of error message ***",),
+    r"^[ \t]{0,8}\[(?P<host>[^\]\s:]+):(?P<pid>\d+)\] \*\*\* End of error message \*\*\*\s*$",
+)
+def _opal_report_end(m, rec, state):
+    pid = int(m.group("pid"))
+    if pid in state.get("opal_signal_pids", ()):
+        return []
+    if not first_time(state, ("opal_report_end", pid), rec.loc.line):
+        return []
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed", message=rec.text.strip(),
+                      fields={"source": "openmpi", "self_reported": True, "signal_unseen": True,
+                              "host": m.group("host"), "pid": pid})
 
 
 @rule(
@@ -399,6 +457,6 @@ PARSER = Parser(
     framework="openmpi",
     priority=12,
     description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted), Horovod's shutdown and stall check",
-    rules=[_head, _process_name, _exit_code, _opal_fault_signal, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
+    rules=[_head, _process_name, _exit_code, _opal_fault_signal, _opal_report_end, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
            _horovod_stall_missing, _horovod_stall_missing_ranks, _horovod_stall_rank_line, _mpi_init_failed, _btl_tcp_peer, _btl_tcp_peer_host],
 )

@@ -391,6 +391,9 @@ def _weights_only_kind(text: str) -> tuple[str, Optional[str]]:
     return "checkpoint_weights_only", None
 
 
+_GLOO_FIRST_EXIT = re.compile(r"(?:Horovod|Gloo job) detected that one or more processes exited with non-zero status")
+
+
 def classify(exc_type: str, message: str, frame: str = "", saving: bool = False) -> str:
     for rx, kind in _CLASSIFY:
         if rx.search(message) or rx.search(exc_type):
@@ -408,6 +411,11 @@ def classify(exc_type: str, message: str, frame: str = "", saving: bool = False)
         return "interrupted"
     if exc_type.endswith("ChildFailedError"):
         return "launcher_failed"  # torchrun's summary exception: the block after it says more
+    if exc_type.endswith("RuntimeError") and _GLOO_FIRST_EXIT.match(message):
+        # Horovod's Gloo launcher (horovod/runner/gloo_run.py launch_gloo / launch_gloo_elastic, the Ray and
+        # Spark runners the same): its summary of the first worker to exit, as torchrun's ChildFailedError;
+        # the `Process name:` / `Exit code:` lines after it say who (parsers/openmpi.py)
+        return "launcher_failed"
     return "exception"
 
 

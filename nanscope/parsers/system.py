@@ -852,6 +852,12 @@ def _fd_exhausted(m, rec, state):
 #       NVRM: No NVIDIA graphics adapter probed!   (newer: NVRM: No NVIDIA GPU found.)
 #       NVRM: The NVIDIA probe routine was not called for 3 device(s).   (nouveau or another driver owns them)
 #       NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)   (the GPU did not initialise)
+#   TensorFlow's CUDA diagnostics after its cuInit failed (tensorflow/stream_executor/cuda/cuda_diagnostics.cc,
+#   later xla/stream_executor/cuda/cuda_diagnostics.cc, Diagnostician::LogDiagnosticInformation; TensorFlow then
+#   runs on the CPU):  kernel driver does not appear to be running on this host (HOST): /proc/driver/nvidia/version
+#   does not exist.  The `failed call to cuInit: ...` line before it is the cuda parser's where it carries a CUDA
+#   error string (`CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected`); TensorFlow 2.4's `UNKNOWN ERROR
+#   (303)` names nothing, and this line says why.
 _NO_GPU_KINDS = (
     ("smi", r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver",
      "nvidia-smi cannot reach the NVIDIA kernel driver (not loaded, or not passed into the container)"),
@@ -863,6 +869,8 @@ _NO_GPU_KINDS = (
      "another kernel driver (nouveau, a framebuffer driver) owns the GPUs"),
     ("init", r"NVRM: GPU (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]): RmInitAdapter failed!",
      "the driver could not initialise the GPU"),
+    ("tfdiag", r"kernel driver does not appear to be running on this host \([^)\n]*\): /proc/driver/nvidia/version does not exist",
+     "TensorFlow's cuInit failed and this host (or container) has no NVIDIA kernel driver: the process runs on the CPU"),
 )
 _NO_GPU = re.compile("|".join(f"(?P<k_{name}>{rx})" for name, rx, _ in _NO_GPU_KINDS))
 _NO_GPU_DETAIL = {name: detail for name, _, detail in _NO_GPU_KINDS}
@@ -871,7 +879,8 @@ _NO_GPU_DETAIL = {name: detail for name, _, detail in _NO_GPU_KINDS}
 @rule(
     "no-gpu-below",
     ("couldn't communicate with the NVIDIA driver", "communicate with the NVIDIA driver", "could not select device driver",
-     "No NVIDIA graphics adapter probed", "No NVIDIA GPU found", "probe routine was not called", "RmInitAdapter failed!"),
+     "No NVIDIA graphics adapter probed", "No NVIDIA GPU found", "probe routine was not called", "RmInitAdapter failed!",
+     "kernel driver does not appear to be running"),
     _NO_GPU.pattern,
 )
 def _no_gpu_below(m, rec, state):
@@ -881,7 +890,8 @@ def _no_gpu_below(m, rec, state):
     text = {"smi": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
             "docker": "could not select device driver with capabilities: [[gpu]]",
             "probe": "NVRM: no NVIDIA GPU probed", "owned": "NVRM: the NVIDIA probe routine was not called",
-            "init": "NVRM: RmInitAdapter failed"}[kind]
+            "init": "NVRM: RmInitAdapter failed",
+            "tfdiag": "kernel driver does not appear to be running on this host"}[kind]
     fields = {"cuda_error": text, "code": None, "detail": _NO_GPU_DETAIL[kind], "source": kind}
     if kind == "init":
         fields["pci"] = m.group("pci")

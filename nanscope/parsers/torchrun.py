@@ -22,6 +22,9 @@ death signal, shutting down workers", e.sigval); newest torch prints the Signals
   W0616 00:37:22.830000 4015698 torch/distributed/elastic/agent/server/api.py:719] Received Signals.SIGTERM death signal, shutting down workers
 torch 2.1-2.2 print the logger's name in their own format; the rules search, so they read it too:
   [2024-05-28 14:04:28,584] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 2 (pid: 60554) of binary: ...
+A vendor build (Alibaba PAI-DLC's torch, shihao1895/MemoryVLA#20) words the same two lines
+  ... [ERROR] failed (exitcode: -9) for binary located at /env/bin/python3.10 with local_rank: 0 (process ID: 71)
+  ... [WARNING] Sending process 73 the closing signal SIGTERM
 
 The block's rank is the rank the failure is about (the agent prints it). Without an error file
 (`error_file: <N/A>`) the "Root Cause" is only the first exit the agent noticed, not evidence.
@@ -38,19 +41,20 @@ from nanscope.parsers.python import classify
 @rule(
     "agent-failed",
     ("exitcode:",),
-    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)",
+    r"failed \(exitcode: (?P<code>-?\d+)\) (?:local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)"
+    r"|for binary located at \S+ with local_rank: (?P<lr2>\d+) \(process ID: (?P<pid2>\d+)\))",
 )
 def _agent_failed(m, rec, state):
     code = int(m.group("code"))
     # The agent names a local rank. An agent line with no prefix and no per-node file is one
     # node's agent talking about its own workers: there the local rank is the global rank.
     o = rec.origin
-    lr = int(m.group("lr"))
+    lr = int(m.group("lr") or m.group("lr2"))
     single_node = o.node is None and o.rank is None and o.local_rank is None
     ev = ErrorEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", error="worker_failed", message=rec.text,
         exitcode=code, signal=signal_of(code), rank=lr if single_node else None,
-        fields={"local_rank": lr, "pid": int(m.group("pid"))},
+        fields={"local_rank": lr, "pid": int(m.group("pid") or m.group("pid2"))},
     )
     if o.rank is not None and o.local_rank is None and o.node is None:
         # A launcher label in front of the agent's own line (`1: E... failed (exitcode: -11)
@@ -140,7 +144,7 @@ def _spawn_signal(m, rec, state):
 # nvidia-resiliency-ext, notebook launchers; torch 1.9 .. 2.x, same file):
 #   logger.warning("Closing process %s via signal %s", proc.pid, death_sig.name)
 @rule("closing-signal", ("closing signal", "via signal "),
-      r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)|Closing process (?P<pid2>\d+) via signal (?P<sig2>SIG\w+)")
+      r"Sending process (?P<pid>\d+) (?:the )?closing signal (?P<sig>SIG\w+)|Closing process (?P<pid2>\d+) via signal (?P<sig2>SIG\w+)")
 def _closing(m, rec, state):
     return LifecycleEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", action="teardown",

@@ -308,7 +308,10 @@ class Engine:
                     agg.also.append(other)
 
 
-_PLACEHOLDER = re.compile(r"\{([\w.]+)\}")
+# {name} or {name|default}: the default stands in for a value the match does not have (a summary
+# whose usual wording one kind of evidence cannot claim: process-killed's "was SIGKILLed" where the
+# launcher's line with the signal is not in the input)
+_PLACEHOLDER = re.compile(r"\{([\w.]+)(?:\|([^{}|]*))?\}")
 
 
 def _fmt_num(v: Any) -> Any:
@@ -329,10 +332,13 @@ def _short(s: str, n: int = 240) -> str:
 def render(template: str, values: dict, missing: Optional[str] = None) -> str:
     """Fill {name} placeholders that we know; leave any other brace (JSON in a fix text) alone.
     With `missing` (the summary), a placeholder the match has no value for (or None) becomes that
-    text instead: no `{grad_norm}` or `None` ever reaches a report's one-line summary."""
+    text instead: no `{grad_norm}` or `None` ever reaches a report's one-line summary. `{name|text}`
+    becomes `text` where the match has no value for `name`."""
     def sub(m: "re.Match[str]") -> str:
         k = m.group(1)
         v = values.get(k)
+        if v is None and m.group(2) is not None:
+            return m.group(2)
         if v is None:
             return m.group(0) if missing is None else missing
         return str(_fmt_num(v))
