@@ -205,7 +205,7 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
     else:
         for f in top:
             if f.sig.role == "collateral" and f.initiating_rank is None:
-                if _bookkeeping(f, ranks):
+                if _named_dead_peer(f) or _bookkeeping(f, ranks):
                     tiers[id(f)] = 3
                     continue
                 lone = _lone_abort(f, findings)
@@ -466,6 +466,25 @@ def _when(f: Finding) -> str:
     if step is not None:
         return f" at step {step}"
     return ""
+
+
+def _named_dead_peer(f: Finding) -> bool:
+    """Tier 3 for lost peers: the message itself names the one process that went away (the JAX coordination
+    service's `Task /job:jax_worker/replica:0/task:N heartbeat timeout`, N the process id), and that process
+    reports nothing of its own in the finding: it is where the failure started."""
+    named = {(getattr(ev, "fields", None) or {}).get("dead_peer_rank") for m in f.matches for ev in m.events[:1]}
+    if len(named) != 1 or None in named:
+        return False
+    r = next(iter(named))
+    if r in f.ranks:
+        return False
+    why = next(((getattr(ev, "fields", None) or {}).get("dead_peer_why") for m in f.matches for ev in m.events[:1]
+                if (getattr(ev, "fields", None) or {}).get("dead_peer_why")), None)
+    f.initiating_rank = r
+    f.confidence = "medium"
+    f.decided_by = f"tier 3: {why}" if why else f"tier 3: the message names rank {r} as the process that went away"
+    f.collateral_ranks = sorted(f.ranks)
+    return True
 
 
 def _bookkeeping(f: Finding, ranks: set) -> bool:

@@ -502,8 +502,8 @@ _OWN_LOSS_CHECK = re.compile(
 @rule("own-loss-check", ("Error: ", "Exception: "),
       r"^(?P<type>(?:\w+\.)*\w*(?:Error|Exception)): (?P<msg>.*\b[Ll]oss\b.*)$", match_start=True)
 def _own_loss_check(m, rec, state):
-    if not _OWN_LOSS_CHECK.search(m.group("msg")):
-        return None
+    if not _OWN_LOSS_CHECK.search(m.group("msg")) or " : Tensor had " in m.group("msg"):
+        return None  # (TensorFlow's check_numerics template around the caller's message is tf_checks.py's)
     return _step_event(rec, "pytorch", step=None, loss=float("nan"),
                        raw_fields={"raised": f"{m.group('type')}: {m.group('msg').strip()}"})
 
