@@ -1,0 +1,73 @@
+"""PyTorch core and the CUDA libraries under other stacks, session 14: the blind rounds 3500 and up.
+
+CUDA, cuDNN and cuBLAS failures as TensorFlow's stream executor, Caffe's glog checks and thrust report them
+(`(0) Unknown: CUDNN_STATUS_EXECUTION_FAILED`, `Check failed: status == CUDNN_STATUS_SUCCESS (8 vs. 0)  ...`,
+`failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED`, `parallel_for failed: cudaErrorMemoryAllocation:
+out of memory`), each named by its own class instead of nothing or a generic uncaught exception; cuDNN's
+skipped-plan warning and GradScaler's deprecation notice as healthy traps.
+
+Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
+the thread named in the comment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import diagnose_lines, ids
+from nanscope import api
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("3500.log", "cuda-illegal-memory-access"),  # a trainer's logger line: `[ERROR] trainer - <class 'RuntimeError'> ...`
+    ("3501.log", "cuda-driver-mismatch"),  # THC's error 35, a print of the script inside the traceback
+    ("3502.log", "cudnn-error"),  # Caffe's glog CUDNN_CHECK, the line wrapped by the console
+    ("3503.log", "cudnn-error"),  # TensorFlow: `(0) Unknown: CUDNN_STATUS_EXECUTION_FAILED`
+    ("3504.log", "cublas-error"),  # TensorFlow: `failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED`
+    ("3505.log", "cuda-oom"),  # thrust's `parallel_for failed: cudaErrorMemoryAllocation: out of memory`
+    ("3506.log", "cuda-device-assert"),  # the caching allocator's c10::Error through terminate
+    ("3507.log", "process-killed"),  # the shell's bare `Killed`
+])
+def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+@pytest.mark.parametrize("name", ["3508.log", "3509.log"])
+def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
+    # cuDNN v8's `Plan failed with a cudnnException ... CUDNN_STATUS_NOT_SUPPORTED` (a plan skipped, torch 2.3);
+    # GradScaler's FutureWarning and inductor's `Not enough SMs to use max_autotune_gemm mode`
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_tensorflow_cudnn_status_names_the_status() -> None:
+    finding = api.diagnose([str(PUBLIC / "3503.log")]).findings[0]
+    assert "CUDNN_STATUS_EXECUTION_FAILED" in finding.summary
+
+
+def test_thrust_oom_is_the_process_abort(tmp_path) -> None:
+    # NVIDIA/cccl#2092: thrust's bad_alloc, newer thrust naming the CUDA error
+    r = diagnose_lines(tmp_path, [
+        "terminate called after throwing an instance of 'thrust::THRUST_200400_860_NS::system::detail::bad_alloc'",
+        "  what():  std::bad_alloc: cudaErrorMemoryAllocation: out of memory",
+    ])
+    assert ids(r) == ["cuda-oom"]
+
+
+def test_tensorflow_handle_out_of_memory_is_an_oom(tmp_path) -> None:
+    # tensorflow/tensorflow#35887: the same handle creation failing for memory
+    r = diagnose_lines(tmp_path, [
+        "2020-01-14 21:15:04.419095: E tensorflow/stream_executor/cuda/cuda_blas.cc:238] failed to create cublas handle: CUBLAS_STATUS_ALLOC_FAILED",
+    ])
+    assert ids(r) == ["cuda-oom"]
+
+
+def test_tensorflow_blas_gemm_launch_failure_is_cublas(tmp_path) -> None:
+    # tensorflow/core/kernels/matmul_op.cc's errors::Internal("Blas GEMM launch failed : a.shape=(", ...)
+    r = diagnose_lines(tmp_path, [
+        "InternalError: Blas GEMM launch failed : a.shape=(32, 784), b.shape=(784, 10), m=32, n=10, k=784",
+    ])
+    assert ids(r) == ["cublas-error"]
