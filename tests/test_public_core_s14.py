@@ -31,15 +31,22 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3505.log", "cuda-oom"),  # thrust's `parallel_for failed: cudaErrorMemoryAllocation: out of memory`
     ("3506.log", "cuda-device-assert"),  # the caching allocator's c10::Error through terminate
     ("3507.log", "process-killed"),  # the shell's bare `Killed`
+    # round 2 (3510-3516), scored blind after the round-1 fixes
+    ("3510.log", "cuda-no-device"),  # THC's error 802: an NVSwitch machine without Fabric Manager
+    ("3511.log", "cuda-driver-mismatch"),  # error 222: PTX from a newer toolkit than the driver
+    ("3512.log", "cuda-driver-mismatch"),  # the same under cuda_memtest's log prefix
+    ("3513.log", "cuda-no-device"),  # torch's `CUDA unknown error - this may be due to ...`, a later stage's FileNotFoundError
+    ("3515.log", "worker-segfault"),  # SIGILL: a CPU without AVX2
 ])
 def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3508.log", "3509.log"])
+@pytest.mark.parametrize("name", ["3508.log", "3509.log", "3516.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     # cuDNN v8's `Plan failed with a cudnnException ... CUDNN_STATUS_NOT_SUPPORTED` (a plan skipped, torch 2.3);
-    # GradScaler's FutureWarning and inductor's `Not enough SMs to use max_autotune_gemm mode`
+    # GradScaler's FutureWarning and inductor's `Not enough SMs to use max_autotune_gemm mode`; DDP's grad-strides
+    # warning at step 0 (grad_norm=0 in the bar)
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -71,3 +78,22 @@ def test_tensorflow_blas_gemm_launch_failure_is_cublas(tmp_path) -> None:
         "InternalError: Blas GEMM launch failed : a.shape=(32, 784), b.shape=(784, 10), m=32, n=10, k=784",
     ])
     assert ids(r) == ["cublas-error"]
+
+
+def test_fabric_manager_is_named_for_error_802() -> None:
+    finding = api.diagnose([str(PUBLIC / "3510.log")]).findings[0]
+    assert "Fabric Manager" in finding.summary
+
+
+def test_the_unknown_error_warning_of_the_device_count(tmp_path) -> None:
+    # ahrm/UnstableFusion#30: torch only warns and goes on with no GPU
+    r = diagnose_lines(tmp_path, [
+        "/home/user/anaconda3/lib/python3.9/site-packages/torch/cuda/__init__.py:88: UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero. (Triggered internally at /opt/conda/conda-bld/pytorch_1665040357079/work/c10/cuda/CUDAFunctions.cpp:109.)",
+        "  return torch._C._cuda_getDeviceCount() > 0",
+    ])
+    assert ids(r) == ["cuda-no-device"]
+
+
+def test_the_workers_bus_error_comes_first() -> None:
+    # 3514: the worker's shared-memory bus error; PIL's AttributeError traceback printed after it stays second
+    assert ids(api.diagnose([str(PUBLIC / "3514.log")]))[0] == "dataloader-worker-killed"

@@ -698,6 +698,8 @@ def _fallen_off_bus(m, rec, state):
 #   803 cudaErrorSystemDriverMismatch        system has unsupported display driver / cuda driver combination
 #   804 cudaErrorCompatNotSupportedOnDevice  forward compatibility was attempted on non supported HW
 #   torch/cuda/__init__.py _check_driver:    The NVIDIA driver on your system is too old (found version 11040).
+#   222 cudaErrorUnsupportedPtxVersion       the provided PTX was compiled with an unsupported toolchain.
+#                                            (the program's PTX is from a newer CUDA toolkit than the driver can JIT)
 # and none at all:
 #   100 cudaErrorNoDevice                    no CUDA-capable device is detected
 #   46  cudaErrorDevicesUnavailable          CUDA-capable device(s) is/are busy or unavailable
@@ -705,11 +707,20 @@ def _fallen_off_bus(m, rec, state):
 #   c10/cuda/CUDAFunctions.cpp:              Found no NVIDIA driver on your system. Please check that you have ...
 #                                            CUDA driver initialization failed, you might not have a CUDA gpu.
 #   aten CUDAHooks / torch._C._cuda_init:    No CUDA GPUs are available
+#   802 cudaErrorSystemNotReady              system not yet initialized (an NVSwitch system whose fabric NVIDIA
+#                                            Fabric Manager has not set up: the service is not running, or not the
+#                                            driver's version)
+#   c10/cuda/CUDAFunctions.cpp, cudaErrorUnknown (999) from the device count: "CUDA unknown error - this may be due
+#                                            to an incorrectly set up environment, e.g. changing env variable
+#                                            CUDA_VISIBLE_DEVICES after program start. Setting the available devices to
+#                                            be zero." (raised, or warned as `UserWarning: CUDA initialization: ...`)
 _DRIVER_MISMATCH = {
     "CUDA driver version is insufficient for CUDA runtime version": (35, "the NVIDIA driver is older than the CUDA runtime"),
     "system has unsupported display driver / cuda driver combination": (803, "the user-space CUDA driver does not match the kernel driver"),
     "forward compatibility was attempted on non supported HW": (804, "CUDA forward-compatibility libraries loaded on a GPU that does not support them"),
     "NVIDIA driver on your system is too old": (None, "the NVIDIA driver is older than this PyTorch build's CUDA"),
+    "the provided PTX was compiled with an unsupported toolchain": (222, "the program's PTX was built by a newer CUDA "
+                                                                    "toolkit than the NVIDIA driver can compile"),
 }
 _NO_DEVICE = {
     "no CUDA-capable device is detected": (100, "no GPU visible to the process"),
@@ -718,6 +729,11 @@ _NO_DEVICE = {
     "Found no NVIDIA driver on your system": (None, "no NVIDIA driver loaded"),
     "CUDA driver initialization failed, you might not have a CUDA gpu": (3, "the CUDA driver failed to initialise"),
     "No CUDA GPUs are available": (None, "no GPU visible to the process"),
+    "system not yet initialized": (802, "the GPUs' NVSwitch fabric is not set up: NVIDIA Fabric Manager is not running "
+                                        "or not of the driver's version"),
+    "CUDA unknown error - this may be due to an incorrectly set up environment": (
+        999, "the CUDA driver failed to initialise the GPUs (cudaErrorUnknown): often the nvidia_uvm module not loaded "
+             "or a driver left broken by a suspend or an update, or CUDA_VISIBLE_DEVICES changed after start"),
     # cudaErrorInvalidDevice (101; CUDA <= 9: 10): the process asked for a GPU index that is not visible to it
     "invalid device ordinal": (101, "the GPU index asked for is not visible here: more processes per node than GPUs "
                                     "(--nproc_per_node), or cuda:N past the last GPU / CUDA_VISIBLE_DEVICES"),
