@@ -44,16 +44,28 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3523.log", "cuda-oom"),  # the same with glog's check-failure stack
     ("3524.log", "cublas-error"),  # TensorFlow 1.x's `Blas GEMM launch failed`
     ("3525.log", "cublas-error"),  # the same among root errors: `(0) Internal: ...`
+    # round 4 (3530-3540), scored blind after the round-3 changes: torch.compile's toolchain
+    ("3530.log", "torch-compile-failed"),  # BackendCompilerFailed: Triton refuses a GTX 1080 Ti (capability 6.1)
+    ("3531.log", "torch-compile-failed"),  # the same RuntimeError alone
+    ("3532.log", "torch-compile-failed"),  # `backend='inductor' raised:` without its class, no Triton
+    ("3533.log", "torch-compile-failed"),  # the older `Cannot find a working triton installation` wording
+    ("3534.log", "extension-build-failed"),  # Triton's C launcher: `cannot find -lcuda`, gcc's CalledProcessError
+    ("3535.log", "torch-compile-failed"),  # InvalidCxxCompiler as the inner exception
+    ("3536.log", "torch-compile-failed"),  # torch 2.1's `[...] torch._dynamo.convert_frame: [WARNING]` records
+    ("3537.log", "torch-compile-failed"),  # `Windows not yet supported for torch.compile`
+    ("3538.log", "torch-compile-failed"),  # `CppCompileError: C++ compile error` and the g++ command
+    ("3539.log", "torch-compile-failed"),  # torch 2.1's records of the capability check, its last line cut
 ])
 def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3508.log", "3509.log", "3516.log", "3526.log"])
+@pytest.mark.parametrize("name", ["3508.log", "3509.log", "3516.log", "3526.log", "3540.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     # cuDNN v8's `Plan failed with a cudnnException ... CUDNN_STATUS_NOT_SUPPORTED` (a plan skipped, torch 2.3);
     # GradScaler's FutureWarning and inductor's `Not enough SMs to use max_autotune_gemm mode`; DDP's grad-strides
-    # warning at step 0 (grad_norm=0 in the bar); TensorFlow's cudart dlerror and its own `Ignore above` notice
+    # warning at step 0 (grad_norm=0 in the bar); TensorFlow's cudart dlerror and its own `Ignore above` notice;
+    # inductor's `skipping cudagraphs due to cpu device` with a sympy value-range warning
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -104,3 +116,38 @@ def test_the_unknown_error_warning_of_the_device_count(tmp_path) -> None:
 def test_the_workers_bus_error_comes_first() -> None:
     # 3514: the worker's shared-memory bus error; PIL's AttributeError traceback printed after it stays second
     assert ids(api.diagnose([str(PUBLIC / "3514.log")]))[0] == "dataloader-worker-killed"
+
+
+def test_compile_toolchain_failure_says_what_is_missing() -> None:
+    # the inner exception of BackendCompilerFailed is part of what the user reads, also when its class
+    # does not end in Error (InvalidCxxCompiler), and also from torch 2.1's logged eager fallback
+    raised = api.diagnose([str(PUBLIC / "3535.log")]).findings[0]
+    assert "No working C++ compiler found" in raised.summary
+    logged = api.diagnose([str(PUBLIC / "3536.log")]).findings[0]
+    assert "eager" in logged.summary and "InvalidCxxCompiler" in logged.summary
+
+
+def test_triton_launcher_build_names_the_missing_libcuda() -> None:
+    finding = api.diagnose([str(PUBLIC / "3534.log")]).findings[0]
+    assert "Triton" in finding.summary and "libcuda" in finding.summary
+
+
+@pytest.mark.parametrize("line", [
+    # torch/_dynamo/eval_frame.py check_if_dynamo_supported and torch/__init__.py compile, other releases
+    "RuntimeError: Python 3.12+ not yet supported for torch.compile",
+    "RuntimeError: Dynamo is not supported on Python 3.12+",
+    # torch >= 2.6 raises the toolchain checks as their own classes (torch/_inductor/exc.py)
+    "torch._inductor.exc.TritonMissing: Cannot find a working triton installation. Either the package is not installed or it is too old. More information on installing Triton can be found at: https://github.com/triton-lang/triton",
+])
+def test_compile_refusals_of_other_releases(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == ["torch-compile-failed"]
+
+
+def test_a_linker_line_alone_is_no_build_failure(tmp_path) -> None:
+    # lm-sys/FastChat#2207: the linker's lines without the build that failed
+    r = diagnose_lines(tmp_path, [
+        "/usr/bin/ld: skipping incompatible /usr/lib32/libcuda.so when searching for -lcuda",
+        "/usr/bin/ld: cannot find -lcuda: No such file or directory",
+        "collect2: error: ld returned 1 exit status",
+    ])
+    assert ids(r) == []

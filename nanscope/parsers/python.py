@@ -166,10 +166,26 @@ _CLASSIFY = [
     # GuardOnDataDependentSymNode ("Could not guard on data-dependent expression ...", 2.4+ "It appears that you're
     # trying to get a value out of symbolic int/float whose value is data-dependent ...") from branching on a tensor's
     # value. Unsupported and GuardOnDataDependentSymNode do not end in Error: the dynamo-exception rule reads them.
+    # The toolchain inductor needs, by torch's own messages (the inner exception of BackendCompilerFailed, or raised
+    # alone): torch/_inductor/scheduler.py create_backend (2.0-2.5, RuntimeError; 2.6+ torch/_inductor/exc.py
+    # TritonMissing / GPUTooOldForTriton) "Cannot find a working triton installation. [Either the package is not
+    # installed or it is too old. ]More information on installing Triton can be found at ..." and "Found {name} which
+    # is too old to be supported by the triton GPU compiler, which is used as the backend. Triton only supports devices
+    # of CUDA Capability >= 7.0, but your device is of CUDA capability {major}.{minor}"; codecache.py / cpp_builder.py
+    # cpp_compiler_search InvalidCxxCompiler "No working C++ compiler found in torch._inductor.config.cpp.cxx: (None,
+    # 'g++')" and CppCompileError "C++ compile error"; the platform refused before anything is traced:
+    # torch/_dynamo/eval_frame.py check_if_dynamo_supported "Windows not yet supported for torch.compile" (2.0-2.?),
+    # "Python 3.11+ / 3.12+ / 3.13+ not yet supported for torch.compile", torch/__init__.py compile "Dynamo is not
+    # supported on Python 3.12+" (2.1-2.3; 3.13+ in 2.5).
     (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"
                 r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b|\bTorchRuntimeError$"
                 r"|\b(?:torch\._dynamo|torchdynamo)\.exc\.(?:Unsupported|UserError|InternalTorchDynamoError"
-                r"|UncapturedHigherOrderOpError)$|\bGuardOnDataDependentSymNode$"), "compile_failed"),
+                r"|UncapturedHigherOrderOpError)$|\bGuardOnDataDependentSymNode$"
+                r"|\b(?:InvalidCxxCompiler|TritonMissing|GPUTooOldForTriton|CppCompileError)$"
+                r"|\bCannot find a working triton installation\b|\bwhich is too old to be supported by the triton GPU compiler\b"
+                r"|\bNo working C\+\+ compiler found in torch\._inductor\.config\b"
+                r"|\b(?:Windows|Python 3\.\d+\+) not yet supported for torch\.compile\b"
+                r"|\bDynamo is not supported on Python 3\.\d+\+"), "compile_failed"),
     # torch/csrc/autograd/saved_variable.cpp SavedVariable::unpack, every release since 0.4 (1.x+ appends
     # ": [torch.cuda.FloatTensor [4, 512]], which is output 0 of XBackward0, is at version 2; expected version 1
     # instead. Hint: ..."): a tensor saved for the backward pass was modified in place after it was saved.
@@ -527,9 +543,17 @@ def _ddp_rank(m, rec, state):
 # rule takes it); with it (or for a soft failure) dynamo logs it at WARNING level with exc_info and runs
 # the frame in eager mode: `W1024 01:17:10.936000 1404 torch/_dynamo/convert_frame.py:1009] torch._dynamo.exc.
 # BackendCompilerFailed: backend='inductor' raised:`, then `...convert_frame.py:1009] NameError: ...`.
-@rule("dynamo-fallback", ("convert_frame.py:",),
-      r"\bW\d{4} [\d:.]+ +\d+ \S*convert_frame\.py:\d+\] (?:(?P<type>torch\._dynamo\.exc\.BackendCompilerFailed"
-      r"|torch\._inductor\.exc\.InductorError): ?(?P<msg>.*)|(?P<inner>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<imsg>.*))")
+# torch 2.1-2.2 print the same records in their own logging format (torch/_logging/_internal.py TorchLogsFormatter:
+# f"{rankprefix}[{asctime}]{traceid} {name}: [{levelname}]" before every line of the message):
+# `[2023-11-29 22:29:33,093] torch._dynamo.convert_frame: [WARNING] torch._dynamo.exc.BackendCompilerFailed: ...`.
+# The inner exception's class need not end in Error: inductor's InvalidCxxCompiler, TritonMissing, GPUTooOldForTriton.
+@rule("dynamo-fallback", ("convert_frame.py:", "torch._dynamo.convert_frame: [WARNING]"),
+      r"(?:\bW\d{4} [\d:.]+ +\d+ \S*convert_frame\.py:\d+\]"
+      r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\](?: \[[\d/_]+\])? torch\._dynamo\.convert_frame: \[WARNING\])"
+      r" (?:\[[\d/_]+\] )?(?:(?P<type>torch\._dynamo\.exc\.BackendCompilerFailed"
+      r"|torch\._inductor\.exc\.InductorError): ?(?P<msg>.*)"
+      r"|(?P<inner>(?:[A-Za-z_][\w.]*\.)?(?:InvalidCxxCompiler|TritonMissing|GPUTooOldForTriton)"
+      r"|[A-Za-z_][\w.]*(?:Error|Exception)): (?P<imsg>.*))")
 def _dynamo_fallback(m, rec, state):
     held = state.get("pending")
     if m.group("inner"):
@@ -953,9 +977,12 @@ def _short_detail(detail: str) -> str:
 
 
 # BackendCompilerFailed, FailOn{Recompile,Cache}LimitHit and {Cache,Recompile}LimitExceeded do not end in
-# Error: their lines are read by the exception builder all the same.
-_COMPILE_TYPES = r"BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit|(?:Cache|Recompile)LimitExceeded"
-_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit", "LimitExceeded"),
+# Error: their lines are read by the exception builder all the same; so are inductor's InvalidCxxCompiler,
+# TritonMissing and GPUTooOldForTriton (torch/_inductor/exc.py), BackendCompilerFailed's inner exception or raised alone.
+_COMPILE_TYPES = (r"BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit|(?:Cache|Recompile)LimitExceeded"
+                  r"|InvalidCxxCompiler|TritonMissing|GPUTooOldForTriton")
+_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit", "LimitExceeded", "InvalidCxxCompiler",
+                                          "TritonMissing", "GPUTooOldForTriton"),
                        LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*(?:" + _COMPILE_TYPES + r"))"
                        r"(?::[ \t]*(?P<msg>.*))?$",
                        match_start=True)(_exception.build)
