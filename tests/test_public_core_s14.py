@@ -55,17 +55,27 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3537.log", "torch-compile-failed"),  # `Windows not yet supported for torch.compile`
     ("3538.log", "torch-compile-failed"),  # `CppCompileError: C++ compile error` and the g++ command
     ("3539.log", "torch-compile-failed"),  # torch 2.1's records of the capability check, its last line cut
+    # round 5 (3541-3550), scored blind after the round-4 fixes
+    ("3541.log", "torch-compile-failed"),  # `Dynamo is not supported on Python 3.12+`, the traceback's head cut
+    ("3542.log", "cuda-arch-unsupported"),  # ptxas without sm_86 under 2022 torchdynamo's `compiler raised RuntimeError`
+    ("3543.log", "cuda-arch-unsupported"),  # Triton's `Internal Triton PTX codegen error`, ptxas without sm_120
+    ("3544.log", "cuda-arch-unsupported"),  # the same for sm_100 under `0000-steps/0 [default6]:[rank6]: `
+    ("3545.log", "cuda-arch-unsupported"),  # PTXASError from Triton alone, sm_121a
+    ("3546.log", "dependency-missing"),  # inductor importing AttrsDescriptor from another Triton release (accepted id)
+    ("3547.log", "torch-compile-failed"),  # inductor's glog record of ptxas' CalledProcessError, its head line not shown
+    ("3550.log", "torch-compile-failed"),  # the Python 3.12 refusal after ChatTTS's INFO records, on Windows
 ])
 def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3508.log", "3509.log", "3516.log", "3526.log", "3540.log"])
+@pytest.mark.parametrize("name", ["3508.log", "3509.log", "3516.log", "3526.log", "3540.log", "3548.log", "3549.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     # cuDNN v8's `Plan failed with a cudnnException ... CUDNN_STATUS_NOT_SUPPORTED` (a plan skipped, torch 2.3);
     # GradScaler's FutureWarning and inductor's `Not enough SMs to use max_autotune_gemm mode`; DDP's grad-strides
     # warning at step 0 (grad_norm=0 in the bar); TensorFlow's cudart dlerror and its own `Ignore above` notice;
-    # inductor's `skipping cudagraphs due to cpu device` with a sympy value-range warning
+    # inductor's `skipping cudagraphs due to cpu device` with a sympy value-range warning; inductor's online-softmax
+    # UserWarning; max-autotune's table of GEMM choices
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -151,3 +161,25 @@ def test_a_linker_line_alone_is_no_build_failure(tmp_path) -> None:
         "collect2: error: ld returned 1 exit status",
     ])
     assert ids(r) == []
+
+
+def test_ptxas_refusing_the_gpu_names_the_architecture() -> None:
+    # one finding for Triton's exception and ptxas' line under it, which says what the GPU is
+    findings = api.diagnose([str(PUBLIC / "3543.log")]).findings
+    assert [f.id for f in findings] == ["cuda-arch-unsupported"]
+    assert "sm_120" in findings[0].summary and "ptxas" in findings[0].summary
+
+
+def test_inductor_logged_ptxas_failure_says_so() -> None:
+    finding = api.diagnose([str(PUBLIC / "3547.log")]).findings[0]
+    assert "ptxas exited 255" in finding.summary and "sm_120" in finding.summary
+
+
+def test_inductor_record_with_its_head_is_one_failure(tmp_path) -> None:
+    # an inductor record's head line (woct0rdho/triton-windows#114), then an exception line of such a record
+    # (fishaudio/fish-speech#907), each verbatim: one failure, not two
+    r = diagnose_lines(tmp_path, [
+        "E0429 11:10:24.821000 558924 site-packages\\torch\\_inductor\\runtime\\triton_heuristics.py:539] [0/0] Triton compilation failed: triton_red_fused__to_copy_add_index_linalg_vector_norm_mean_mse_loss_mul_pow_sub_43",
+        "E0303 11:40:42.533000 713 site-packages/torch/_inductor/runtime/triton_heuristics.py:533] subprocess.CalledProcessError: Command '['/home/USER/anaconda3/envs/fish-speech/lib/python3.10/site-packages/triton/backends/nvidia/bin/ptxas', '-lineinfo', '-v', '--gpu-name=sm_120', '/tmp/tmpdy7phawp.ptx', '-o', '/tmp/tmpdy7phawp.ptx.o']' returned non-zero exit status 255.",
+    ])
+    assert ids(r) == ["torch-compile-failed"]
