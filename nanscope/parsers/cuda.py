@@ -367,6 +367,59 @@ def _runtime_cuda_error(m, rec, state):
     return ev
 
 
+# cuBLAS as other stacks report it (an allocation failure stays cublas-alloc's, above):
+#   TensorFlow's stream executor (tensorflow/stream_executor/cuda/cuda_blas.cc CUDABlas::Init, xla/stream_executor
+#   later): LOG(ERROR) << "failed to create cublas handle: " << ToString(ret), once per attempt; the matmul that
+#   needed it then fails with tensorflow/core/kernels/matmul_op.cc's errors::Internal("Blas GEMM launch failed :
+#   a.shape=(", ...) (batch_matmul_op: "Blas xGEMMBatched launch failed", "Blas xGEMV launch failed").
+#   Caffe's CUBLAS_CHECK (include/caffe/util/device_alternate.hpp): glog CHECK_EQ(status, CUBLAS_STATUS_SUCCESS) << " "
+#   << cublasGetErrorString(status): `Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0)  CUBLAS_STATUS_EXECUTION_FAILED`.
+@rule("other-cublas", ("failed to create cublas handle: ", " launch failed", "CUBLAS_STATUS_"),
+      r"failed to create cublas handle: (?P<handle>CUBLAS_STATUS_(?!ALLOC_FAILED)[A-Z_]+)"
+      r"|(?<![\w-])Blas (?P<op>GEMM|xGEMMBatched|xGEMV|SGEMM|GEMV|GEMMBatched) launch failed"
+      r"|\(\d+ vs\. \d+\)\s+(?P<glog>CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)[A-Z_]+)")
+def _other_cublas(m, rec, state):
+    status = m.group("handle") or m.group("glog")
+    if m.group("handle"):
+        err = f"failed to create cublas handle: {status}"
+    elif m.group("op"):
+        err = f"Blas {m.group('op')} launch failed"
+    else:
+        err = status
+    if not first_time(state, _key(rec, "other_cublas", status or "launch"), rec.loc.line):
+        return []
+    ev = _error(rec, "cuda_error", {"cuda_error": err, "library": "cublas", "status": status, "call": None})
+    if ev.exc_type is None:
+        ev.exc_type = "cuBLAS error"  # a log line (TensorFlow's LOG(ERROR), glog), not an exception's
+    return ev
+
+
+# Caffe's CUDA_CHECK (include/caffe/util/device_alternate.hpp): glog CHECK_EQ(error, cudaSuccess) << " " <<
+# cudaGetErrorString(error), so a failed cudaMalloc reads `Check failed: error == cudaSuccess (2 vs. 0)  out of memory`
+# (the other cudaGetErrorString texts are read by their own rules). Thrust (CUDA's C++ algorithms, under
+# MinkowskiEngine, torch-scatter, spconv, ...) throws thrust::system::system_error / bad_alloc with the runtime's
+# error: `parallel_for failed: cudaErrorMemoryAllocation: out of memory`, `std::bad_alloc: cudaErrorMemoryAllocation:
+# out of memory` (older thrust without the enum name: `parallel_for failed: out of memory`, `std::bad_alloc: out of
+# memory`); thrown from a noexcept path it ends the process (`terminate called after throwing an instance of
+# 'thrust::system::system_error'`). Either is the GPU out of memory.
+@rule("other-cuda-oom", ("cudaErrorMemoryAllocation", "bad_alloc: out of memory", "parallel_for failed: out of memory",
+                         " vs. 0)"),
+      r"(?P<thrust>cudaErrorMemoryAllocation|std::bad_alloc: out of memory|parallel_for failed: out of memory)"
+      r"|\(2 vs\. 0\)\s+(?P<glog>out of memory)\s*$")
+def _other_oom(m, rec, state):
+    if not first_time(state, ("oom", None, None), rec.loc.line):
+        return []
+    if m.group("glog"):
+        detail = "a CUDA allocation failed: out of memory (glog's CHECK of cudaSuccess, Caffe's CUDA_CHECK)"
+    else:
+        detail = "a CUDA allocation inside thrust failed: out of memory (cudaErrorMemoryAllocation)"
+    ev = _error(rec, "cuda_oom", {"driver": True, "tried_gib": None, "detail": detail})
+    _terminated(ev, rec, state)
+    if ev.exc_type is None and m.group("glog"):
+        ev.exc_type = "CUDA error"
+    return ev
+
+
 @rule("cublas-alloc", ("CUBLAS_STATUS_ALLOC_FAILED",), r"CUBLAS_STATUS_ALLOC_FAILED(?: when calling `(?P<call>[^`]*)`)?")
 def _cublas_alloc(m, rec, state):
     if not first_time(state, ("cublas_alloc",), rec.loc.line):
@@ -645,6 +698,8 @@ def _fallen_off_bus(m, rec, state):
 #   803 cudaErrorSystemDriverMismatch        system has unsupported display driver / cuda driver combination
 #   804 cudaErrorCompatNotSupportedOnDevice  forward compatibility was attempted on non supported HW
 #   torch/cuda/__init__.py _check_driver:    The NVIDIA driver on your system is too old (found version 11040).
+#   222 cudaErrorUnsupportedPtxVersion       the provided PTX was compiled with an unsupported toolchain.
+#                                            (the program's PTX is from a newer CUDA toolkit than the driver can JIT)
 # and none at all:
 #   100 cudaErrorNoDevice                    no CUDA-capable device is detected
 #   46  cudaErrorDevicesUnavailable          CUDA-capable device(s) is/are busy or unavailable
@@ -652,11 +707,20 @@ def _fallen_off_bus(m, rec, state):
 #   c10/cuda/CUDAFunctions.cpp:              Found no NVIDIA driver on your system. Please check that you have ...
 #                                            CUDA driver initialization failed, you might not have a CUDA gpu.
 #   aten CUDAHooks / torch._C._cuda_init:    No CUDA GPUs are available
+#   802 cudaErrorSystemNotReady              system not yet initialized (an NVSwitch system whose fabric NVIDIA
+#                                            Fabric Manager has not set up: the service is not running, or not the
+#                                            driver's version)
+#   c10/cuda/CUDAFunctions.cpp, cudaErrorUnknown (999) from the device count: "CUDA unknown error - this may be due
+#                                            to an incorrectly set up environment, e.g. changing env variable
+#                                            CUDA_VISIBLE_DEVICES after program start. Setting the available devices to
+#                                            be zero." (raised, or warned as `UserWarning: CUDA initialization: ...`)
 _DRIVER_MISMATCH = {
     "CUDA driver version is insufficient for CUDA runtime version": (35, "the NVIDIA driver is older than the CUDA runtime"),
     "system has unsupported display driver / cuda driver combination": (803, "the user-space CUDA driver does not match the kernel driver"),
     "forward compatibility was attempted on non supported HW": (804, "CUDA forward-compatibility libraries loaded on a GPU that does not support them"),
     "NVIDIA driver on your system is too old": (None, "the NVIDIA driver is older than this PyTorch build's CUDA"),
+    "the provided PTX was compiled with an unsupported toolchain": (222, "the program's PTX was built by a newer CUDA "
+                                                                    "toolkit than the NVIDIA driver can compile"),
 }
 _NO_DEVICE = {
     "no CUDA-capable device is detected": (100, "no GPU visible to the process"),
@@ -665,6 +729,11 @@ _NO_DEVICE = {
     "Found no NVIDIA driver on your system": (None, "no NVIDIA driver loaded"),
     "CUDA driver initialization failed, you might not have a CUDA gpu": (3, "the CUDA driver failed to initialise"),
     "No CUDA GPUs are available": (None, "no GPU visible to the process"),
+    "system not yet initialized": (802, "the GPUs' NVSwitch fabric is not set up: NVIDIA Fabric Manager is not running "
+                                        "or not of the driver's version"),
+    "CUDA unknown error - this may be due to an incorrectly set up environment": (
+        999, "the CUDA driver failed to initialise the GPUs (cudaErrorUnknown): often the nvidia_uvm module not loaded "
+             "or a driver left broken by a suspend or an update, or CUDA_VISIBLE_DEVICES changed after start"),
     # cudaErrorInvalidDevice (101; CUDA <= 9: 10): the process asked for a GPU index that is not visible to it
     "invalid device ordinal": (101, "the GPU index asked for is not visible here: more processes per node than GPUs "
                                     "(--nproc_per_node), or cuda:N past the last GPU / CUDA_VISIBLE_DEVICES"),
@@ -728,9 +797,19 @@ def _gpu_lost(m, rec, state):
 # "incompatibility: ... linked against").
 # CUDNN_STATUS_ALLOC_FAILED is cuDNN's out-of-memory. The frontend's `UserWarning: Plan failed with a cudnnException:
 # ... cudnn_status: CUDNN_STATUS_NOT_SUPPORTED` (torch 2.3) is a plan cuDNN skipped, no error: none of these match it.
+#
+# Other stacks print the status name alone. TensorFlow's stream executor (tensorflow/stream_executor/cuda/cuda_dnn.cc,
+# RETURN_IF_CUDNN_ERROR) returns port::Status(port::error::UNKNOWN, ToString(status) + "\nin <file>(<line>): '<call>'"),
+# which Python shows as `UnknownError: CUDNN_STATUS_EXECUTION_FAILED` or, among several root errors,
+# `  (0) Unknown: CUDNN_STATUS_EXECUTION_FAILED` (TF 2.9+ `UNKNOWN: `; INTERNAL likewise). Caffe's CUDNN_CHECK
+# (include/caffe/util/cudnn.hpp) is glog's CHECK_EQ(status, CUDNN_STATUS_SUCCESS) << " " << cudnnGetErrorString(status):
+# `Check failed: status == CUDNN_STATUS_SUCCESS (8 vs. 0)  CUDNN_STATUS_EXECUTION_FAILED` (NVCaffe adds ", device N");
+# the value pair `(8 vs. 0)` before the name is read, so a console that wrapped the long glog line still gives it.
 _CUDNN = re.compile(
     r"(?:cuDNN|CuDNN) error: (?P<status>CUDNN_STATUS_[A-Z_]+)"
-    r"|(?:^|(?<=Error: )|(?<=Exception: ))(?P<bare>CUDNN_STATUS_[A-Z_]+)\s*$"
+    r"|(?:^|(?<=Error: )|(?<=Exception: )|(?P<tf>(?<=Unknown: )|(?<=UNKNOWN: )|(?<=Internal: )|(?<=INTERNAL: )))"
+    r"(?P<bare>CUDNN_STATUS_[A-Z_]+)\s*$"
+    r"|\(\d+ vs\. \d+\)\s+(?P<glog>CUDNN_STATUS_(?!SUCCESS)[A-Z_]+)"
     r"|(?P<engine>GET|FIND) was unable to find an engine to execute this computation"
     r"|cuDNN Frontend error: (?P<frontend>\S.*)$"
     r"|cuDNN version (?:incompatibility|mismatch): PyTorch was compiled +against (?P<built>\([\d, ]+\)|\d+) but "
@@ -741,7 +820,7 @@ _CUDNN = re.compile(
 @rule("cudnn-error", ("cuDNN error: ", "CuDNN error: ", "CUDNN_STATUS_", "was unable to find an engine to execute",
                       "cuDNN Frontend error: ", "cuDNN version "), _CUDNN.pattern)
 def _cudnn(m, rec, state):
-    status = m.group("status") or m.group("bare")
+    status = m.group("status") or m.group("bare") or m.group("glog")
     if m.group("built"):
         detail = f"torch was built against cuDNN {m.group('built')} but loaded {m.group('run')} (another cuDNN shadows torch's own)"
         status = "version mismatch"
@@ -757,8 +836,8 @@ def _cudnn(m, rec, state):
         return _error(rec, "cuda_oom", {"cudnn": True, "detail": "cuDNN could not allocate GPU memory (CUDNN_STATUS_ALLOC_FAILED)"})
     ev = _error(rec, "cuda_error", {"cuda_error": detail, "library": "cudnn", "status": status,
                                     "engine": m.group("engine")})
-    if ev.exc_type is None and m.group("bare") is None:
-        ev.exc_type = "cuDNN error"  # logged without the exception's class (a wrapper's log line, `what():`)
+    if ev.exc_type is None and (m.group("bare") is None or m.group("tf") is not None):
+        ev.exc_type = "cuDNN error"  # logged without the exception's class (a wrapper's log line, `what():`, glog)
     _terminated(ev, rec, state)
     return ev
 
@@ -878,7 +957,7 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, Triton kernels past the GPU's resources, cuBLAS and cuDNN status errors, ops the MPS backend lacks, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
-    rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _ecc, _nvlink,
+    rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _other_cublas, _other_oom, _ecc, _nvlink,
            _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _assert_bare, _xid,
            _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cudnn,
            _thc_cublas, _mps_op, _mps_float64, _cuda_error],

@@ -166,10 +166,26 @@ _CLASSIFY = [
     # GuardOnDataDependentSymNode ("Could not guard on data-dependent expression ...", 2.4+ "It appears that you're
     # trying to get a value out of symbolic int/float whose value is data-dependent ...") from branching on a tensor's
     # value. Unsupported and GuardOnDataDependentSymNode do not end in Error: the dynamo-exception rule reads them.
+    # The toolchain inductor needs, by torch's own messages (the inner exception of BackendCompilerFailed, or raised
+    # alone): torch/_inductor/scheduler.py create_backend (2.0-2.5, RuntimeError; 2.6+ torch/_inductor/exc.py
+    # TritonMissing / GPUTooOldForTriton) "Cannot find a working triton installation. [Either the package is not
+    # installed or it is too old. ]More information on installing Triton can be found at ..." and "Found {name} which
+    # is too old to be supported by the triton GPU compiler, which is used as the backend. Triton only supports devices
+    # of CUDA Capability >= 7.0, but your device is of CUDA capability {major}.{minor}"; codecache.py / cpp_builder.py
+    # cpp_compiler_search InvalidCxxCompiler "No working C++ compiler found in torch._inductor.config.cpp.cxx: (None,
+    # 'g++')" and CppCompileError "C++ compile error"; the platform refused before anything is traced:
+    # torch/_dynamo/eval_frame.py check_if_dynamo_supported "Windows not yet supported for torch.compile" (2.0-2.?),
+    # "Python 3.11+ / 3.12+ / 3.13+ not yet supported for torch.compile", torch/__init__.py compile "Dynamo is not
+    # supported on Python 3.12+" (2.1-2.3; 3.13+ in 2.5).
     (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"
                 r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b|\bTorchRuntimeError$"
                 r"|\b(?:torch\._dynamo|torchdynamo)\.exc\.(?:Unsupported|UserError|InternalTorchDynamoError"
-                r"|UncapturedHigherOrderOpError)$|\bGuardOnDataDependentSymNode$"), "compile_failed"),
+                r"|UncapturedHigherOrderOpError)$|\bGuardOnDataDependentSymNode$"
+                r"|\b(?:InvalidCxxCompiler|TritonMissing|GPUTooOldForTriton|CppCompileError)$"
+                r"|\bCannot find a working triton installation\b|\bwhich is too old to be supported by the triton GPU compiler\b"
+                r"|\bNo working C\+\+ compiler found in torch\._inductor\.config\b"
+                r"|\b(?:Windows|Python 3\.\d+\+) not yet supported for torch\.compile\b"
+                r"|\bDynamo is not supported on Python 3\.\d+\+"), "compile_failed"),
     # torch/csrc/autograd/saved_variable.cpp SavedVariable::unpack, every release since 0.4 (1.x+ appends
     # ": [torch.cuda.FloatTensor [4, 512]], which is output 0 of XBackward0, is at version 2; expected version 1
     # instead. Hint: ..."): a tensor saved for the backward pass was modified in place after it was saved.
@@ -535,9 +551,17 @@ def _ddp_rank(m, rec, state):
 # rule takes it); with it (or for a soft failure) dynamo logs it at WARNING level with exc_info and runs
 # the frame in eager mode: `W1024 01:17:10.936000 1404 torch/_dynamo/convert_frame.py:1009] torch._dynamo.exc.
 # BackendCompilerFailed: backend='inductor' raised:`, then `...convert_frame.py:1009] NameError: ...`.
-@rule("dynamo-fallback", ("convert_frame.py:",),
-      r"\bW\d{4} [\d:.]+ +\d+ \S*convert_frame\.py:\d+\] (?:(?P<type>torch\._dynamo\.exc\.BackendCompilerFailed"
-      r"|torch\._inductor\.exc\.InductorError): ?(?P<msg>.*)|(?P<inner>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<imsg>.*))")
+# torch 2.1-2.2 print the same records in their own logging format (torch/_logging/_internal.py TorchLogsFormatter:
+# f"{rankprefix}[{asctime}]{traceid} {name}: [{levelname}]" before every line of the message):
+# `[2023-11-29 22:29:33,093] torch._dynamo.convert_frame: [WARNING] torch._dynamo.exc.BackendCompilerFailed: ...`.
+# The inner exception's class need not end in Error: inductor's InvalidCxxCompiler, TritonMissing, GPUTooOldForTriton.
+@rule("dynamo-fallback", ("convert_frame.py:", "torch._dynamo.convert_frame: [WARNING]"),
+      r"(?:\bW\d{4} [\d:.]+ +\d+ \S*convert_frame\.py:\d+\]"
+      r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\](?: \[[\d/_]+\])? torch\._dynamo\.convert_frame: \[WARNING\])"
+      r" (?:\[[\d/_]+\] )?(?:(?P<type>torch\._dynamo\.exc\.BackendCompilerFailed"
+      r"|torch\._inductor\.exc\.InductorError): ?(?P<msg>.*)"
+      r"|(?P<inner>(?:[A-Za-z_][\w.]*\.)?(?:InvalidCxxCompiler|TritonMissing|GPUTooOldForTriton)"
+      r"|[A-Za-z_][\w.]*(?:Error|Exception)): (?P<imsg>.*))")
 def _dynamo_fallback(m, rec, state):
     held = state.get("pending")
     if m.group("inner"):
@@ -846,7 +870,11 @@ _EXTENSION_BARE = re.compile(
     r"^\s*(?:(?P<lib>\S+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>\S+)"
     r"|Could not run '" + _NOT_TORCH_OP + r"(?P<op>\w+::[\w.]+)' with arguments from the '(?P<key>\w+)' backend"
     r"|The detected CUDA version \((?P<have>[\d.]+)\) mismatches the version that was used to compile)")
-_ANNOUNCES_NEXT_LINE = re.compile(r"because of the following error \(look up to see its traceback\):$")
+# Triton's PTX-to-cubin step (triton/backends/nvidia/compiler.py make_cubin) puts ptxas' stderr after its own words:
+# `raise RuntimeError(f'Internal Triton PTX codegen error: \\n{log}')` (Triton 2.x-3.0), `raise PTXASError(f"{error}\\n`ptxas`
+# stderr:\\n{log}\\nRepro command: ...")` with error = "Internal Triton PTX codegen error" (3.1+): what ptxas said follows.
+_ANNOUNCES_NEXT_LINE = re.compile(r"because of the following error \(look up to see its traceback\):$"
+                                  r"|\bInternal Triton PTX codegen error:?$")
 
 
 _SO_SYMBOL = re.compile(r"(?<![^\s'\"/\\])(?P<lib>[^\s'\"/\\]+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>[^\s'\"]+)")
@@ -961,9 +989,12 @@ def _short_detail(detail: str) -> str:
 
 
 # BackendCompilerFailed, FailOn{Recompile,Cache}LimitHit and {Cache,Recompile}LimitExceeded do not end in
-# Error: their lines are read by the exception builder all the same.
-_COMPILE_TYPES = r"BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit|(?:Cache|Recompile)LimitExceeded"
-_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit", "LimitExceeded"),
+# Error: their lines are read by the exception builder all the same; so are inductor's InvalidCxxCompiler,
+# TritonMissing and GPUTooOldForTriton (torch/_inductor/exc.py), BackendCompilerFailed's inner exception or raised alone.
+_COMPILE_TYPES = (r"BackendCompilerFailed|FailOn(?:Recompile|Cache)LimitHit|(?:Cache|Recompile)LimitExceeded"
+                  r"|InvalidCxxCompiler|TritonMissing|GPUTooOldForTriton")
+_compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit", "LimitExceeded", "InvalidCxxCompiler",
+                                          "TritonMissing", "GPUTooOldForTriton"),
                        LOGGER_PREFIX + r"(?P<type>(?:\w+\.)*(?:" + _COMPILE_TYPES + r"))"
                        r"(?::[ \t]*(?P<msg>.*))?$",
                        match_start=True)(_exception.build)
@@ -1013,10 +1044,60 @@ def _ignite_terminating(m, rec, state):
 @rule("triton-compile-failed", ("Triton compilation failed: ",),
       r"(?<![\w\\])Triton compilation failed: (?P<kernel>[A-Za-z_]\w*)[ \t]*$")
 def _triton_compile_failed(m, rec, state):
+    state["inductor_logged"] = rec.loc.line
     out = _release(state)
     out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
                           message=f"inductor could not compile the Triton kernel {m.group('kernel')}",
                           fields={"kernel": m.group("kernel")}))
+    return out
+
+
+# The rest of the same record: log.exception writes the traceback and the exception under the record's glog prefix,
+# `E0303 11:40:42.533000 713 site-packages/torch/_inductor/runtime/triton_heuristics.py:533] subprocess.CalledProcessError:
+# Command '[.../ptxas', ..., '--gpu-name=sm_120', ...]' returned non-zero exit status 255.` An excerpt may start after
+# the head line: the first exception line of the record says the same.
+_INDUCTOR_RECORD_SPAN = 40
+
+
+@rule("inductor-logged-exception", ("triton_heuristics.py:",),
+      r"\bE\d{4} [\d:.]+ +\d+ \S*triton_heuristics\.py:\d+\] (?:\[[\d/_]+\] )?"
+      r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): (?P<msg>\S.*)$")
+def _inductor_logged_exception(m, rec, state):
+    seen = state.get("inductor_logged")
+    state["inductor_logged"] = rec.loc.line
+    if seen is not None and rec.loc.line - seen <= _INDUCTOR_RECORD_SPAN:
+        return []  # the same record's head (or an earlier exception of it) was reported
+    msg = m.group("msg").strip()
+    ptxas = re.search(r"/ptxas', .*'--gpu-name=(sm_\w+)'.*returned non-zero exit status (-?\d+)", msg)
+    what = (f"ptxas exited {ptxas.group(2)} compiling for {ptxas.group(1)}" if ptxas
+            else f"{m.group('type').rsplit('.', 1)[-1]}: {msg[:160]}")
+    out = _release(state)
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
+                          message=f"inductor could not compile a Triton kernel ({what})", exc_type=m.group("type"),
+                          fields={"logged": True}))
+    return out
+
+
+# ptxas' own refusal of the GPU's architecture, under Triton's message above or alone (a source of torch.compile or
+# a Triton kernel): `ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'`: the ptxas in use (Triton's
+# bundled one, or TRITON_PTXAS_PATH's) is from a CUDA release older than the GPU (sm_86 before CUDA 11.1, sm_90a before
+# 12.0, sm_100 / sm_120 before 12.8, sm_121a before 12.9). The exception that announced it becomes this finding.
+@rule("ptxas-arch", ("is not defined for option 'gpu-name'",),
+      r"\bptxas fatal\s*: Value '(?P<arch>sm_\w+)' is not defined for option 'gpu-name'")
+def _ptxas_arch(m, rec, state):
+    arch = m.group("arch")
+    fields = {"cuda_error": f"ptxas does not know {arch} (`Value '{arch}' is not defined for option 'gpu-name'`): Triton "
+                            f"cannot compile kernels for this GPU with a ptxas older than it", "warning": False, "arch": arch}
+    held = state.get("pending")
+    if held is not None and held.error == "exception" and (held.fields or {}).get("continues") \
+            and "PTX codegen error" in (held.message or "") and 0 < rec.loc.line - held.loc.line <= 4:
+        state.pop("pending")
+        held.error = "cuda_arch_unsupported"
+        held.fields = {**(held.fields or {}), **fields}
+        return [held]
+    out = _release(state)
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="triton", error="cuda_arch_unsupported",
+                          message=m.group(0), fields=fields))
     return out
 
 
@@ -1026,7 +1107,7 @@ PARSER = Parser(
     priority=80,
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
-           _triton_compile_failed, _ignite_terminating, _compile_raised, _ray_actor_name, _notebook_frame,
+           _triton_compile_failed, _inductor_logged_exception, _ptxas_arch, _ignite_terminating, _compile_raised, _ray_actor_name, _notebook_frame,
            _distribution_real,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,
            _weights_only_bare, _extension_bare, _operand_bare],

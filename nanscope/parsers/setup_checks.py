@@ -186,15 +186,39 @@ def _quantized(m, rec, state):
     return error_event(m, rec, "quantized_model_no_adapter", "hf", detail)
 
 
+# The linker's own line before a failed build: `/usr/bin/ld: cannot find -lcuda` (binutils; newer: `...: No such file or
+# directory`): kept for the build failure that follows it.
+@rule("linker-no-libcuda", ("cannot find -lcuda",), r"\bld(?:\.\w+)?: cannot find -lcuda\b")
+def _linker_no_libcuda(m, rec, state):
+    state["no_libcuda"] = rec.loc.line
+    return []
+
+
 @rule("extension-build", ("Error building extension '", "['ninja', '-v'", "Unable to JIT load the ", "Ninja is required to load C++ extensions",
-                          "CUDA_HOME does not exist, unable to compile CUDA op", "CUDA_HOME environment variable is not set"),
+                          "CUDA_HOME does not exist, unable to compile CUDA op", "CUDA_HOME environment variable is not set",
+                          "/main.c', "),
       _TYPE + r"(?P<msg>Error building extension '(?P<name>[^'{}]+)'"
       r"|(?P<nocuda>CUDA_HOME does not exist, unable to compile CUDA op\(s\)|CUDA_HOME environment variable is not set)"
       r"|Command '\['ninja', '-v'(?:, '-j', '\d+')?\]' returned non-zero exit status \d+"
+      r"|(?P<triton>Command '\['[^',]{1,300}', '[^',]{0,300}/main\.c', )"
       r"|Unable to JIT load the (?P<op>\w+) op due to (?P<why>ninja not being installed|it not being compatible)"
       r"|Ninja is required to load C\+\+ extensions)")
 def _extension_build(m, rec, state):
     name = m.group("name") or m.group("op")
+    if m.group("triton"):
+        # triton/runtime/build.py _build (triton 2.x-3.x; triton/compiler.py before 2.1): the C launcher of a kernel
+        # (cuda_utils, __triton_launcher, triton_) is compiled from a main.c in a temporary directory with $CC / gcc /
+        # clang and linked against the driver's libcuda (`subprocess.check_call(cc_cmd)` raises CalledProcessError).
+        if "returned non-zero exit status" not in rec.text[m.end("triton"):]:
+            return None
+        lib = state.pop("no_libcuda", None)
+        detail = "Triton's JIT build of its C launcher (main.c, with the C compiler) failed"
+        if lib is not None and rec.loc.line - lib <= 10:
+            detail += (": the linker cannot find libcuda (`cannot find -lcuda`): the driver's libcuda.so is not on the "
+                       "linker's path (a libcuda.so link, LIBRARY_PATH or TRITON_LIBCUDA_PATH)")
+        else:
+            detail += " (the compiler's errors are in the lines above)"
+        return error_event(m, rec, "extension_build_failed", "triton", detail)
     if m.group("nocuda"):
         detail = "no CUDA toolkit was found to compile the CUDA ops (CUDA_HOME is not set and no nvcc is on the PATH)"
     elif m.group("why") and m.group("why").startswith("it not"):
@@ -330,7 +354,7 @@ PARSER = Parser(
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, FlashAttention 2, "
                 "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
-    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _extension_build, _model_no_loss,
+    rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _linker_no_libcuda, _extension_build, _model_no_loss,
            _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
            _hf_not_accessible],
 )
