@@ -45,6 +45,12 @@ rule holds for every model, path and number the template is filled with:
   not set. Please set it to your CUDA install root.`
 - transformers trainer.py `Trainer.compute_loss`: `The model did not return a loss from the inputs, only
   the following keys: {output keys}. For reference, the inputs it received are {input keys}.`
+- transformers trainer.py `Trainer._prepare_inputs`: `The batch received was empty, your model won't be able to train on
+  it. Double-check that your training dataset contains keys expected by the model: {','.join(signature_columns)}.`
+  (4.1x: `... keys expected by the model.`): remove_unused_columns dropped every column the forward does not name.
+- transformers training_args.py `TrainingArguments.__post_init__`: `FP16 Mixed precision training with AMP or APEX
+  (`--fp16`) and FP16 half precision evaluation (`--fp16_full_eval`) can only be used on CUDA devices.` (older and newer
+  wordings at the rule): torch sees no CUDA device (cuda-no-device).
 - transformers tokenization_utils_base.py `BatchEncoding.convert_to_tensors`: `Unable to create tensor, you
   should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
   tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
@@ -88,6 +94,7 @@ from typing import Any
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.python import no_device_fields
 
 # not right after a quote: a source line quoting the message is no evidence
 _TYPE = r"(?<![\"'])"
@@ -216,6 +223,32 @@ def _model_no_loss(m, rec, state):
     return error_event(m, rec, "model_returned_no_loss", "hf", detail)
 
 
+@rule("trainer-batch-empty", ("The batch received was empty, your model won't be able to train on it",),
+      _TYPE + r"(?P<msg>The batch received was empty, your model won't be able to train on it\."
+      r"(?: Double-check that your training dataset contains keys expected by the model(?:: (?P<cols>[\w,]{1,400}))?)?)")
+def _trainer_batch_empty(m, rec, state):
+    cols = m.group("cols")
+    detail = ("the Trainer kept only the dataset columns named in the model's forward signature (remove_unused_columns) and "
+              "none was left" + (f": the model takes {cols[:200]}, the dataset has none of them" if cols else ""))
+    return error_event(m, rec, "dataset_columns_removed", "hf", detail, columns=cols)
+
+
+# TrainingArguments.__post_init__ by release: 4.0-4.3 "Mixed precision training with AMP or APEX (`--fp16`) can only be used
+# on CUDA devices.", 4.4-4.9 "... (`--fp16`) and FP16 evaluation can only be used on CUDA devices.", 4.10-4.19 "... (`--fp16`
+# or `--bf16`) and half precision evaluation (`--fp16_full_eval` or `--bf16_full_eval`) can only be used on CUDA devices.",
+# 4.20+ "FP16 Mixed precision training with AMP or APEX (`--fp16`) and FP16 half precision evaluation (`--fp16_full_eval`)
+# can only be used on CUDA devices." (later "on CUDA or NPU devices", "... or certain XPU devices (with IPEX).", "on CUDA or
+# MLU devices or NPU devices or ..."). The raise's source line quotes it: after a quote (and after '"FP16 ') it is no error.
+_NO_CUDA_FP16 = (_TYPE + r"(?<![\"']FP16 )(?P<msg>(?:FP16 )?Mixed precision training with AMP or APEX \(`--fp16`(?: or `--bf16`)?\)"
+                 r"[^.]{0,160}? can only be used on CUDA\b[^.]{0,100}? devices)")
+
+
+@rule("trainer-fp16-no-cuda", ("Mixed precision training with AMP or APEX (`--fp16`",), _NO_CUDA_FP16)
+def _fp16_no_cuda(m, rec, state):
+    fields = no_device_fields(m.group("msg"))
+    return error_event(m, rec, "cuda_no_device", "hf", fields.pop("detail"), **fields)
+
+
 @rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
                            "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got "),
       _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b"
@@ -329,8 +362,8 @@ PARSER = Parser(
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, FlashAttention 2, "
-                "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
+                "unpadded batches, missing labels, batches emptied by remove_unused_columns, fp16 without CUDA, quantized models and their devices, JIT op builds",
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _extension_build, _model_no_loss,
-           _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
+           _trainer_batch_empty, _fp16_no_cuda, _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
            _hf_not_accessible],
 )
