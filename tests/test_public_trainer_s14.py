@@ -31,14 +31,25 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3206.log", "cuda-no-device"),  # 4.1x, in torchelastic's error-handler JSON
     ("3207.log", "trainer-argument-unsupported"),
     ("3208.log", "trainer-argument-unsupported"),  # a notebook's error output flattened onto one line
+    # round 2 (3211-3219), scored blind after the round-1 fixes
+    ("3211.log", "deepspeed-config-mismatch"),  # the block without its exception line
+    ("3212.log", "deepspeed-config-mismatch"),  # scheduler.params.total_num_steps=0 vs the Trainer's 260
+    ("3213.log", "deepspeed-config-mismatch"),  # the head wrapped by a terminal after 'mismatch'
+    ("3214.log", "deepspeed-config-mismatch"),  # "8" in the JSON against 8
+    ("1957.log", "deepspeed-config-mismatch"),  # session 9's cases, labelled uncaught-exception before the class
+    ("1958.log", "deepspeed-config-mismatch"),
+    ("3215.log", "resume-checkpoint-not-found"),  # the integration's '[deepspeed] failed to resume from checkpoint'
+    ("3216.log", "resume-checkpoint-not-found"),
+    ("3218.log", "cuda-no-device"),  # TrainingArguments 4.4-4.9: '... and FP16 evaluation can only be used on CUDA devices.'
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3209.log", "3210.log"])
+@pytest.mark.parametrize("name", ["3209.log", "3210.log", "3219.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
-    # tied weights reported missing on resume (re-tied, the maintainer checked), use_cache turned off under checkpointing
+    # tied weights reported missing on resume (re-tied, the maintainer checked), use_cache turned off under checkpointing,
+    # the Trainer's note on dataset columns the forward does not take
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -84,3 +95,27 @@ def test_a_cpu_only_torch_build_is_named_so(tmp_path) -> None:
     # the AssertionError torch/cuda/__init__.py raises (its summary used to speak of torch.load)
     report = diagnose_lines(tmp_path, ["AssertionError: Torch not compiled with CUDA enabled"])
     assert ids(report) == ["cuda-no-device"] and "CPU-only build" in report.findings[0].summary
+
+
+def test_the_mismatched_values_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3211.log")]).findings[0].summary
+    assert "ds train_batch_size=8 vs hf train_batch_size (calculated)=128" in summary and "auto" in summary
+
+
+def test_a_value_written_as_a_string_is_pointed_out() -> None:
+    summary = api.diagnose([str(PUBLIC / "3214.log")]).findings[0].summary
+    assert "as a string" in summary
+
+
+def test_accelerates_wording_of_the_deepspeed_mismatch(tmp_path) -> None:
+    # accelerate utils/dataclasses.py DeepSpeedPlugin.deepspeed_config_process (its own two spaces kept)
+    lines = ["ValueError: Please correct the following DeepSpeed config values that mismatch kwargs  values:",
+             "- ds gradient_accumulation_steps=1 vs hf gradient_accumulation_steps=4",
+             "The easiest method is to set these DeepSpeed config values to 'auto'."]
+    report = diagnose_lines(tmp_path, lines)
+    assert ids(report) == ["deepspeed-config-mismatch"] and "accelerate arguments" in report.findings[0].summary
+
+
+def test_a_traceback_cut_at_the_raise_line_says_nothing_yet() -> None:
+    # huggingface/open-r1#553: known gap (MANIFEST known_gaps): the raise statement is a source line, no evidence
+    assert ids(api.diagnose([str(PUBLIC / "3217.log")])) == []

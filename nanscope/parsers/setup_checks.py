@@ -13,7 +13,9 @@ rule holds for every model, path and number the template is filled with:
   `All modules were excluded. This is likely unintended. ...`; tuners_utils.py `_prepare_adapter_config` (lora/model.py
   before 0.7): `Please specify `target_modules` in `peft_config``: no default targets for the model's type.
 - transformers trainer.py: `_load_from_checkpoint` `Can't find a valid checkpoint at {path}`, `train`
-  with resume_from_checkpoint=True `No valid checkpoint found in output directory ({output_dir})`.
+  with resume_from_checkpoint=True `No valid checkpoint found in output directory ({output_dir})`; under DeepSpeed
+  integrations/deepspeed.py `deepspeed_load_checkpoint`: `Can't find a valid checkpoint at {path}` (no global_step*
+  folder) and `[deepspeed] failed to resume from checkpoint {path}` (DeepSpeed's load_checkpoint loaded nothing).
 - transformers tokenization_utils_base.py `_get_padding_truncation_strategies`: `Asking to pad but the
   tokenizer does not have a padding token. Please select a token to use as `pad_token` ...`; the 2.x
   data collator: `You are attempting to pad samples but the tokenizer you are using (GPT2Tokenizer)
@@ -141,10 +143,16 @@ def _peft_targets(m, rec, state):
     return error_event(m, rec, "peft_target_modules", "peft", detail)
 
 
-@rule("resume-checkpoint", ("Can't find a valid checkpoint at", "No valid checkpoint found in output directory"),
+@rule("resume-checkpoint", ("Can't find a valid checkpoint at", "No valid checkpoint found in output directory",
+                             "[deepspeed] failed to resume from checkpoint "),
       _TYPE + r"(?P<msg>Can't find a valid checkpoint at (?P<path>\S.*)$"
-      r"|No valid checkpoint found in output directory \((?P<dir>[^)]*)\))")
+      r"|No valid checkpoint found in output directory \((?P<dir>[^)]*)\)"
+      r"|\[deepspeed\] failed to resume from checkpoint (?P<ds>\S.*)$)")
 def _resume_checkpoint(m, rec, state):
+    if m.group("ds"):
+        return error_event(m, rec, "resume_checkpoint_not_found", "hf",
+                           f"DeepSpeed loaded no state from {m.group('ds').strip()[:200]}: the checkpoint folder has no DeepSpeed "
+                           "state it can resume (saved with save_only_model, or its 'latest' tag names no global_step folder)")
     where = (m.group("path") or m.group("dir") or "").strip()
     return error_event(m, rec, "resume_checkpoint_not_found", "hf", f"the Trainer found no checkpoint it can resume from at {where[:200]}")
 
