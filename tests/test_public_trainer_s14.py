@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import diagnose_lines, ids
+from conftest import diagnose_lines, ids, run_cli
 from nanscope import api
 
 PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
@@ -132,3 +132,19 @@ def test_a_lora_run_whose_gradient_norm_is_nan_from_the_start() -> None:
 def test_the_checkpoint_warning_and_a_bare_notebook_header_say_nothing_yet() -> None:
     # baichuan-inc/Baichuan-13B#14: known gap (MANIFEST known_gaps)
     assert ids(api.diagnose([str(PUBLIC / "3222.log")])) == []
+
+
+@pytest.mark.parametrize("name", ["3204.log", "3218.log"])
+def test_no_cuda_device_from_the_jobs_own_set_up_is_not_retryable(name: str) -> None:
+    # fp16 asked of a machine without CUDA (or a CPU-only torch build): a rerun of the same job fails the same way,
+    # so the exit status is 1 (read the report), not 3 (retry the job)
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report) == ["cuda-no-device"] and not report.findings[0].retryable
+    assert report.verdict == "actionable" and int(api.exit_code(report)) == 1
+
+
+def test_a_cpu_only_torch_build_does_not_say_retry(tmp_path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text("AssertionError: Torch not compiled with CUDA enabled\n", encoding="utf-8")
+    r = run_cli("diagnose", str(p), "--color", "never")
+    assert r.returncode == 1 and "RETRYABLE" not in r.stdout.decode() and "cuda-no-device" in r.stdout.decode()
