@@ -53,6 +53,21 @@ rule holds for every model, path and number the template is filled with:
 - transformers training_args.py `TrainingArguments.__post_init__`: `FP16 Mixed precision training with AMP or APEX
   (`--fp16`) and FP16 half precision evaluation (`--fp16_full_eval`) can only be used on CUDA devices.` (older and newer
   wordings at the rule): torch sees no CUDA device (cuda-no-device).
+- transformers trainer.py `Trainer.__init__`: `train_dataset does not implement __len__, max_steps has to be specified`
+  (4.27+: `The train_dataset does not implement __len__, max_steps has to be specified. The number of steps needs to be
+  known in advance for the learning rate scheduler.`), `_inner_training_loop`: `args.max_steps must be set to a positive
+  value if dataloader does not have a length, was {args.max_steps}`: an IterableDataset (streaming=True) and no max_steps.
+  A wrapper that streams its data may check it in its own words (`When streaming is set to True, max_steps must be ...`).
+- tokenizers bindings/python/src/tokenizer.rs (the fast tokenizers' input conversion; ValueError before 0.10, TypeError
+  after): `TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]`, `TextInputSequence must
+  be str`, `PreTokenizedInputSequence must be Union[List[str], Tuple[str]]`, `PreTokenizedEncodeInput must be Union[...]`;
+  transformers tokenization_utils_base.py `__call__` / `_call_one`: `text input must of type `str` (single example),
+  `List[str]` (batch or single pretokenized example) or `List[List[str]]` (batch of pretokenized examples).` (4.3x on:
+  `must be of type`, also for `text_pair`, `text_target`, `text_pair_target`); the slow tokenizers' tokenization_utils.py
+  `get_input_ids`: `Input {text} is not valid. Should be a string, a list/tuple of strings or a list/tuple of integers.`
+  (2.x: `Input is not valid. ...`; with is_split_into_words: `... Should be a string or a list/tuple of strings when
+  `is_split_into_words=True`.`): the tokenizer was handed something that is not text (None / NaN, bytes, numbers, nested
+  lists, an AddedToken, a str with lone surrogates).
 - transformers tokenization_utils_base.py `BatchEncoding.convert_to_tensors`: `Unable to create tensor, you
   should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
   tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
@@ -257,6 +272,51 @@ def _fp16_no_cuda(m, rec, state):
     return error_event(m, rec, "cuda_no_device", "hf", fields.pop("detail"), **fields)
 
 
+# The Trainer sizes its run (and the LR schedule) from len(train_dataloader) x epochs; a dataset without __len__ needs
+# max_steps. Trainer.__init__ 4.2x "train_dataset does not implement __len__, max_steps has to be specified", 4.27+ "The
+# train_dataset ... specified. The number of steps needs to be known in advance for the learning rate scheduler.";
+# _inner_training_loop "args.max_steps must be set to a positive value if dataloader does not have a length, was -1"; a
+# streaming wrapper's own check (CEHR-BERT: "When streaming is set to True, max_steps must be a non-negative integer.").
+@rule("trainer-max-steps-required", ("does not implement __len__, max_steps has to be specified", "max_steps must be "),
+      _TYPE + r"(?P<msg>(?:The )?train_dataset does not implement __len__, max_steps has to be specified\b[^\n]{0,120}"
+      r"|args\.max_steps must be set to a positive value if dataloader does not have a length, was (?P<was>-?\d+|None)"
+      r"|(?:When )?(?:[Ss]treaming|an? (?:IterableDataset|iterable dataset))[^.\n]{0,60}?, max_steps must be "
+      r"(?:set|specified|a (?:non-negative|positive) integer)\b(?:[^\n]{0,40}?Current max_steps: (?P<cur>-?\d+|None))?)")
+def _max_steps_required(m, rec, state):
+    was = m.group("was") or m.group("cur")
+    detail = ("the training dataset has no length (an IterableDataset: datasets' streaming=True, a generator) and max_steps is "
+              "not set" + (f" (it is {was})" if was is not None else "") + ", so the run's length and its learning-rate "
+              "schedule cannot be computed")
+    return error_event(m, rec, "max_steps_required", "hf", detail)
+
+
+# What a tokenizer refuses as input, by layer: the Rust bindings' conversion of each sequence, transformers' type check in
+# __call__ (4.0-4.2x typo 'must of type'), the slow tokenizers' get_input_ids. Each is the tokenizer's, never the model's.
+@rule("tokenizer-input-invalid", ("TextEncodeInput must be Union", "TextInputSequence must be str", "InputSequence must be Union",
+                                  "EncodeInput must be Union", " input must of type `str`", " input must be of type `str`",
+                                  "is not valid. Should be a string"),
+      _TYPE + r"(?P<msg>(?P<rust>TextEncodeInput must be Union\[TextInputSequence, Tuple\[InputSequence, InputSequence\]\]"
+      r"|TextInputSequence must be str\b|PreTokenizedInputSequence must be Union\[List\[str\], Tuple\[str\]\]"
+      r"|PreTokenizedEncodeInput must be Union\[PreTokenizedInputSequence, Tuple\[[\w, ]{0,80}\]\]\]?)"
+      r"|(?P<arg>text(?:_pair)?(?:_target)?) input must (?:be )?of type `str`(?: \(single example\), `[Ll]ist\[str\]` "
+      r"\(batch or single pretokenized example\) or `[Ll]ist\[[Ll]ist\[str\]\]` \(batch of pretokenized examples\)\.?)?"
+      r"|Input (?:(?P<input>[^\n]{1,200}?) )?is not valid\. Should be a string(?:, a list/tuple of strings or a list/tuple of "
+      r"integers| or a list/tuple of strings when `is_split_into_words=True`)\.?)")
+def _tokenizer_input_invalid(m, rec, state):
+    if m.group("rust"):
+        detail = ("the fast (Rust) tokenizer was handed a sequence that is not a str: None or NaN from an empty dataset cell, a "
+                  "number, bytes, a list where a string was expected (words without is_split_into_words=True), or a str "
+                  "holding lone surrogates")
+    elif m.group("arg"):
+        detail = (f"the tokenizer's `{m.group('arg')}` is neither a str, a list of str nor a list of lists of str: None / NaN "
+                  "in a column, bytes, numbers, a pandas Series or numpy array")
+    else:
+        shown = m.group("input")
+        detail = ("the slow (Python) tokenizer got an input that is not a string, a list of strings or of token ids"
+                  + (f" ({shown[:80]}: an object whose str() only looks like text, such as an AddedToken, or None)" if shown else ""))
+    return error_event(m, rec, "tokenizer_input_invalid", "hf", detail)
+
+
 @rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
                            "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got "),
       _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b"
@@ -370,8 +430,10 @@ PARSER = Parser(
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, FlashAttention 2, "
-                "unpadded batches, missing labels, batches emptied by remove_unused_columns, fp16 without CUDA, quantized models and their devices, JIT op builds",
+                "unpadded batches, missing labels, batches emptied by remove_unused_columns, fp16 without CUDA, iterable datasets without max_steps, "
+                "tokenizer inputs that are not text, quantized models and their devices, JIT op builds",
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _extension_build, _model_no_loss,
-           _trainer_batch_empty, _fp16_no_cuda, _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
+           _trainer_batch_empty, _fp16_no_cuda, _max_steps_required, _tokenizer_input_invalid,
+           _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
            _hf_not_accessible],
 )
