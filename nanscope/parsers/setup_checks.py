@@ -68,6 +68,10 @@ rule holds for every model, path and number the template is filled with:
   (2.x: `Input is not valid. ...`; with is_split_into_words: `... Should be a string or a list/tuple of strings when
   `is_split_into_words=True`.`): the tokenizer was handed something that is not text (None / NaN, bytes, numbers, nested
   lists, an AddedToken, a str with lone surrogates).
+- transformers modeling_utils.py `PreTrainedModel.gradient_checkpointing_enable` (4.11+, where the Trainer's
+  --gradient_checkpointing lands): `{ModelClass} does not support gradient checkpointing.`; diffusers modeling_utils.py
+  `ModelMixin.enable_gradient_checkpointing`: the same words + ` Please make sure to set the boolean attribute
+  `_supports_gradient_checkpointing` to `True` in the class definition.`: the model class does not declare support.
 - transformers tokenization_utils_base.py `BatchEncoding.convert_to_tensors`: `Unable to create tensor, you
   should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
   tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
@@ -317,6 +321,17 @@ def _tokenizer_input_invalid(m, rec, state):
     return error_event(m, rec, "tokenizer_input_invalid", "hf", detail)
 
 
+# transformers PreTrainedModel.gradient_checkpointing_enable / diffusers ModelMixin.enable_gradient_checkpointing:
+# f"{self.__class__.__name__} does not support gradient checkpointing." (the class's supports_gradient_checkpointing /
+# _supports_gradient_checkpointing is False). The raise's f-string shows "{self.__class__.__name__}": no class name.
+@rule("gradient-checkpointing-unsupported", (" does not support gradient checkpointing",),
+      _TYPE + r"(?<![\w.{}])(?P<msg>(?P<cls>[A-Z][A-Za-z0-9_]{1,80}) does not support gradient checkpointing\b\.?[^\n]{0,200})")
+def _gradient_checkpointing_unsupported(m, rec, state):
+    detail = (f"{m.group('cls')} does not declare gradient-checkpointing support in the installed release "
+              "(supports_gradient_checkpointing is False), so --gradient_checkpointing / gradient_checkpointing_enable() is refused")
+    return error_event(m, rec, "gradient_checkpointing_unsupported", "hf", detail, model_class=m.group("cls"))
+
+
 @rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
                            "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got "),
       _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b"
@@ -431,9 +446,10 @@ PARSER = Parser(
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, FlashAttention 2, "
                 "unpadded batches, missing labels, batches emptied by remove_unused_columns, fp16 without CUDA, iterable datasets without max_steps, "
-                "tokenizer inputs that are not text, quantized models and their devices, JIT op builds",
+                "tokenizer inputs that are not text, models refusing gradient checkpointing, quantized models and their devices, JIT op builds",
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _extension_build, _model_no_loss,
            _trainer_batch_empty, _fp16_no_cuda, _max_steps_required, _tokenizer_input_invalid,
+           _gradient_checkpointing_unsupported,
            _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
            _hf_not_accessible],
 )
