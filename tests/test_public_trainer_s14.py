@@ -60,16 +60,22 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3243.log", "checkpoint-save-failed"),  # the same under kohya_ss on Windows
     ("3244.log", "gradient-checkpointing-unsupported"),  # an ESM-2 classifier's gradient_checkpointing_enable()
     ("3245.log", "gradient-checkpointing-unsupported"),  # ALBERT, the error line alone
+    # round 6 (3250-3255), scored blind after the round-5 fixes
+    ("3250.log", "monitored-metric-missing"),  # the Trainer's metric_for_best_model KeyError (LLaMA-Factory)
+    ("3251.log", "monitored-metric-missing"),  # the plain KeyError under _determine_best_metric's lookup (ms-swift)
+    ("3252.log", "monitored-metric-missing"),  # the same behind torchrun's [rank1]: prefix
+    ("3253.log", "monitored-metric-missing"),  # the explanation behind [rank0]:, no eval_loss at all
+    ("3254.log", "tokenizer-input-invalid"),  # transformers' typo'd check (train-CLIP)
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3209.log", "3210.log", "3219.log", "3238.log", "3246.log"])
+@pytest.mark.parametrize("name", ["3209.log", "3210.log", "3219.log", "3238.log", "3246.log", "3255.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     # tied weights reported missing on resume (re-tied, the maintainer checked), use_cache turned off under checkpointing,
     # the Trainer's note on dataset columns the forward does not take, a streamed run's sys.maxsize epoch count with max_steps set,
-    # DeepSpeed ZeRO-3's allocator-flush warning before healthy loss records
+    # DeepSpeed ZeRO-3's allocator-flush warning before healthy loss records, a trainer_state.json with no best checkpoint
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -217,3 +223,13 @@ def test_the_raise_lines_of_these_checks_are_quiet(tmp_path, line: str) -> None:
 def test_the_grad_scalers_empty_step_says_no_gradient_reached_the_optimizer() -> None:
     summary = api.diagnose([str(PUBLIC / "3240.log")]).findings[0].summary
     assert "grad scaler" in summary and "no gradient" in summary
+
+
+def test_the_metrics_the_evaluation_returned_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3250.log")]).findings[0].summary
+    assert "metric_for_best_model is 'eval_loss'" in summary and "eval_custom_alpaca_loss" in summary
+
+
+def test_a_keyerror_away_from_the_trainers_lookup_is_not_a_missing_metric(tmp_path) -> None:
+    lines = ["    metric_value = metrics[metric_to_check]", "x", "y", "z", "w", "KeyError: 'eval_loss'"]
+    assert "monitored-metric-missing" not in ids(diagnose_lines(tmp_path, lines))

@@ -72,6 +72,12 @@ rule holds for every model, path and number the template is filled with:
   --gradient_checkpointing lands): `{ModelClass} does not support gradient checkpointing.`; diffusers modeling_utils.py
   `ModelMixin.enable_gradient_checkpointing`: the same words + ` Please make sure to set the boolean attribute
   `_supports_gradient_checkpointing` to `True` in the class definition.`: the model class does not declare support.
+- transformers trainer.py `Trainer._determine_best_metric` (4.42+; before it `_save_checkpoint`, with no explanation):
+  `metric_value = metrics[metric_to_check]` raising `KeyError: "The `metric_for_best_model` training argument is set to
+  '{metric_to_check}', which is not found in the evaluation metrics. The available evaluation metrics are: [...]. Consider
+  changing the `metric_for_best_model` via the TrainingArguments."` (the plain `KeyError: 'eval_loss'` under that lookup
+  line first, or alone in older releases): load_best_model_at_end / metric_for_best_model names a key the evaluation
+  does not return (monitored-metric-missing, as Lightning's callbacks).
 - transformers tokenization_utils_base.py `BatchEncoding.convert_to_tensors`: `Unable to create tensor, you
   should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
   tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
@@ -115,6 +121,7 @@ from typing import Any
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.python import no_device_fields
 
 # not right after a quote: a source line quoting the message is no evidence
@@ -332,6 +339,42 @@ def _gradient_checkpointing_unsupported(m, rec, state):
     return error_event(m, rec, "gradient_checkpointing_unsupported", "hf", detail, model_class=m.group("cls"))
 
 
+# Trainer._determine_best_metric (4.42+): raise KeyError(f"The `metric_for_best_model` training argument is set to
+# '{metric_to_check}', which is not found in the evaluation metrics. The available evaluation metrics are:
+# {list(metrics.keys())}. Consider changing the `metric_for_best_model` via the TrainingArguments.") from the plain KeyError of
+# `metric_value = metrics[metric_to_check]` (the only error before 4.42). The explanation is read after KeyError's quote,
+# never after an f-string's; the plain KeyError only right under the lookup line.
+_KEYERROR_MSG = re.compile(r"KeyError: (?P<msg>'[^'\n]{1,120}')")
+
+
+@rule("trainer-best-metric-missing", ("`metric_for_best_model` training argument is set to", "metric_value = metrics[metric_to_check]",
+                                      "KeyError: '"),
+      r"(?:(?<=KeyError: \")|(?<=KeyError: ')|(?<![\"'{]))(?P<msg>The `metric_for_best_model` training argument is set to "
+      r"'(?P<metric>[^'\n]{1,120})', which is not found in the evaluation metrics\.(?: The available evaluation metrics are: "
+      r"(?P<avail>\[[^\]\n]{0,800}\]))?[^\n]{0,120})"
+      r"|(?P<frame>(?:^|\s)metric_value = metrics\[metric_to_check\]\s*$)"
+      r"|(?<![\w.])KeyError: '(?P<key>[^'\n]{1,120})'\s*$")
+def _best_metric_missing(m, rec, state):
+    if m.group("frame"):
+        state["best_metric_lookup"] = rec.loc.line
+        return None  # a source line: noted, left to the other rules
+    if m.group("key") is not None:
+        at = state.pop("best_metric_lookup", None)
+        if at is None or rec.loc.line - at > 3:
+            return None  # any other KeyError: not this rule's
+        metric, avail = m.group("key"), None
+        mk = _KEYERROR_MSG.search(rec.text, m.start()) or m  # the message is the KeyError's own text
+    else:
+        state.pop("best_metric_lookup", None)
+        metric, avail, mk = m.group("metric"), m.group("avail"), m
+    if not first_time(state, ("trainer", "best-metric"), rec.loc.line):
+        return []
+    detail = (f"metric_for_best_model is {metric!r} (load_best_model_at_end / the best-checkpoint tracking), but the evaluation "
+              "returned no such metric" + (f"; it returned {avail[:240]}" if avail else "")
+              + " (the eval dataset's name in the keys, a compute_metrics that returns other names, or an evaluation that produced no loss)")
+    return error_event(mk, rec, "monitored_metric_missing", "hf", detail, metric=metric, callback="metric_for_best_model")
+
+
 @rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
                            "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got "),
       _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b"
@@ -446,10 +489,10 @@ PARSER = Parser(
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, FlashAttention 2, "
                 "unpadded batches, missing labels, batches emptied by remove_unused_columns, fp16 without CUDA, iterable datasets without max_steps, "
-                "tokenizer inputs that are not text, models refusing gradient checkpointing, quantized models and their devices, JIT op builds",
+                "tokenizer inputs that are not text, models refusing gradient checkpointing, metric_for_best_model keys the evaluation lacks, quantized models and their devices, JIT op builds",
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _extension_build, _model_no_loss,
            _trainer_batch_empty, _fp16_no_cuda, _max_steps_required, _tokenizer_input_invalid,
-           _gradient_checkpointing_unsupported,
+           _gradient_checkpointing_unsupported, _best_metric_missing,
            _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
            _hf_not_accessible],
 )
