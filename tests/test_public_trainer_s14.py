@@ -233,3 +233,13 @@ def test_the_metrics_the_evaluation_returned_are_in_the_summary() -> None:
 def test_a_keyerror_away_from_the_trainers_lookup_is_not_a_missing_metric(tmp_path) -> None:
     lines = ["    metric_value = metrics[metric_to_check]", "x", "y", "z", "w", "KeyError: 'eval_loss'"]
     assert "monitored-metric-missing" not in ids(diagnose_lines(tmp_path, lines))
+
+
+@pytest.mark.parametrize("line", [
+    # hiyouga/LLaMA-Factory src/llamafactory/hparams/parser.py and modelscope/ms-swift's _handle_streaming_args
+    "ValueError: Please specify `max_steps` in streaming mode.",
+    # LLaMA-Factory's first releases asserted it
+    "AssertionError: Please specify `max_steps` in streaming mode.",
+])
+def test_the_fine_tuning_tools_own_streaming_check_is_max_steps_required(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == ["max-steps-required"]

@@ -57,7 +57,8 @@ rule holds for every model, path and number the template is filled with:
   (4.27+: `The train_dataset does not implement __len__, max_steps has to be specified. The number of steps needs to be
   known in advance for the learning rate scheduler.`), `_inner_training_loop`: `args.max_steps must be set to a positive
   value if dataloader does not have a length, was {args.max_steps}`: an IterableDataset (streaming=True) and no max_steps.
-  A wrapper that streams its data may check it in its own words (`When streaming is set to True, max_steps must be ...`).
+  A wrapper that streams its data may check it in its own words (`When streaming is set to True, max_steps must be ...`;
+  LLaMA-Factory's and ms-swift's argument checks: `Please specify `max_steps` in streaming mode.`).
 - tokenizers bindings/python/src/tokenizer.rs (the fast tokenizers' input conversion; ValueError before 0.10, TypeError
   after): `TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]`, `TextInputSequence must
   be str`, `PreTokenizedInputSequence must be Union[List[str], Tuple[str]]`, `PreTokenizedEncodeInput must be Union[...]`;
@@ -288,11 +289,15 @@ def _fp16_no_cuda(m, rec, state):
 # train_dataset ... specified. The number of steps needs to be known in advance for the learning rate scheduler.";
 # _inner_training_loop "args.max_steps must be set to a positive value if dataloader does not have a length, was -1"; a
 # streaming wrapper's own check (CEHR-BERT: "When streaming is set to True, max_steps must be a non-negative integer.").
-@rule("trainer-max-steps-required", ("does not implement __len__, max_steps has to be specified", "max_steps must be "),
+# LLaMA-Factory hparams/parser.py and ms-swift's argument checks refuse it before the Trainer does: "Please specify
+# `max_steps` in streaming mode." (ValueError; LLaMA-Factory's first releases: an AssertionError with the same words).
+@rule("trainer-max-steps-required", ("does not implement __len__, max_steps has to be specified", "max_steps must be ",
+                                     "Please specify `max_steps` in streaming mode"),
       _TYPE + r"(?P<msg>(?:The )?train_dataset does not implement __len__, max_steps has to be specified\b[^\n]{0,120}"
       r"|args\.max_steps must be set to a positive value if dataloader does not have a length, was (?P<was>-?\d+|None)"
       r"|(?:When )?(?:[Ss]treaming|an? (?:IterableDataset|iterable dataset))[^.\n]{0,60}?, max_steps must be "
-      r"(?:set|specified|a (?:non-negative|positive) integer)\b(?:[^\n]{0,40}?Current max_steps: (?P<cur>-?\d+|None))?)")
+      r"(?:set|specified|a (?:non-negative|positive) integer)\b(?:[^\n]{0,40}?Current max_steps: (?P<cur>-?\d+|None))?"
+      r"|Please specify `max_steps` in streaming mode\.?)")
 def _max_steps_required(m, rec, state):
     was = m.group("was") or m.group("cur")
     detail = ("the training dataset has no length (an IterableDataset: datasets' streaming=True, a generator) and max_steps is "
