@@ -2,8 +2,10 @@
 (3200-): DeepSpeed ZeRO checkpoints resumed on another data-parallel world size, the Trainer's empty batch after
 remove_unused_columns, TrainingArguments' fp16 check without a CUDA device (in each release's wording, and inside
 torchelastic's error-handler JSON), Trainer keyword mismatches between trl and transformers releases; tied-weight missing
-keys on resume and use_cache under gradient checkpointing as healthy traps. Each is named by its own class instead of a
-generic uncaught exception.
+keys on resume and use_cache under gradient checkpointing as healthy traps. Rounds 4-6: datasets without __len__ and no
+max_steps, tokenizers handed what is not text, GradScaler steps with no gradient, torch.save into a missing directory,
+model classes refusing gradient checkpointing, the Trainer's metric_for_best_model check; cuda-no-device is not a
+retryable fault. Each is named by its own class instead of a generic uncaught exception.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
 the thread named in the comment.
