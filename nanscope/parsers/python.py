@@ -276,7 +276,10 @@ _CLASSIFY = [
                 # torch/cuda/__init__.py _lazy_init, every release: 'raise AssertionError("Torch not compiled with CUDA
                 # enabled")': the installed torch is a CPU-only build (pip's default wheel on Windows before the CUDA
                 # index, conda's cpu package, macOS), and the code asked for a CUDA device.
-                r"|Torch not compiled with CUDA enabled"),
+                r"|Torch not compiled with CUDA enabled"
+                # transformers training_args.py TrainingArguments.__post_init__ (every release's wording: setup_checks.py):
+                # "... Mixed precision training with AMP or APEX (`--fp16`...) ... can only be used on CUDA ... devices."
+                r"|Mixed precision training with AMP or APEX \(`--fp16`[^.]{0,200}? can only be used on CUDA\b"),
      "cuda_no_device"),
     (re.compile(r"Attempting to deserialize object on \w+ device \d+ but torch\.\w+\.device_count\(\) is \d+"
                 # aten/src/ATen/native/mps: a tensor of an MPS op left on the CPU ("Placeholder storage has not been
@@ -408,6 +411,20 @@ def _weights_only_kind(text: str) -> tuple[str, Optional[str]]:
 
 
 _GLOO_FIRST_EXIT = re.compile(r"(?:Horovod|Gloo job) detected that one or more processes exited with non-zero status")
+
+
+def no_device_fields(message: str) -> dict:
+    """The cuda_error / detail of a cuda_no_device exception, by which check raised it (torch.load's map location,
+    a CPU-only torch build, TrainingArguments' fp16 check)."""
+    if "Mixed precision training with AMP or APEX" in message:
+        return {"cuda_error": "fp16 needs a CUDA device", "code": None,
+                "detail": "TrainingArguments refuses --fp16 (AMP mixed precision / half-precision evaluation) because torch sees "
+                          "no CUDA device: a CPU-only torch build, no GPU given to the job, or a driver this torch cannot use"}
+    if "Torch not compiled with CUDA enabled" in message:
+        return {"cuda_error": "Torch not compiled with CUDA enabled", "code": None,
+                "detail": "the installed torch is a CPU-only build, and the code asked for a CUDA device"}
+    return {"cuda_error": "torch.load found CUDA tensors but torch.cuda.is_available() is False", "code": None,
+            "detail": "a CPU-only torch build or no visible GPU; map_location='cpu' loads it on the CPU"}
 
 
 def classify(exc_type: str, message: str, frame: str = "", saving: bool = False) -> str:
@@ -655,10 +672,8 @@ def _exception(m, rec, state):
         ev.fields = {**(ev.fields or {}), "cuda_error": _arch_detail(msg), "warning": False}
     if kind == "extension_build_mismatch":
         ev.message = _extension_detail(msg) or msg
-    if kind == "cuda_no_device":  # only torch.load's wording reaches here (the CUDA runtime's are the cuda parser's)
-        ev.fields = {**(ev.fields or {}), "cuda_error": "torch.load found CUDA tensors but torch.cuda.is_available() is False",
-                     "detail": "a CPU-only torch build or no visible GPU; map_location='cpu' loads it on the CPU",
-                     "code": None}
+    if kind == "cuda_no_device":  # the CUDA runtime's wordings are the cuda parser's; these are torch's and transformers'
+        ev.fields = {**(ev.fields or {}), **no_device_fields(msg)}
     if kind == "checkpoint_weights_only" or (kind == "checkpoint_corrupt" and "Weights only load failed" in msg):
         detail = _weights_only_kind(msg)[1]
         if detail is not None:

@@ -13,7 +13,9 @@ rule holds for every model, path and number the template is filled with:
   `All modules were excluded. This is likely unintended. ...`; tuners_utils.py `_prepare_adapter_config` (lora/model.py
   before 0.7): `Please specify `target_modules` in `peft_config``: no default targets for the model's type.
 - transformers trainer.py: `_load_from_checkpoint` `Can't find a valid checkpoint at {path}`, `train`
-  with resume_from_checkpoint=True `No valid checkpoint found in output directory ({output_dir})`.
+  with resume_from_checkpoint=True `No valid checkpoint found in output directory ({output_dir})`; under DeepSpeed
+  integrations/deepspeed.py `deepspeed_load_checkpoint`: `Can't find a valid checkpoint at {path}` (no global_step*
+  folder) and `[deepspeed] failed to resume from checkpoint {path}` (DeepSpeed's load_checkpoint loaded nothing).
 - transformers tokenization_utils_base.py `_get_padding_truncation_strategies`: `Asking to pad but the
   tokenizer does not have a padding token. Please select a token to use as `pad_token` ...`; the 2.x
   data collator: `You are attempting to pad samples but the tokenizer you are using (GPT2Tokenizer)
@@ -45,6 +47,38 @@ rule holds for every model, path and number the template is filled with:
   not set. Please set it to your CUDA install root.`
 - transformers trainer.py `Trainer.compute_loss`: `The model did not return a loss from the inputs, only
   the following keys: {output keys}. For reference, the inputs it received are {input keys}.`
+- transformers trainer.py `Trainer._prepare_inputs`: `The batch received was empty, your model won't be able to train on
+  it. Double-check that your training dataset contains keys expected by the model: {','.join(signature_columns)}.`
+  (4.1x: `... keys expected by the model.`): remove_unused_columns dropped every column the forward does not name.
+- transformers training_args.py `TrainingArguments.__post_init__`: `FP16 Mixed precision training with AMP or APEX
+  (`--fp16`) and FP16 half precision evaluation (`--fp16_full_eval`) can only be used on CUDA devices.` (older and newer
+  wordings at the rule): torch sees no CUDA device (cuda-no-device).
+- transformers trainer.py `Trainer.__init__`: `train_dataset does not implement __len__, max_steps has to be specified`
+  (4.27+: `The train_dataset does not implement __len__, max_steps has to be specified. The number of steps needs to be
+  known in advance for the learning rate scheduler.`), `_inner_training_loop`: `args.max_steps must be set to a positive
+  value if dataloader does not have a length, was {args.max_steps}`: an IterableDataset (streaming=True) and no max_steps.
+  A wrapper that streams its data may check it in its own words (`When streaming is set to True, max_steps must be ...`;
+  LLaMA-Factory's and ms-swift's argument checks: `Please specify `max_steps` in streaming mode.`).
+- tokenizers bindings/python/src/tokenizer.rs (the fast tokenizers' input conversion; ValueError before 0.10, TypeError
+  after): `TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]`, `TextInputSequence must
+  be str`, `PreTokenizedInputSequence must be Union[List[str], Tuple[str]]`, `PreTokenizedEncodeInput must be Union[...]`;
+  transformers tokenization_utils_base.py `__call__` / `_call_one`: `text input must of type `str` (single example),
+  `List[str]` (batch or single pretokenized example) or `List[List[str]]` (batch of pretokenized examples).` (4.3x on:
+  `must be of type`, also for `text_pair`, `text_target`, `text_pair_target`); the slow tokenizers' tokenization_utils.py
+  `get_input_ids`: `Input {text} is not valid. Should be a string, a list/tuple of strings or a list/tuple of integers.`
+  (2.x: `Input is not valid. ...`; with is_split_into_words: `... Should be a string or a list/tuple of strings when
+  `is_split_into_words=True`.`): the tokenizer was handed something that is not text (None / NaN, bytes, numbers, nested
+  lists, an AddedToken, a str with lone surrogates).
+- transformers modeling_utils.py `PreTrainedModel.gradient_checkpointing_enable` (4.11+, where the Trainer's
+  --gradient_checkpointing lands): `{ModelClass} does not support gradient checkpointing.`; diffusers modeling_utils.py
+  `ModelMixin.enable_gradient_checkpointing`: the same words + ` Please make sure to set the boolean attribute
+  `_supports_gradient_checkpointing` to `True` in the class definition.`: the model class does not declare support.
+- transformers trainer.py `Trainer._determine_best_metric` (4.42+; before it `_save_checkpoint`, with no explanation):
+  `metric_value = metrics[metric_to_check]` raising `KeyError: "The `metric_for_best_model` training argument is set to
+  '{metric_to_check}', which is not found in the evaluation metrics. The available evaluation metrics are: [...]. Consider
+  changing the `metric_for_best_model` via the TrainingArguments."` (the plain `KeyError: 'eval_loss'` under that lookup
+  line first, or alone in older releases): load_best_model_at_end / metric_for_best_model names a key the evaluation
+  does not return (monitored-metric-missing, as Lightning's callbacks).
 - transformers tokenization_utils_base.py `BatchEncoding.convert_to_tensors`: `Unable to create tensor, you
   should probably activate truncation and/or padding with 'padding=True' 'truncation=True' to have batched
   tensors with the same length.` (+ ` Perhaps your features (`{key}` in this case) have excessive nesting
@@ -88,6 +122,8 @@ from typing import Any
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers.base import Parser, rule
+from nanscope.parsers._repeats import first_time
+from nanscope.parsers.python import no_device_fields
 
 # not right after a quote: a source line quoting the message is no evidence
 _TYPE = r"(?<![\"'])"
@@ -134,10 +170,16 @@ def _peft_targets(m, rec, state):
     return error_event(m, rec, "peft_target_modules", "peft", detail)
 
 
-@rule("resume-checkpoint", ("Can't find a valid checkpoint at", "No valid checkpoint found in output directory"),
+@rule("resume-checkpoint", ("Can't find a valid checkpoint at", "No valid checkpoint found in output directory",
+                             "[deepspeed] failed to resume from checkpoint "),
       _TYPE + r"(?P<msg>Can't find a valid checkpoint at (?P<path>\S.*)$"
-      r"|No valid checkpoint found in output directory \((?P<dir>[^)]*)\))")
+      r"|No valid checkpoint found in output directory \((?P<dir>[^)]*)\)"
+      r"|\[deepspeed\] failed to resume from checkpoint (?P<ds>\S.*)$)")
 def _resume_checkpoint(m, rec, state):
+    if m.group("ds"):
+        return error_event(m, rec, "resume_checkpoint_not_found", "hf",
+                           f"DeepSpeed loaded no state from {m.group('ds').strip()[:200]}: the checkpoint folder has no DeepSpeed "
+                           "state it can resume (saved with save_only_model, or its 'latest' tag names no global_step folder)")
     where = (m.group("path") or m.group("dir") or "").strip()
     return error_event(m, rec, "resume_checkpoint_not_found", "hf", f"the Trainer found no checkpoint it can resume from at {where[:200]}")
 
@@ -238,6 +280,128 @@ def _model_no_loss(m, rec, state):
     detail = (f"the model returned only {m.group('out')}: the batch ({inputs}) has no labels" if inputs
               else f"the model returned only {m.group('out')} and no loss")
     return error_event(m, rec, "model_returned_no_loss", "hf", detail)
+
+
+@rule("trainer-batch-empty", ("The batch received was empty, your model won't be able to train on it",),
+      _TYPE + r"(?P<msg>The batch received was empty, your model won't be able to train on it\."
+      r"(?: Double-check that your training dataset contains keys expected by the model(?:: (?P<cols>[\w,]{1,400}))?)?)")
+def _trainer_batch_empty(m, rec, state):
+    cols = m.group("cols")
+    detail = ("the Trainer kept only the dataset columns named in the model's forward signature (remove_unused_columns) and "
+              "none was left" + (f": the model takes {cols[:200]}, the dataset has none of them" if cols else ""))
+    return error_event(m, rec, "dataset_columns_removed", "hf", detail, columns=cols)
+
+
+# TrainingArguments.__post_init__ by release: 4.0-4.3 "Mixed precision training with AMP or APEX (`--fp16`) can only be used
+# on CUDA devices.", 4.4-4.9 "... (`--fp16`) and FP16 evaluation can only be used on CUDA devices.", 4.10-4.19 "... (`--fp16`
+# or `--bf16`) and half precision evaluation (`--fp16_full_eval` or `--bf16_full_eval`) can only be used on CUDA devices.",
+# 4.20+ "FP16 Mixed precision training with AMP or APEX (`--fp16`) and FP16 half precision evaluation (`--fp16_full_eval`)
+# can only be used on CUDA devices." (later "on CUDA or NPU devices", "... or certain XPU devices (with IPEX).", "on CUDA or
+# MLU devices or NPU devices or ..."). The raise's source line quotes it: after a quote (and after '"FP16 ') it is no error.
+_NO_CUDA_FP16 = (_TYPE + r"(?<![\"']FP16 )(?P<msg>(?:FP16 )?Mixed precision training with AMP or APEX \(`--fp16`(?: or `--bf16`)?\)"
+                 r"[^.]{0,160}? can only be used on CUDA\b[^.]{0,100}? devices)")
+
+
+@rule("trainer-fp16-no-cuda", ("Mixed precision training with AMP or APEX (`--fp16`",), _NO_CUDA_FP16)
+def _fp16_no_cuda(m, rec, state):
+    fields = no_device_fields(m.group("msg"))
+    return error_event(m, rec, "cuda_no_device", "hf", fields.pop("detail"), **fields)
+
+
+# The Trainer sizes its run (and the LR schedule) from len(train_dataloader) x epochs; a dataset without __len__ needs
+# max_steps. Trainer.__init__ 4.2x "train_dataset does not implement __len__, max_steps has to be specified", 4.27+ "The
+# train_dataset ... specified. The number of steps needs to be known in advance for the learning rate scheduler.";
+# _inner_training_loop "args.max_steps must be set to a positive value if dataloader does not have a length, was -1"; a
+# streaming wrapper's own check (CEHR-BERT: "When streaming is set to True, max_steps must be a non-negative integer.").
+# LLaMA-Factory hparams/parser.py and ms-swift's argument checks refuse it before the Trainer does: "Please specify
+# `max_steps` in streaming mode." (ValueError; LLaMA-Factory's first releases: an AssertionError with the same words).
+@rule("trainer-max-steps-required", ("does not implement __len__, max_steps has to be specified", "max_steps must be ",
+                                     "Please specify `max_steps` in streaming mode"),
+      _TYPE + r"(?P<msg>(?:The )?train_dataset does not implement __len__, max_steps has to be specified\b[^\n]{0,120}"
+      r"|args\.max_steps must be set to a positive value if dataloader does not have a length, was (?P<was>-?\d+|None)"
+      r"|(?:When )?(?:[Ss]treaming|an? (?:IterableDataset|iterable dataset))[^.\n]{0,60}?, max_steps must be "
+      r"(?:set|specified|a (?:non-negative|positive) integer)\b(?:[^\n]{0,40}?Current max_steps: (?P<cur>-?\d+|None))?"
+      r"|Please specify `max_steps` in streaming mode\.?)")
+def _max_steps_required(m, rec, state):
+    was = m.group("was") or m.group("cur")
+    detail = ("the training dataset has no length (an IterableDataset: datasets' streaming=True, a generator) and max_steps is "
+              "not set" + (f" (it is {was})" if was is not None else "") + ", so the run's length and its learning-rate "
+              "schedule cannot be computed")
+    return error_event(m, rec, "max_steps_required", "hf", detail)
+
+
+# What a tokenizer refuses as input, by layer: the Rust bindings' conversion of each sequence, transformers' type check in
+# __call__ (4.0-4.2x typo 'must of type'), the slow tokenizers' get_input_ids. Each is the tokenizer's, never the model's.
+@rule("tokenizer-input-invalid", ("TextEncodeInput must be Union", "TextInputSequence must be str", "InputSequence must be Union",
+                                  "EncodeInput must be Union", " input must of type `str`", " input must be of type `str`",
+                                  "is not valid. Should be a string"),
+      _TYPE + r"(?P<msg>(?P<rust>TextEncodeInput must be Union\[TextInputSequence, Tuple\[InputSequence, InputSequence\]\]"
+      r"|TextInputSequence must be str\b|PreTokenizedInputSequence must be Union\[List\[str\], Tuple\[str\]\]"
+      r"|PreTokenizedEncodeInput must be Union\[PreTokenizedInputSequence, Tuple\[[\w, ]{0,80}\]\]\]?)"
+      r"|(?P<arg>text(?:_pair)?(?:_target)?) input must (?:be )?of type `str`(?: \(single example\), `[Ll]ist\[str\]` "
+      r"\(batch or single pretokenized example\) or `[Ll]ist\[[Ll]ist\[str\]\]` \(batch of pretokenized examples\)\.?)?"
+      r"|Input (?:(?P<input>[^\n]{1,200}?) )?is not valid\. Should be a string(?:, a list/tuple of strings or a list/tuple of "
+      r"integers| or a list/tuple of strings when `is_split_into_words=True`)\.?)")
+def _tokenizer_input_invalid(m, rec, state):
+    if m.group("rust"):
+        detail = ("the fast (Rust) tokenizer was handed a sequence that is not a str: None or NaN from an empty dataset cell, a "
+                  "number, bytes, a list where a string was expected (words without is_split_into_words=True), or a str "
+                  "holding lone surrogates")
+    elif m.group("arg"):
+        detail = (f"the tokenizer's `{m.group('arg')}` is neither a str, a list of str nor a list of lists of str: None / NaN "
+                  "in a column, bytes, numbers, a pandas Series or numpy array")
+    else:
+        shown = m.group("input")
+        detail = ("the slow (Python) tokenizer got an input that is not a string, a list of strings or of token ids"
+                  + (f" ({shown[:80]}: an object whose str() only looks like text, such as an AddedToken, or None)" if shown else ""))
+    return error_event(m, rec, "tokenizer_input_invalid", "hf", detail)
+
+
+# transformers PreTrainedModel.gradient_checkpointing_enable / diffusers ModelMixin.enable_gradient_checkpointing:
+# f"{self.__class__.__name__} does not support gradient checkpointing." (the class's supports_gradient_checkpointing /
+# _supports_gradient_checkpointing is False). The raise's f-string shows "{self.__class__.__name__}": no class name.
+@rule("gradient-checkpointing-unsupported", (" does not support gradient checkpointing",),
+      _TYPE + r"(?<![\w.{}])(?P<msg>(?P<cls>[A-Z][A-Za-z0-9_]{1,80}) does not support gradient checkpointing\b\.?[^\n]{0,200})")
+def _gradient_checkpointing_unsupported(m, rec, state):
+    detail = (f"{m.group('cls')} does not declare gradient-checkpointing support in the installed release "
+              "(supports_gradient_checkpointing is False), so --gradient_checkpointing / gradient_checkpointing_enable() is refused")
+    return error_event(m, rec, "gradient_checkpointing_unsupported", "hf", detail, model_class=m.group("cls"))
+
+
+# Trainer._determine_best_metric (4.42+): raise KeyError(f"The `metric_for_best_model` training argument is set to
+# '{metric_to_check}', which is not found in the evaluation metrics. The available evaluation metrics are:
+# {list(metrics.keys())}. Consider changing the `metric_for_best_model` via the TrainingArguments.") from the plain KeyError of
+# `metric_value = metrics[metric_to_check]` (the only error before 4.42). The explanation is read after KeyError's quote,
+# never after an f-string's; the plain KeyError only right under the lookup line.
+_KEYERROR_MSG = re.compile(r"KeyError: (?P<msg>'[^'\n]{1,120}')")
+
+
+@rule("trainer-best-metric-missing", ("`metric_for_best_model` training argument is set to", "metric_value = metrics[metric_to_check]",
+                                      "KeyError: '"),
+      r"(?:(?<=KeyError: \")|(?<=KeyError: ')|(?<![\"'{]))(?P<msg>The `metric_for_best_model` training argument is set to "
+      r"'(?P<metric>[^'\n]{1,120})', which is not found in the evaluation metrics\.(?: The available evaluation metrics are: "
+      r"(?P<avail>\[[^\]\n]{0,800}\]))?[^\n]{0,120})"
+      r"|(?P<frame>(?:^|\s)metric_value = metrics\[metric_to_check\]\s*$)"
+      r"|(?<![\w.])KeyError: '(?P<key>[^'\n]{1,120})'\s*$")
+def _best_metric_missing(m, rec, state):
+    if m.group("frame"):
+        state["best_metric_lookup"] = rec.loc.line
+        return None  # a source line: noted, left to the other rules
+    if m.group("key") is not None:
+        at = state.pop("best_metric_lookup", None)
+        if at is None or rec.loc.line - at > 3:
+            return None  # any other KeyError: not this rule's
+        metric, avail = m.group("key"), None
+        mk = _KEYERROR_MSG.search(rec.text, m.start()) or m  # the message is the KeyError's own text
+    else:
+        state.pop("best_metric_lookup", None)
+        metric, avail, mk = m.group("metric"), m.group("avail"), m
+    if not first_time(state, ("trainer", "best-metric"), rec.loc.line):
+        return []
+    detail = (f"metric_for_best_model is {metric!r} (load_best_model_at_end / the best-checkpoint tracking), but the evaluation "
+              "returned no such metric" + (f"; it returned {avail[:240]}" if avail else "")
+              + " (the eval dataset's name in the keys, a compute_metrics that returns other names, or an evaluation that produced no loss)")
+    return error_event(mk, rec, "monitored_metric_missing", "hf", detail, metric=metric, callback="metric_for_best_model")
 
 
 @rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
@@ -353,8 +517,11 @@ PARSER = Parser(
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80), which would call these uncaught exceptions
     description="Fine-tuning set-up checks: fp16 parameters under AMP, PEFT target modules, resume checkpoints, pad tokens, FlashAttention 2, "
-                "unpadded batches, missing labels, quantized models and their devices, JIT op builds",
+                "unpadded batches, missing labels, batches emptied by remove_unused_columns, fp16 without CUDA, iterable datasets without max_steps, "
+                "tokenizer inputs that are not text, models refusing gradient checkpointing, metric_for_best_model keys the evaluation lacks, quantized models and their devices, Triton's launcher build without libcuda, JIT op builds",
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _linker_no_libcuda, _extension_build, _model_no_loss,
+           _trainer_batch_empty, _fp16_no_cuda, _max_steps_required, _tokenizer_input_invalid,
+           _gradient_checkpointing_unsupported, _best_metric_missing,
            _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
            _hf_not_accessible],
 )

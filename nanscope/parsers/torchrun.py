@@ -35,7 +35,7 @@ from __future__ import annotations
 from nanscope.model import ErrorEvent, LifecycleEvent, Origin
 from nanscope.parsers.base import Parser, rule, signal_of
 from nanscope.parsers.numbers import to_int
-from nanscope.parsers.python import classify
+from nanscope.parsers.python import classify, no_device_fields
 
 
 @rule(
@@ -257,9 +257,10 @@ def _error_handler_message(m, rec, state):
     del state["eh_line"]
     exc_type, msg = m.group("type"), m.group("msg").strip()
     kind = "rendezvous_closed" if exc_type.startswith("RendezvousClosed") else classify(exc_type, msg)
+    fields = {"agent_error": True, **(no_device_fields(msg) if kind == "cuda_no_device" else {})}
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", error=kind, message=msg or exc_type,
-        exc_type=exc_type, fields={"agent_error": True},
+        exc_type=exc_type, fields=fields,
     )
 
 

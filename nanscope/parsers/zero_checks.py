@@ -21,11 +21,22 @@ deepspeed/runtime/engine.py `DeepSpeedEngine.no_sync` (0.16+): `assert not self.
 f"no_sync context manager is incompatible with gradient partitioning logic of ZeRO stage {stage}"`. accelerate's
 `accumulate()` / the HF Trainer enter the model's no_sync() on the micro-steps of gradient accumulation, so ZeRO-2 / 3
 with gradient_accumulation_steps > 1 stops at the first accumulation step (until transformers / accelerate skip it).
+
+A ZeRO checkpoint resumed on another data-parallel world size: deepspeed/runtime/engine.py `_load_zero_checkpoint`
+(every release since ZeRO-2's elastic checkpoints; load_optimizer_states=True, no universal checkpoint):
+`raise ZeRORuntimeException("The checkpoint being loaded used a DP " f"world size of {loaded} but the current world
+size is {now}. Automatic adjustment of ZeRO's optimizer state partitioning with a new world size is not currently
+supported.")`, printed as `deepspeed.runtime.zero.utils.ZeRORuntimeException: The checkpoint ...` (behind `[rankN]: ` on
+every rank); some wrappers print the two sentences on two lines, so the second is read alone when the first was not
+seen. The optimizer states are saved as one partition per DP rank (zero_pp_rank_R_mp_rank_*_optim_states.pt) and cannot
+be re-sharded on load. The raise line (`raise ZeRORuntimeException("The checkpoint being loaded used a DP " ...`) is no
+error by itself.
 """
 
 from __future__ import annotations
 
 from nanscope.parsers.base import Parser, rule
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.setup_checks import error_event
 
 
@@ -44,10 +55,28 @@ def _zero_no_sync(m, rec, state):
                        "(it partitions gradients and must reduce them every micro-step)", stage=int(m.group("stage")))
 
 
+@rule("zero-checkpoint-dp-world-size", ("The checkpoint being loaded used a DP world size of",
+                                        "Automatic adjustment of ZeRO's optimizer state partitioning with a new world size"),
+      r"(?<![\"'])(?P<msg>The checkpoint being loaded used a DP world size of (?P<saved>\d+) but the current world size is (?P<now>\d+)"
+      r"|(?P<alone>Automatic adjustment of ZeRO's optimizer state partitioning with a new world size is not currently supported))")
+def _zero_dp_world_size(m, rec, state):
+    if not first_time(state, ("zero", "dp-world-size"), rec.loc.line):
+        return []  # every rank raises it, and a two-line print says it twice
+    if m.group("alone"):
+        detail = ("DeepSpeed cannot load ZeRO's partitioned optimizer states on another data-parallel world size than the "
+                  "checkpoint was saved with")
+        return error_event(m, rec, "checkpoint_world_size_mismatch", "deepspeed", detail)
+    saved, now = int(m.group("saved")), int(m.group("now"))
+    detail = (f"the ZeRO checkpoint was saved by {saved} data-parallel ranks and is loaded by {now}: its optimizer states are "
+              f"partitioned {saved} ways and DeepSpeed cannot re-shard them")
+    return error_event(m, rec, "checkpoint_world_size_mismatch", "deepspeed", detail, saved_world_size=saved, world_size=now)
+
+
 PARSER = Parser(
     name="zero_checks",
     framework="deepspeed",
     priority=40,  # before the generic exception parser (python, 80)
-    description="DeepSpeed ZeRO set-up checks: sharded placeholder weights used outside the engine ('weight' must be 2-D), no_sync under ZeRO-2/3",
-    rules=[_weight_not_2d, _zero_no_sync],
+    description="DeepSpeed ZeRO set-up checks: sharded placeholder weights used outside the engine ('weight' must be 2-D), no_sync under ZeRO-2/3, "
+                "ZeRO checkpoints resumed on another data-parallel world size",
+    rules=[_weight_not_2d, _zero_no_sync, _zero_dp_world_size],
 )
