@@ -14,6 +14,8 @@ from nanscope.errors import InputError
 from nanscope.ingest.prefixes import Base, RecordContinuation, SrunAgents, node_rank, origin_from_path, peel, strip_ansi, with_topology
 import numpy as np
 
+from nanscope import columns
+from nanscope.ingest.ahead import Ahead
 from nanscope.ingest.claimable import Claimable
 from nanscope.ingest.native import NativeLane
 from nanscope.ingest.reader import CHUNK_BYTES, MAX_LINE_BYTES, Claimed, HFRun, ReadAhead, Source, SyncMark, open_binary, scan_candidates
@@ -29,6 +31,7 @@ from nanscope.keys import stream_key
 
 
 NATIVE = True  # the native lane for step lines (tests switch it off to compare both lanes)
+READ_AHEAD = True  # the reader on a thread of its own when a core is spare (ingest/ahead.py; tests compare both)
 
 
 @dataclass
@@ -205,10 +208,14 @@ class FileScan:
         lane = NativeLane(parsers, name, base, max_line) if NATIVE and self.native_lane else None
         native = lane if lane is not None and lane.ok else None
         lineno, offset, chunk_bytes, sync = self.start
-        items = scan_candidates(self.stream, dispatch.prefilter, info, chunk_bytes=chunk_bytes or CHUNK_BYTES,
-                                max_line=max_line, progress=self.progress, marks=self.marks, native=native,
-                                claimable=dispatch.claimable if NATIVE else None, lineno=lineno, offset=offset,
-                                sync=sync)
+        def make(count_into: InputInfo) -> Iterator:
+            return scan_candidates(self.stream, dispatch.prefilter, count_into, chunk_bytes=chunk_bytes or CHUNK_BYTES,
+                                   max_line=max_line, progress=self.progress, marks=self.marks, native=native,
+                                   claimable=dispatch.claimable if NATIVE else None, lineno=lineno, offset=offset,
+                                   sync=sync)
+
+        ahead = READ_AHEAD and sync is None and source.path is not None and source.stream is None and columns.THREADS > 1
+        items = Ahead(make, info, (Claimed, MetricsRows, HFRun)) if ahead else make(info)
         for lineno, raw, found in items:
             if found.__class__ is Claimed:
                 records.end()
