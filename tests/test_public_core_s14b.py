@@ -30,14 +30,27 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3565.log", "nan-op-origin"),  # the same for AddmmBackward0's 2th output under accelerate's scaler
     ("3566.log", "checkpoint-corrupt"),  # `Weights only load failed ... Unsupported operand 10` with no exception type
     ("3567.log", "checkpoint-weights-only"),  # `E   _pickle.UnpicklingError: Weights only load failed.` under pytest
+    # round 7 (3570-3581), scored blind after the round-6 fixes
+    ("3570.log", "process-killed"),  # the shell's `Killed`, pasted in markdown bold: `**Killed**`
+    ("3571.log", "host-oom"),  # dmesg: `Out of memory: Killed process 698405 (python) ...`
+    ("3572.log", "cuda-arch-unsupported"),  # ROCm: `RuntimeError: HIP error: invalid device function` (gfx1151)
+    ("3573.log", "cuda-oom"),  # Level Zero: `Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)`
+    ("3574.log", "cuda-oom"),  # IPEX: `XPU out of memory. Tried to allocate 1.00 GiB (GPU 0; ...)`
+    ("3575.log", "cuda-oom"),  # torch's `torch.OutOfMemoryError: XPU out of memory.` in a REPL
+    ("3576.log", "cuda-arch-unsupported"),  # HIP's trace `hipLaunchKernel: Returned hipErrorInvalidDeviceFunction`
+    ("3577.log", "cuda-arch-unsupported"),  # torch 2.10's `torch.AcceleratorError: HIP error: invalid device function`
+    ("3578.log", "cuda-arch-unsupported"),  # the same in FSDP's parameter broadcast (gfx1201)
+    ("3579.log", "cuda-arch-unsupported"),  # ComfyUI's `Error occurred when executing CheckpointLoaderSimple:`
 ])
 def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3568.log"])
+@pytest.mark.parametrize("name", ["3568.log", "3580.log", "3581.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
-    # mmcls records of an RKD distillation run: student.loss, distiller.*_loss.0 and loss, validation accuracy
+    # mmcls records of an RKD distillation run: student.loss, distiller.*_loss.0 and loss, validation accuracy;
+    # autocast's no-CUDA warning under MPS training bars stopped by the user; GradScaler's and autocast's no-CUDA
+    # warnings on CPU
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -70,4 +83,31 @@ def test_a_row_that_does_not_fit_the_header_is_not_read(tmp_path) -> None:
         "Steps desc_loss det_loss train_accuracy d_pos d_neg time memory",
         "9753 nan nan",
     ])
+    assert ids(r) == []
+
+
+def test_level_zero_oom_says_the_device() -> None:
+    finding = api.diagnose([str(PUBLIC / "3573.log")]).findings[0]
+    assert "XPU" in finding.summary and "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY" in finding.summary
+
+
+def test_level_zero_out_of_resources_is_no_oom(tmp_path) -> None:
+    # intel/torch-xpu-ops#1761: Level Zero's OUT_OF_RESOURCES is not only memory
+    r = diagnose_lines(tmp_path, [
+        "RuntimeError: UR backend failed. UR backend returns:40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)",
+    ])
+    assert "cuda-oom" not in ids(r)
+
+
+def test_the_hip_trace_and_the_exception_are_one_failure(tmp_path) -> None:
+    # ROCm/legacy-rocm-build#2527's trace line, then the exception torch raises for it (ROCm/legacy-rocm-build#5668)
+    r = diagnose_lines(tmp_path, [
+        ":3:hip_module.cpp           :669 : 14629861952 us: [pid:31113 tid:0x7fa5a37fe700] hipLaunchKernel: Returned hipErrorInvalidDeviceFunction : ",
+        "RuntimeError: HIP error: invalid device function",
+    ])
+    assert ids(r) == ["cuda-arch-unsupported"]
+
+
+def test_bold_prose_about_a_kill_is_no_kill(tmp_path) -> None:
+    r = diagnose_lines(tmp_path, ["**Killed** is what the terminal shows"])
     assert ids(r) == []
