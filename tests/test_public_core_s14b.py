@@ -49,6 +49,12 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3586.log", "nan-persistent"),  # `=> STEP  750   lr: 0.000600   giou_loss:  nan ...   total_loss:  nan`
     ("3587.log", "dataloader-worker-killed"),  # the worker's bus error, lines with `、` glued on
     ("3589.log", "checkpoint-corrupt"),  # `invalid load key, '<'.` under Python 3.11's caret lines
+    # round 9 (3590-3594), scored blind: no miss
+    ("3590.log", "mps-op-unsupported"),  # `> NotImplementedError: The operator 'torchvision::nms' ...` as a quote
+    ("3591.log", "device-mismatch"),  # SD.Next's logger wrapping `... devices, cpu` / `and cuda:0! (when ...)`
+    ("3592.log", "device-mismatch"),  # `... found at least two devices, mps:0 and cpu!`
+    ("3593.log", "device-mismatch"),  # the bare message, indented: `cuda:0 and cuda:1! (... wrapper_CUDA_scatter__value)`
+    ("3594.log", "device-mismatch"),  # the bare message: `... cuda:0 and cpu! (... wrapper_CUDA__native_layer_norm)`
 ])
 def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
