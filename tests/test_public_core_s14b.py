@@ -125,3 +125,14 @@ def test_the_hip_trace_and_the_exception_are_one_failure(tmp_path) -> None:
 def test_bold_prose_about_a_kill_is_no_kill(tmp_path) -> None:
     r = diagnose_lines(tmp_path, ["**Killed** is what the terminal shows"])
     assert ids(r) == []
+
+
+def test_a_numbered_loss_printed_alone_is_a_step_line() -> None:
+    # 2740 (a known miss studied after the rounds): VT-ADL prints ` loss3  : <value>` one a line, then nan
+    assert ids(api.diagnose([str(PUBLIC / "2740.log")]))[0] == "nan-persistent"
+
+
+def test_a_config_line_of_one_loss_weight_is_no_step(tmp_path) -> None:
+    # a config dump's loss weights: not numbered losses, no NaN read from them
+    r = diagnose_lines(tmp_path, ["loss_weight: nan", "lossy: nan", "loss123: nan"])
+    assert ids(r) == []

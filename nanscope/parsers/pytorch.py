@@ -121,9 +121,18 @@ def _after_stamp(text: str) -> Optional[str]:
     return rest.lstrip(_STAMP_SEP)
 
 
+_NUMBERED_LOSS = re.compile(r"loss_?\d{1,2}")
+
+
 def _loss_record(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]:
-    """{"loss": 0} for a logging record whose whole message is one loss pair (`train loss:nan`), else None."""
-    if len(keys) != 1 or keys[0] not in LOSS_KEYS:
+    """{"loss": 0} for a logging record whose whole message is one loss pair (`train loss:nan`), or a line that
+    is nothing but one numbered loss (`loss3  : 977.22`, VT-ADL's `print(' loss3  :', loss3.item())`: scripts
+    that print their losses one a line number them), else None."""
+    if len(keys) != 1:
+        return None
+    if _NUMBERED_LOSS.fullmatch(keys[0]) and only_pairs(text):
+        return {"loss": 0}
+    if keys[0] not in LOSS_KEYS:
         return None
     rest = _after_stamp(text)
     if rest is None or not only_pairs(rest):
