@@ -55,6 +55,12 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3592.log", "device-mismatch"),  # `... found at least two devices, mps:0 and cpu!`
     ("3593.log", "device-mismatch"),  # the bare message, indented: `cuda:0 and cuda:1! (... wrapper_CUDA_scatter__value)`
     ("3594.log", "device-mismatch"),  # the bare message: `... cuda:0 and cpu! (... wrapper_CUDA__native_layer_norm)`
+    # round 10 (3595-3599), scored blind: no miss
+    ("3595.log", "checkpoint-corrupt"),  # `EOFError: Ran out of input` from `result = unpickler.load()`: an empty file
+    ("3596.log", "checkpoint-corrupt"),  # the same at the legacy loader's magic number, behind a Windows prompt
+    ("3597.log", "checkpoint-corrupt"),  # a save cut by a job cycle, read on resume
+    ("3598.log", "checkpoint-corrupt"),  # a configured model path with an empty file
+    ("3599.log", "dependency-missing"),  # a pickled YOLOv5 model: `ModuleNotFoundError: No module named 'models'`
 ])
 def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
