@@ -420,6 +420,21 @@ def _other_oom(m, rec, state):
     return ev
 
 
+# Intel GPUs under SYCL / Level Zero: an allocation the device refuses comes back as the Unified Runtime's
+# UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY (39), which the SYCL runtime throws as `Native API failed. Native API returns:
+# 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)` and torch's XPU backend as `UR backend failed. UR backend returns:39
+# (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)` (intel/llvm unified-runtime/include/ur_api.h). The device's memory is used
+# up, as with "XPU out of memory. Tried to allocate" from the caching allocator (read by _oom). OUT_OF_RESOURCES (40)
+# is not read: Level Zero returns it for other resources than memory too.
+@rule("ur-device-oom", ("UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",), r"(?:returns: ?\d+ \()?UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY")
+def _ur_oom(m, rec, state):
+    if not first_time(state, ("oom", None, "xpu"), rec.loc.line):
+        return []
+    return _error(rec, "cuda_oom", {"driver": True, "tried_gib": None, "device": "xpu",
+                                    "detail": "Intel GPU (XPU): Level Zero refused a device allocation "
+                                              "(UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"})
+
+
 @rule("cublas-alloc", ("CUBLAS_STATUS_ALLOC_FAILED",), r"CUBLAS_STATUS_ALLOC_FAILED(?: when calling `(?P<call>[^`]*)`)?")
 def _cublas_alloc(m, rec, state):
     if not first_time(state, ("cublas_alloc",), rec.loc.line):
@@ -555,9 +570,12 @@ def _out_of_resources_class(text: str) -> Optional[str]:
 #                            this GPU because it is too old." (2.8+: "... which is of compute capability (CC) {ma}.{mi}.")
 # rocBLAS (library/src/tensile_host.cpp) has no Tensile GEMM kernels for the GPU's gfx target: "rocBLAS error: Cannot
 # read <path>/TensileLibrary.dat: <strerror>" (newer: "... for GPU arch : gfx1201" and the list of the TensileLibrary
-# files it has), then "rocBLAS error: Could not initialize Tensile host: ..."; the process aborts.
+# files it has), then "rocBLAS error: Could not initialize Tensile host: ..."; the process aborts. With
+# AMD_LOG_LEVEL >= 3 the HIP runtime traces its calls (hipamd/src/hip_*.cpp, `:3:hip_module.cpp :669 : <us> us:
+# [pid:N tid:0x..] hipLaunchKernel: Returned hipErrorInvalidDeviceFunction : `): the launch's own result, the same
+# missing kernel before torch raises it (and a paste may stop there).
 _ARCH_ERROR = re.compile(r"no kernel image is available for execution on the device|(?:CUDA error: |HIP error: |\(\d+\) : "
-                         r"|error=\d+ : )invalid device function|(?P<hip>hipErrorNoBinaryForGpu): (?:Unable to find code object "
+                         r"|error=\d+ : )invalid device function|(?P<hiptrace>: Returned hipErrorInvalidDeviceFunction)|(?P<hip>hipErrorNoBinaryForGpu): (?:Unable to find code object "
                          r"for all current devices|Coudn't find binary for current devices)"
                          r"|(?P<tensile>Cannot read [^\n]{0,400}?TensileLibrary[\w.-]*\.(?:dat|yaml): )"
                          r"|(?P<tensile_host>Could not initialize Tensile host)")
@@ -570,6 +588,7 @@ _ARCH_WARN = re.compile(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA c
 
 @rule("arch-unsupported", ("no kernel image is available", "invalid device function", "with CUDA capability sm_",
                            "which is of cuda capability", "which is of compute capability", "hipErrorNoBinaryForGpu",
+                           "Returned hipErrorInvalidDeviceFunction",
                            "TensileLibrary", "Could not initialize Tensile host"),
       _ARCH_ERROR.pattern + "|" + _ARCH_WARN.pattern)
 def _arch(m, rec, state):
@@ -590,7 +609,7 @@ def _arch(m, rec, state):
         return _error(rec, "cuda_arch_unsupported", {"cuda_error": err, "warning": False, "rocblas": True, "gfx": gfx})
     if m.group("hip"):
         err = "hipErrorNoBinaryForGpu: the ROCm build has no code object for this GPU"
-    elif m.group(0).endswith("invalid device function"):
+    elif m.group(0).endswith("invalid device function") or m.group("hiptrace"):
         err = "invalid device function"
     else:
         err = "no kernel image is available for execution on the device"
@@ -957,7 +976,7 @@ PARSER = Parser(
     framework=FW,
     priority=30,
     description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, Triton kernels past the GPU's resources, cuBLAS and cuDNN status errors, ops the MPS backend lacks, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
-    rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _cublas_alloc, _other_cublas, _other_oom, _ecc, _nvlink,
+    rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _ur_oom, _cublas_alloc, _other_cublas, _other_oom, _ecc, _nvlink,
            _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _assert_bare, _xid,
            _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cudnn,
            _thc_cublas, _mps_op, _mps_float64, _cuda_error],

@@ -27,6 +27,15 @@ is not one. Examples, all seen in real scripts:
                                           (`logger.info("train loss:{}".format(loss))` under a logging
                                           stamp: a record that is a loss and nothing else is a step line;
                                           it has no counter, its place in the log orders it)
+  cls:nan, loc:nan, reg:nan, loss: nan    (Point-GNN's train.py: a record of nothing but three or more pairs,
+                                          the loss among them, is a step line without a counter)
+  BMN training loss(epoch 0): tem_loss: 1.184, pem class_loss: 0.458, pem reg_loss: 0.024, total_loss: 1.883
+                                          (the loss next to two or more other losses, its components: a
+                                          record of losses, not prose; the epoch is read when it is there)
+  Steps desc_loss det_loss train_accuracy d_pos d_neg time memory
+  9753 nan nan 0.00 nan nan 1698.001 16280.8.
+                                          (D3Feat / KPConv's column table: a header of names, a step column
+                                          first and a loss column, then rows of bare numbers: own rules)
 """
 
 from __future__ import annotations
@@ -112,14 +121,37 @@ def _after_stamp(text: str) -> Optional[str]:
     return rest.lstrip(_STAMP_SEP)
 
 
+_NUMBERED_LOSS = re.compile(r"loss_?\d{1,2}")
+
+
 def _loss_record(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]:
-    """{"loss": 0} for a logging record whose whole message is one loss pair (`train loss:nan`), else None."""
-    if len(keys) != 1 or keys[0] not in LOSS_KEYS:
+    """{"loss": 0} for a logging record whose whole message is one loss pair (`train loss:nan`), or a line that
+    is nothing but one numbered loss (`loss3  : 977.22`, VT-ADL's `print(' loss3  :', loss3.item())`: scripts
+    that print their losses one a line number them), else None."""
+    if len(keys) != 1:
+        return None
+    if _NUMBERED_LOSS.fullmatch(keys[0]) and only_pairs(text):
+        return {"loss": 0}
+    if keys[0] not in LOSS_KEYS:
         return None
     rest = _after_stamp(text)
     if rest is None or not only_pairs(rest):
         return None
     return {"loss": 0}
+
+
+def _loss_components(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]:
+    """{"loss": i} for a record of several losses with no counter: the loss and two or more other pairs named
+    as losses (`tem_loss: nan, pem class_loss: nan, ..., total_loss: nan`), or a line of nothing but three or
+    more pairs, the loss among them (`cls:nan, loc:nan, reg:nan, loss: nan`); else None. Prose names a loss
+    once, it does not list its values."""
+    at = next((i for i, k in enumerate(keys) if k in LOSS_KEYS), None)
+    if at is None:
+        return None
+    others = sum(1 for i, k in enumerate(keys) if i != at and "loss" in k)
+    if others >= 2 or (len(keys) >= 3 and only_pairs(text)):
+        return {"loss": at}
+    return None
 
 
 @rule("step-line", ("loss", "Loss", "LOSS", "xent:"), PAIR.pattern, re.I)
@@ -131,8 +163,11 @@ def _step(m: "re.Match[str]", rec, state):
     lead = _lead(rec.text)
     where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(rec.text) else None)
              or (classify(keys + ["step"]) if lead is not None else None) or _loss_record(rec.text, keys))
-    if where is None:
-        return None
+    components = where is None
+    if components:
+        where = _loss_components(rec.text, keys)
+        if where is None:
+            return None
     vals = list(fields.values())
     got = {fld: vals[i] for fld, i in where.items() if i < len(vals)}
     step = to_int(got.get("step"))
@@ -142,6 +177,8 @@ def _step(m: "re.Match[str]", rec, state):
             step = int(lead.group("a"))
         elif epoch is None:
             epoch = float(lead.group("a"))  # epoch and batch: numbered in order
+    elif components:
+        epoch = to_float(fields.get("epoch"))  # a record of losses: the epoch it is in, not a counter of lines
     elif step is None and not ({"grad_norm", "lr", "loss_scale"} & got.keys()):
         step = to_int(got.get("epoch"))  # the line counts epochs: that number is its logged point
     return StepEvent(
@@ -283,10 +320,53 @@ def _clip(m, rec, state):
     )
 
 
+# A table of columns: a header line of names (`Steps desc_loss det_loss train_accuracy d_pos d_neg time memory`,
+# D3Feat / KPConv's training loop), then one row of bare numbers per logged step (`9753 nan nan 0.00 nan nan
+# 1698.001 16280.8.`). The header is a table's when its first column counts steps and another is a loss; a row
+# is read against the last such header when it has as many numbers as the header has names. A row of bare
+# numbers has no word the prefilter could find it by: the rows read are those with a non-finite value in them
+# (`nan`, `inf`), which is what the table can tell that no other line does.
+_TABLE_STEP = {"step", "steps", "iter", "iters", "iteration", "iterations", "it", "epoch", "epochs"}
+# (one character class each, the names and numbers checked in the builders: no nested repeat)
+_TABLE_HEAD = re.compile(r"^[ \t]*(?P<h>[A-Za-z][\w./ \t]*)$")
+_TABLE_ROW = re.compile(r"^[ \t]*(?P<r>\d[\w.+\- \t]*)$")
+_TABLE_NAME = re.compile(r"[A-Za-z][\w./]*")
+
+
+@rule("column-table-header", ("loss", "Loss", "LOSS"), _TABLE_HEAD.pattern, match_start=True)
+def _table_header(m, rec, state):
+    cols = [norm_key(c) for c in m.group("h").split()]
+    if len(cols) < 3 or cols[0] not in _TABLE_STEP or not all(_TABLE_NAME.fullmatch(c) for c in cols):
+        return None
+    loss = next((i for i, c in enumerate(cols) if c in LOSS_KEYS), None)
+    if loss is None:
+        loss = next((i for i, c in enumerate(cols) if c.endswith("loss") and i), None)
+    if loss is None:
+        return None
+    state["column_table"] = (cols, loss)
+    return []
+
+
+@rule("column-table-row", ("nan", "NaN", "NAN", "inf", "Inf", "INF"), _TABLE_ROW.pattern, match_start=True)
+def _table_row(m, rec, state):
+    table = state.get("column_table")
+    if table is None:
+        return None
+    cols, loss = table
+    vals = m.group("r").rstrip().removesuffix(".").split()  # `... 16280.8.`: the paste's full stop
+    if len(vals) != len(cols) or to_int(vals[0]) is None or any(to_float(v) is None for v in vals):
+        return None
+    step = to_int(vals[0])
+    epoch = float(step) if step is not None and cols[0].startswith("epoch") else None
+    return StepEvent(loc=rec.loc, text=rec.text, framework="pytorch", step=None if epoch is not None else step,
+                     loss=to_float(vals[loss]), epoch=epoch, raw_fields=dict(zip(cols, vals)))
+
+
 PARSER = Parser(
     name="pytorch",
     framework="pytorch",
     priority=90,
     description="plain PyTorch step prints and PyTorch warnings",
-    rules=[_lr_warning, _clip, _tbx_nan, _epoch_bracket_count, _train_epoch, _cifar_tutorial, _bracket_pairs, _step],
+    rules=[_lr_warning, _clip, _tbx_nan, _epoch_bracket_count, _train_epoch, _cifar_tutorial, _bracket_pairs, _step,
+           _table_header, _table_row],
 )

@@ -234,6 +234,7 @@ def _srun_task(m, rec, state):
 # 8156 Killed   python3 main.py`), whose column padding a web paste may collapse to one space. A log
 # collector may stamp the line (`2020-11-24 20:22:28.106 /bin/bash: line 27: 318 Killed sh start.sh`), and
 # journald prefix it (`Nov 20 15:10:43 inky inkypi[27237]: /usr/local/bin/inkypi: line 13: 27241 Killed ...`).
+# An issue's paste may wrap the bare word in markdown bold, inside its code block too (`**Killed**`).
 KILLED_WORDS = ("Killed", "已杀死", "Terminado (killed)")
 _KILLED_WORD = "(?:" + "|".join(re.escape(w) for w in KILLED_WORDS) + ")"
 # A collector's stamp, or journald's syslog prefix when the job runs as a unit (`Nov 20 15:10:43 inky inkypi[27237]: `).
@@ -245,7 +246,7 @@ _STAMP = (r"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]+"
     "shell-killed",
     KILLED_WORDS,
     "^" + _STAMP + r"(?:(?:\S+: line \d+:[ \t]+(?P<pid>\d+)[ \t]+" + _KILLED_WORD + r"(?:[ \t]+(?P<cmd>\S.*?))?)"
-    r"|(?:\[\d+\][+-]?[ \t]+)?" + _KILLED_WORD + r"(?:[ \t]{2,}(?P<cmd2>\S.*?))?)[ \t]*$",
+    r"|(?:\[\d+\][+-]?[ \t]+)?" + _KILLED_WORD + r"(?:[ \t]{2,}(?P<cmd2>\S.*?))?|\*\*" + _KILLED_WORD + r"\*\*)[ \t]*$",
     match_start=True,
 )
 def _killed(m, rec, state):
