@@ -142,3 +142,17 @@ def test_a_config_line_of_one_loss_weight_is_no_step(tmp_path) -> None:
     # a config dump's loss weights: not numbered losses, no NaN read from them
     r = diagnose_lines(tmp_path, ["loss_weight: nan", "lossy: nan", "loss123: nan"])
     assert ids(r) == []
+
+
+def test_info_lines_are_no_candidates_for_the_column_table() -> None:
+    """The table rule's non-finite values are columns (after a blank): INFO lines, an inference server's
+    prose and 'for more info' are not read for it (they were a tenth of a console's lines, read in Python)."""
+    from nanscope.parsers import registry
+    import pyarrow as pa
+
+    pf = registry.keyword_regex(registry.all_parsers())
+    lines = [b"8: [2026-11-29 23:25:22,813] [INFO] [logging.py:123:log_dist] [Rank 0] Using client Optimizer as basic optimizer",
+             b"[INFO] Inference server ready", b"see the docs for more info", b"INFO: started"]
+    assert not any(pf.holds(pa.array(lines, type=pa.binary())).to_pylist())
+    rows = [b"9753 nan nan 0.00 nan nan 1698.001 16280.8.", b"12\t0.5\tinf"]
+    assert all(pf.holds(pa.array(rows, type=pa.binary())).to_pylist())

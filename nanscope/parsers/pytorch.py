@@ -347,7 +347,11 @@ def _table_header(m, rec, state):
     return []
 
 
-@rule("column-table-row", ("nan", "NaN", "NAN", "inf", "Inf", "INF"), _TABLE_ROW.pattern, match_start=True)
+# (the non-finite value as a column: after a blank, never first; an infinity between blanks. A bare `INF` /
+# `inf` made every INFO line a candidate, a tenth of a console's lines sent to Python for nothing, and ` inf`
+# every `inference` / `info`)
+@rule("column-table-row", (" nan", " NaN", " NAN", "\tnan", "\tNaN", " inf ", " -inf ", "\tinf", "\t-inf"),
+      _TABLE_ROW.pattern, match_start=True)
 def _table_row(m, rec, state):
     table = state.get("column_table")
     if table is None:
