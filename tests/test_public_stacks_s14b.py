@@ -29,6 +29,14 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3635.log", "cuda-oom"),  # JAX: XlaRuntimeError RESOURCE_EXHAUSTED with the buffer assignment's stats
     ("3636.log", "nan-persistent"),  # MindYOLO: every step's loss nan, MindSpore's overflow warning at each
     ("3638.log", "worker-segfault"),  # Composer's launcher: rank 2 ended by SIGBUS (-7)
+    # round 5 (3640-3646), scored blind after the round-4 fixes
+    ("3640.log", "cuda-oom"),  # XLA:TPU compile: 'Ran out of memory in memory space hbm' under EasyDeL
+    ("3641.log", "host-oom"),  # MindSpore's MindData arena: cudaHostAlloc of pinned host memory in WSL2
+    ("3642.log", "cuda-oom"),  # MindSpore's dynamic memory pool full on an Ascend NPU
+    ("3643.log", "cuda-oom"),  # CANN's Memory_Allocation_Failure(EL0004) of the GE module
+    ("3644.log", "nan-op-origin"),  # jax_debug_nans: FloatingPointError in convert_element_type
+    ("3645.log", "nan-op-origin"),  # jax_debug_nans' newer wording, log of a negative number
+    ("3646.log", "cuda-illegal-memory-access"),  # OpenNMT-py: cudaErrorLaunchFailure in backward
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
@@ -85,3 +93,37 @@ def test_composers_rank_with_status_1_is_its_exception(tmp_path) -> None:
     # mosaicml/examples#292: a rank that raised; its traceback went to the rank's own stderr file
     line = "ERROR:composer.cli.launcher:Rank 1 crashed with exit code 1."
     assert ids(diagnose_lines(tmp_path, [line])) == ["uncaught-exception"]
+
+
+def test_canns_el0004_without_the_module_at_device_open(tmp_path) -> None:
+    # hw-native-sys/PTOAS#341: aclrtSetDevice fails, the device's memory pool cannot be set up
+    lines = ["[ERROR] RecentErrMsg: [PID: 1611576] 2026-03-24-12:14:32.900.217 Memory_Allocation_Failure(EL0004): Failed to allocate memory.",
+             "        Possible Cause: Available memory is insufficient.",
+             "        Solution: Close applications not in use.",
+             "        TraceBack (most recent call last):",
+             "        allocate device memory failed.[FUNC:Init][FILE:memory_pool_manager.cc][LINE:50]"]
+    assert ids(diagnose_lines(tmp_path, lines)) == ["cuda-oom"]
+
+
+def test_canns_runtime_module_is_the_devices_without_a_host_malloc_after_it(tmp_path) -> None:
+    lines = ["[PID: 4906] 2026-06-06-12:17:01.267.772 Memory_Allocation_Failure(EL0004): Failed to allocate memory "
+             "requested by RUNTIME module.",
+             "        Possible Cause: Available memory is insufficient."]
+    assert ids(diagnose_lines(tmp_path, lines)) == ["cuda-oom"]
+
+
+def test_canns_runtime_module_with_rtsmallochost_is_pinned_host_memory(tmp_path) -> None:
+    # a vllm-omni user's DiffusionWorker lines (rtsMallocHost after the RUNTIME module's failure)
+    lines = ["(DiffusionWorker_SP7 pid=1119) TraceBack (most recent call last):",
+             "(DiffusionWorker_SP7 pid=1119)         Failed to allocate memory requested by RUNTIME module.",
+             "(DiffusionWorker_SP7 pid=1119)         rtsMallocHost execution failed, reason=driver error:out of memory"
+             "[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:69]"]
+    report = diagnose_lines(tmp_path, lines)
+    assert ids(report) == ["host-oom"] and "rtsMallocHost" in report.findings[0].summary
+
+
+def test_canns_el0004_then_rtsmallochost_is_one_host_failure(tmp_path) -> None:
+    lines = ["Memory_Allocation_Failure(EL0004): Failed to allocate memory requested by RUNTIME module.",
+             "rtsMallocHost execution failed, reason=driver error:out of memory"]
+    report = diagnose_lines(tmp_path, lines)
+    assert ids(report) == ["host-oom"] and "pinned host memory" in report.findings[0].summary
