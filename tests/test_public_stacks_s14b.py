@@ -37,6 +37,12 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3644.log", "nan-op-origin"),  # jax_debug_nans: FloatingPointError in convert_element_type
     ("3645.log", "nan-op-origin"),  # jax_debug_nans' newer wording, log of a negative number
     ("3646.log", "cuda-illegal-memory-access"),  # OpenNMT-py: cudaErrorLaunchFailure in backward
+    # round 6 (3650-3654), scored blind after the round-5 fixes
+    ("3650.log", "uncaught-exception"),  # paddle.distributed.launch: trainer 3 exited non-zero, its log not here
+    ("3651.log", "dataloader-worker-killed"),  # Paddle's '(Fatal) DataLoader process (pid N) exited is killed by signal'
+    ("3652.log", "nan-persistent"),  # PaddleDetection 0.x's repr-quoted stats: 'loss': 'nan'
+    ("3653.log", "nan-persistent"),  # PaddleDetection 2.x's ppdet.engine records, nan from the first
+    ("3654.log", "nan-persistent"),  # the same 0.x records on the CPU, nan from iteration 20
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
@@ -127,3 +133,32 @@ def test_canns_el0004_then_rtsmallochost_is_one_host_failure(tmp_path) -> None:
              "rtsMallocHost execution failed, reason=driver error:out of memory"]
     report = diagnose_lines(tmp_path, lines)
     assert ids(report) == ["host-oom"] and "pinned host memory" in report.findings[0].summary
+
+
+def test_paddles_launcher_names_the_trainer_that_failed() -> None:
+    finding = api.diagnose([str(PUBLIC / "3650.log")]).findings[0]
+    assert finding.initiating_rank == 3 and "ABORT!!!" in finding.summary
+
+
+def test_paddles_launcher_with_two_trainers_names_no_rank(tmp_path) -> None:
+    # PaddlePaddle/PaddleDetection#1775: both trainers found dead in one poll, in rank order, not failure order
+    lines = ["INFO 2020-11-30 13:01:49,988 utils.py:269] terminate all the procs",
+             "ERROR 2020-11-30 13:01:49,988 utils.py:413] ABORT!!! Out of all 2 trainers, the trainer process with "
+             "rank=[0, 1] was aborted. Please check its log.",
+             "INFO 2020-11-30 13:01:52,991 utils.py:269] terminate all the procs"]
+    report = diagnose_lines(tmp_path, lines)
+    assert ids(report) == ["uncaught-exception"] and report.findings[0].initiating_rank is None
+
+
+def test_paddledetection_0x_records_give_the_first_bad_iteration() -> None:
+    finding = api.diagnose([str(PUBLIC / "3654.log")]).findings[0]
+    assert "step 20" in finding.summary
+
+
+def test_paddledetection_0x_finite_records_are_healthy_steps(tmp_path) -> None:
+    # PaddlePaddle/PaddleDetection#1946: finite losses in the 0.x records are steps, not a failure
+    lines = ["2020-12-22 08:05:25,238-INFO: iter: 1240, lr: 0.019992, 'loss_cls': '0.736654', 'loss_bbox': '0.011202', "
+             "'loss': '1.263390', eta: 10:52:43, batch_cost: 0.39655 sec, ips: 5.04344 images/sec",
+             "2020-12-22 08:05:33,846-INFO: iter: 1260, lr: 0.019992, 'loss_cls': '0.629420', 'loss_bbox': '0.011240', "
+             "'loss': '1.215950', eta: 11:51:46, batch_cost: 0.43252 sec, ips: 4.62409 images/sec"]
+    assert ids(diagnose_lines(tmp_path, lines)) == []
