@@ -48,14 +48,18 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3662.log", "cuda-illegal-memory-access"),  # MXNetError: 'Check failed: err == cudaSuccess (77 vs. 0)'
     ("3663.log", "cuda-illegal-memory-access"),  # pooled_storage_manager.h's 'CUDA: an illegal memory access' (no OOM)
     ("3664.log", "cuda-illegal-memory-access"),  # the engine's stream check under CTC
+    # round 8 (3670-3671), scored blind after the round-7 score
+    ("3670.log", "nccl-error"),  # HCCL's HcclCommInitRootInfo failed under MindIE (Ascend 310P)
+    ("3671.log", "peer-connection-lost"),  # ParameterServerStrategy: UnavailableError, failed to connect to all addresses
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3637.log", "3660.log"])
+@pytest.mark.parametrize("name", ["3637.log", "3660.log", "3672.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
-    # MindSpore's dynamic loss scaler logging one overflow among finite, steady losses; MXNet's Speedometer lines
+    # MindSpore's dynamic loss scaler logging one overflow among finite, steady losses; MXNet's Speedometer lines;
+    # MultiWorkerMirroredStrategy's start-up ('Check health not enabled.')
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -167,3 +171,15 @@ def test_paddledetection_0x_finite_records_are_healthy_steps(tmp_path) -> None:
              "2020-12-22 08:05:33,846-INFO: iter: 1260, lr: 0.019992, 'loss_cls': '0.629420', 'loss_bbox': '0.011240', "
              "'loss': '1.215950', eta: 11:51:46, batch_cost: 0.43252 sec, ips: 4.62409 images/sec"]
     assert ids(diagnose_lines(tmp_path, lines)) == []
+
+
+def test_hccls_own_line_and_the_runners_rank_are_one_failure() -> None:
+    report = api.diagnose([str(PUBLIC / "3670.log")])
+    assert ids(report) == ["nccl-error"] and "rank 1" in report.findings[0].summary
+
+
+def test_torch_npus_process_group_hccl_error(tmp_path) -> None:
+    # hiyouga/LlamaFactory#3839's title: torch_npu's ProcessGroupHCCL raising on an Ascend NPU
+    line = "RuntimeError: [ERROR] HCCL error in: torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:64"
+    report = diagnose_lines(tmp_path, [line])
+    assert ids(report) == ["nccl-error"] and "ProcessGroupHCCL" in report.findings[0].summary
