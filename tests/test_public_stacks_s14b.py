@@ -51,15 +51,19 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     # round 8 (3670-3671), scored blind after the round-7 score
     ("3670.log", "nccl-error"),  # HCCL's HcclCommInitRootInfo failed under MindIE (Ascend 310P)
     ("3671.log", "peer-connection-lost"),  # ParameterServerStrategy: UnavailableError, failed to connect to all addresses
+    # round 9 (3680-3682), scored blind after the round-8 fixes
+    ("3680.log", "cuda-illegal-memory-access"),  # Paddle's 'ExternalError: CUDA error(700)' at run_check
+    ("3681.log", "dependency-missing"),  # Paddle's dynamic loader: libcublas.so not found
+    ("3682.log", "dependency-missing"),  # the same on Windows: cublas64_102.dll (error code 126)
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3637.log", "3660.log", "3672.log"])
+@pytest.mark.parametrize("name", ["3637.log", "3660.log", "3672.log", "3683.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     # MindSpore's dynamic loss scaler logging one overflow among finite, steady losses; MXNet's Speedometer lines;
-    # MultiWorkerMirroredStrategy's start-up ('Check health not enabled.')
+    # MultiWorkerMirroredStrategy's start-up ('Check health not enabled.'); Paddle's libcuda.so warning under WSL2
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -183,3 +187,8 @@ def test_torch_npus_process_group_hccl_error(tmp_path) -> None:
     line = "RuntimeError: [ERROR] HCCL error in: torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:64"
     report = diagnose_lines(tmp_path, [line])
     assert ids(report) == ["nccl-error"] and "ProcessGroupHCCL" in report.findings[0].summary
+
+
+def test_paddles_dynamic_loader_names_the_library() -> None:
+    summary = api.diagnose([str(PUBLIC / "3681.log")]).findings[0].summary
+    assert "libcublas.so" in summary and "cannot open shared object file" in summary
