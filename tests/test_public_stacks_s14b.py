@@ -55,6 +55,10 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3680.log", "cuda-illegal-memory-access"),  # Paddle's 'ExternalError: CUDA error(700)' at run_check
     ("3681.log", "dependency-missing"),  # Paddle's dynamic loader: libcublas.so not found
     ("3682.log", "dependency-missing"),  # the same on Windows: cublas64_102.dll (error code 126)
+    # round 10 (3690-3692), scored blind after the round-9 fixes (no change needed)
+    ("3690.log", "cudnn-init-failed"),  # XLA's cuda_dnn.cc: 'Could not create cudnn handle' with 2.6 GB free
+    ("3691.log", "cudnn-init-failed"),  # the same four times in glog's format, then JAX's SimplifiedTraceback
+    ("3692.log", "cudnn-init-failed"),  # the message two lines below its log prefix
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
