@@ -59,6 +59,9 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3690.log", "cudnn-init-failed"),  # XLA's cuda_dnn.cc: 'Could not create cudnn handle' with 2.6 GB free
     ("3691.log", "cudnn-init-failed"),  # the same four times in glog's format, then JAX's SimplifiedTraceback
     ("3692.log", "cudnn-init-failed"),  # the message two lines below its log prefix
+    # round 11 (3693-3694), scored blind after the round-10 score (no change needed)
+    ("3693.log", "uncaught-exception"),  # Composer: 'Rank 1 crashed with exit code 1.', its traceback elsewhere
+    ("3694.log", "nan-persistent"),  # MindYOLO: one nan epoch record after the loss-scale overflow notice
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
@@ -196,3 +199,8 @@ def test_torch_npus_process_group_hccl_error(tmp_path) -> None:
 def test_paddles_dynamic_loader_names_the_library() -> None:
     summary = api.diagnose([str(PUBLIC / "3681.log")]).findings[0].summary
     assert "libcublas.so" in summary and "cannot open shared object file" in summary
+
+
+def test_composers_rank_1_with_status_1_is_the_initiating_rank() -> None:
+    finding = api.diagnose([str(PUBLIC / "3693.log")]).findings[0]
+    assert finding.initiating_rank == 1
