@@ -189,10 +189,32 @@ def _python_import(m, rec, state):
     return _event(m, rec, state, "dependency_missing", detail, framework="python")
 
 
+# PaddlePaddle's dynamic loader (paddle/fluid/platform/dynload/dynamic_loader.cc, 2.x paddle/phi/backends/dynload/
+# dynamic_loader.cc): a CUDA library it dlopen()s / LoadLibrary()s is not found, "The third-party dynamic library (%s)
+# that Paddle depends on is not configured correctly. (error code is %s)" then "  Suggestions:" (check the CUDA /
+# cuDNN install, LD_LIBRARY_PATH / PATH). Raised (PreconditionNotMet, RuntimeError / PreconditionNotMetError) when the
+# library is required; logged as a glog warning (`W0508 21:40:15.979074  1551 dynamic_loader.cc:412] ...`) when Paddle
+# can go on without it (libcuda.so by that name under WSL2, whose driver lives in /usr/lib/wsl/lib): the warning is no
+# failure.
+_GLOG_WARNING = re.compile(r"^\s*W\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+\]")
+
+
+@rule("paddle-dynload", ("that Paddle depends on is not configured correctly",),
+      r"(?P<msg>The third-party dynamic library \((?P<lib>[^)]{1,200})\) that Paddle depends on is not configured correctly\."
+      r"(?: \(error code is (?P<err>[^)]{1,200})\))?)")
+def _paddle_dynload(m, rec, state):
+    if _GLOG_WARNING.match(rec.text):
+        return []  # Paddle goes on without it
+    err = m.group("err")
+    detail = f"PaddlePaddle cannot load the CUDA library {m.group('lib')}" + (f" ({err})" if err else "")
+    return _event(m, rec, state, "dependency_missing", detail, framework="paddlepaddle")
+
+
 PARSER = Parser(
     name="dependencies",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
     description="The HF stack's dependency checks: accelerate for the Trainer, bitsandbytes for quantization, remote code's imports, require_version; OpenMMLab's mmcv / mmengine version checks; tokenizer.json files too new for tokenizers; rope_scaling configs too new for transformers; failed imports",
-    rules=[_dependency, _openmmlab_version, _tokenizers_format, _rope_scaling, _compile_raised, _python_import],
+    rules=[_dependency, _openmmlab_version, _tokenizers_format, _rope_scaling, _compile_raised, _python_import,
+           _paddle_dynload],
 )

@@ -15,6 +15,7 @@ from typing import Optional
 from nanscope.model import ErrorEvent, LifecycleEvent, WarningEvent
 from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
+from nanscope.parsers._framework_oom import MXNET_OOM, PADDLE_OOM, mxnet_oom_event, paddle_oom_event
 
 # A logger's own prefix before the exception text: vLLM's `ERROR 01-11 03:46:48 [core.py:936] `
 # (older: `core.py:936] ` without brackets) and Python logging's default `ERROR:name:`.
@@ -697,6 +698,16 @@ def _exception(m, rec, state):
         ev.fields = {**(ev.fields or {}), "distribution": True}
         state["pending"] = ev  # repr(self) of the distribution can run over lines: the constraint follows
         return out
+    if kind == "exception" and msg == "Traceback (most recent call last):" and exc_type.endswith("MXNetError"):
+        # MXNet 1.6+'s FFI error: the message is the C++ traceback, its last line `MXNetError: <message>` the error
+        ev.fields = {**(ev.fields or {}), "ffi_head": True}
+        state["pending"] = ev
+        return out
+    if kind == "exception" and _PADDLE_HEADER.search(msg):
+        # PaddlePaddle's enforce error: the message is the error type's name, its text on the lines after
+        ev.fields = {**(ev.fields or {}), "paddle_header": True}
+        state["pending"] = ev
+        return out
     if kind == "exception" and _ANNOUNCES_NEXT_LINE.search(msg):
         # transformers' lazy-import error: the message goes on in the next line; a build-mismatch line there makes
         # this exception that (_extension_bare), else it stays as it is
@@ -890,6 +901,43 @@ _EXTENSION_BARE = re.compile(
 # stderr:\\n{log}\\nRepro command: ...")` with error = "Internal Triton PTX codegen error" (3.1+): what ptxas said follows.
 _ANNOUNCES_NEXT_LINE = re.compile(r"because of the following error \(look up to see its traceback\):$"
                                   r"|\bInternal Triton PTX codegen error:?$")
+
+
+# PaddlePaddle raises its enforce errors (paddle/phi/core/enforce.h, paddle/fluid/platform/enforce.h) with the
+# error type's name as the first line of the message and the text after a blank line: `RuntimeError:
+# ResourceExhaustedError:` (1.8-2.0, `MemoryError: ` with a C++ traceback before it later), then `Out of memory error
+# on GPU 0. Cannot allocate ...` (framework_oom reads it). That OOM line is the failure: the exception is its carrier.
+_PADDLE_HEADER = re.compile(r"^ResourceExhaustedError:?\s*$")
+_PADDLE_SPAN = 6
+
+
+@rule("paddle-oom", ("Out of memory error on GPU",), PADDLE_OOM.pattern)
+def _paddle_oom(m, rec, state):
+    held = state.get("pending")
+    out = []
+    if held is not None and (held.fields or {}).get("paddle_header") and rec.loc.line - held.loc.line <= _PADDLE_SPAN:
+        state.pop("pending")  # the exception only carries this out-of-memory error: one failure, not two
+    else:
+        out = _release(state)
+    if not first_time(state, ("paddle_oom", m.group("gpu")), rec.loc.line):
+        return out
+    return out + [paddle_oom_event(m, rec)]
+
+
+_FFI_SPAN = 60
+
+
+@rule("mxnet-oom", ("cudaMalloc failed: out of memory", "cudaMalloc retry failed: out of memory"), MXNET_OOM.pattern)
+def _mxnet_oom(m, rec, state):
+    held = state.get("pending")
+    out = []
+    if held is not None and (held.fields or {}).get("ffi_head") and rec.loc.line - held.loc.line <= _FFI_SPAN:
+        state.pop("pending")  # the FFI exception's head: this line is its message
+    else:
+        out = _release(state)
+    if not first_time(state, ("mxnet_oom",), rec.loc.line):
+        return out
+    return out + [mxnet_oom_event(m, rec)]
 
 
 _SO_SYMBOL = re.compile(r"(?<![^\s'\"/\\])(?P<lib>[^\s'\"/\\]+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>[^\s'\"]+)")
@@ -1123,7 +1171,7 @@ PARSER = Parser(
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
            _triton_compile_failed, _inductor_logged_exception, _ptxas_arch, _ignite_terminating, _compile_raised, _ray_actor_name, _notebook_frame,
-           _distribution_real,
+           _distribution_real, _paddle_oom, _mxnet_oom,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,
            _weights_only_bare, _extension_bare, _operand_bare],
 )

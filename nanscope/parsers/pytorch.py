@@ -23,6 +23,8 @@ is not one. Examples, all seen in real scripts:
                                           Learning-to-See-in-the-Dark and its forks: bare counts, then
                                           nothing but pairs; two counts are epoch and batch, and the
                                           batch restarts each epoch, so the line is numbered in order)
+  2020-09-22 05:48:01,435-INFO: iter: 760, lr: 0.000500, 'loss_xy': 'nan', ..., 'loss': 'nan', time: 32.612
+                                          (PaddleDetection 0.x: the stats' keys and values repr-quoted; own rule)
   2018-03-23 15:40:22,720:INFO: train loss:nan
                                           (`logger.info("train loss:{}".format(loss))` under a logging
                                           stamp: a record that is a loss and nothing else is a step line;
@@ -156,16 +158,32 @@ def _loss_components(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]
 
 @rule("step-line", ("loss", "Loss", "LOSS", "xent:"), PAIR.pattern, re.I)
 def _step(m: "re.Match[str]", rec, state):
+    return _step_from(rec.text, rec)
+
+
+# A stats dict printed with repr-quoted keys and values: PaddleDetection 0.x's tools/train.py
+# (`logger.info("iter: {}, lr: {:.6f}, {}, eta: {}".format(it, lr, strs, eta))`, the stats' keys and values
+# formatted as strings), e.g. `2020-09-22 05:48:01,435-INFO: iter: 760, lr: 0.000500, 'loss_xy': 'nan', ...,
+# 'loss': 'nan', time: 32.612, eta: 3:59:09`. The quotes are dropped and the line read as any step line.
+_QUOTED_PAIR = re.compile(rf"'(?P<key>[A-Za-z_][\w./]*)': '(?P<val>{NUM})'", re.I)
+
+
+@rule("quoted-pairs", ("': '",), _QUOTED_PAIR.pattern, re.I)
+def _quoted_pairs(m: "re.Match[str]", rec, state):
+    return _step_from(_QUOTED_PAIR.sub(r"\g<key>: \g<val>", rec.text), rec)
+
+
+def _step_from(text: str, rec):
     fields: dict[str, str] = {}
-    for p in PAIR.finditer(rec.text):
+    for p in PAIR.finditer(text):
         fields.setdefault(norm_key(p.group("key")), p.group("val"))
     keys = list(fields)
-    lead = _lead(rec.text)
-    where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(rec.text) else None)
-             or (classify(keys + ["step"]) if lead is not None else None) or _loss_record(rec.text, keys))
+    lead = _lead(text)
+    where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(text) else None)
+             or (classify(keys + ["step"]) if lead is not None else None) or _loss_record(text, keys))
     components = where is None
     if components:
-        where = _loss_components(rec.text, keys)
+        where = _loss_components(text, keys)
         if where is None:
             return None
     vals = list(fields.values())
@@ -371,6 +389,6 @@ PARSER = Parser(
     framework="pytorch",
     priority=90,
     description="plain PyTorch step prints and PyTorch warnings",
-    rules=[_lr_warning, _clip, _tbx_nan, _epoch_bracket_count, _train_epoch, _cifar_tutorial, _bracket_pairs, _step,
-           _table_header, _table_row],
+    rules=[_lr_warning, _clip, _tbx_nan, _epoch_bracket_count, _train_epoch, _cifar_tutorial, _bracket_pairs, _quoted_pairs,
+           _step, _table_header, _table_row],
 )

@@ -24,6 +24,8 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
   torch/utils/data       RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.
                          RuntimeError: DataLoader worker (pid(s) 1234, 5678) exited unexpectedly
                          ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).
+  paddle                 SystemError: (Fatal) DataLoader process (pid 1104) exited is killed by signal: Killed.
+                         DataLoader process (pid N) exited unexpectedly with code C.   (fluid/imperative/data_loader.cc)
   torch/serialization    RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory
   safetensors            safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge
   pickle                 _pickle.UnpicklingError: invalid load key, 'v'.
@@ -382,9 +384,9 @@ def _ray_worker_died(m, rec, state):
 
 @rule(
     "dataloader-worker",
-    ("DataLoader worker", "encountered in worker"),
-    r"DataLoader worker \(pid(?:\(s\))? (?P<pids>[^)]*)\) (?:is killed by signal: (?P<sig>[^.]+)\.?"
-    r"|exited unexpectedly(?: with exit code (?P<code>-?\d+))?)"
+    ("DataLoader worker", "encountered in worker", "DataLoader process (pid"),
+    r"DataLoader (?:worker|process) \(pid(?:\(s\))? (?P<pids>[^)]*)\) (?:exited )?(?:is killed by signal: (?P<sig>[^.]+)\.?"
+    r"|exited unexpectedly(?: with (?:exit )?code (?P<code>-?\d+))?)"
     r"|Unexpected (?P<fault>bus error|segmentation fault|floating-point exception) encountered in worker",
 )
 def _dataloader(m, rec, state):

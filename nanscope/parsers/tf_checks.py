@@ -66,10 +66,30 @@ def _torchtune_packed(m, rec, state):
     return error_event(m, rec, "trainer_config_invalid", "torchtune", detail)
 
 
+# tensorflow/python/distribute/coordinator/cluster_coordinator.py (ParameterServerStrategy's coordinator, TF 2.4+),
+# Worker's wait_on_failure: logging.error("Remote function on worker %s failed with %r:%s\nIt is treated as a
+# transient connectivity failure for now.", worker_device_name, e, e) when the error is a worker <-> ps connectivity
+# one (_record_and_ignore_transient_ps_failure), "...\nThis derived error is ignored and not reported to users." for
+# a cancelled or timed-out RPC. An UnavailableError there is gRPC's UNAVAILABLE: a task (the ps, the worker) cannot
+# be reached ("failed to connect to all addresses", "Socket closed", "Connection reset by peer"); the derived,
+# cancelled ones are collateral and stay quiet.
+@rule("tf-remote-unavailable", ("Remote function on worker",),
+      r"Remote function on worker (?P<worker>\S+) failed with (?:\w+\.)*UnavailableError\(\):(?P<msg>.{0,300})")
+def _remote_unavailable(m, rec, state):
+    if not first_time(state, ("tf_unavailable", m.group("worker")), rec.loc.line):
+        return []
+    msg = m.group("msg").strip()
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="tensorflow", error="peer_connection_lost",
+                      message=m.group(0).strip(), exc_type="UnavailableError",
+                      fields={"backend": "grpc", "worker": m.group("worker"),
+                              "detail": f"the coordinator's remote function on {m.group('worker')} could not reach a "
+                                        f"task over gRPC (UNAVAILABLE: {msg})"})
+
+
 PARSER = Parser(
     name="tf_checks",
     framework="tensorflow",
     priority=40,  # before the generic exception parser (python, 80)
     description="TensorFlow's check_numerics / enable_check_numerics (the tensor or op that went non-finite); torchtune's packed-dataset config checks",
-    rules=[_check_numerics, _torchtune_packed],
+    rules=[_check_numerics, _torchtune_packed, _remote_unavailable],
 )
