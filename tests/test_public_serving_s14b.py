@@ -74,3 +74,33 @@ def test_the_exceeds_warning_and_its_waits_are_one_finding() -> None:
 def test_the_draft_counts_are_in_the_summary() -> None:
     summary = api.diagnose([str(PUBLIC / "3354.log")]).findings[0].summary
     assert "56 draft tokens" in summary and "--max_draft_len 0" in summary
+
+
+# round 2 (3360-3366), scored blind after the round-1 fixes
+@pytest.mark.parametrize("name, expected", [
+    ("3360.log", "chat-template-missing"),  # the client's 400 JSON body over the server's preprocessing traceback
+    ("3361.log", "lora-adapter-load-failed"),  # vLLM 0.3: GemmaForCausalLM has no LoRA support
+    ("3362.log", "lora-adapter-load-failed"),  # LoRAX's router: 'BLOOMSharded' object has no attribute 'load_adapter'
+    ("3363.log", "lora-adapter-load-failed"),  # LoRAX's client: 'This model does not support adapter loading.'
+    ("3364.log", "lora-adapter-load-failed"),  # LoRAX's router: no adapter_config.json, the terminal's wraps kept
+])
+def test_round_2_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+@pytest.mark.parametrize("name", ["3365.log", "3366.log"])
+def test_round_2_requests_the_server_rejected_stay_clean(name: str) -> None:
+    # a client posting to /generate on the OpenAI server; a request naming a model the server does not serve
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_the_model_class_without_lora_support_is_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3361.log")]).findings[0].summary
+    assert "GemmaForCausalLM has no LoRA support" in summary
+
+
+def test_a_nim_profile_skipped_for_lora_is_quiet(tmp_path) -> None:
+    # NVIDIA NIM's profile selection (its README's sample output): a WARNING of a profile it skips
+    line = ("WARNING 2025-10-21 15:06:40.531 profile_utils.py:879] Profile fd7da1db9a16d730859cda85c0f0487f37a49f2a58d7e66a"
+            "006bde58338a61e4 does not support LoRA, but LoRA is enabled. Skipping profile.")
+    assert ids(diagnose_lines(tmp_path, [line])) == []
