@@ -104,3 +104,22 @@ def test_a_nim_profile_skipped_for_lora_is_quiet(tmp_path) -> None:
     line = ("WARNING 2025-10-21 15:06:40.531 profile_utils.py:879] Profile fd7da1db9a16d730859cda85c0f0487f37a49f2a58d7e66a"
             "006bde58338a61e4 does not support LoRA, but LoRA is enabled. Skipping profile.")
     assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+# round 3 (3370-3373), scored after the round-2 fixes
+@pytest.mark.parametrize("name, expected", [
+    ("3370.log", "host-oom"),  # a llamafile's 16 GiB CPU KV buffer, the backend's line cut to 'gml_backend_...'
+    ("3371.log", "host-oom"),  # Khoj's llama-cpp-python: the same buffer, twice, then 'Failed to create llama_context'
+])
+def test_round_3_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+def test_round_3_tgi_warm_up_stays_clean() -> None:
+    assert ids(api.diagnose([str(PUBLIC / "3373.log")])) == []
+
+
+def test_a_cut_cpu_buffer_line_keeps_its_size_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3370.log")]).findings[0].summary
+    assert "17179869216" in summary
+
