@@ -27,6 +27,15 @@ assertNotCapturing: TORCH_CHECK(status == cudaStreamCaptureStatusNone, attempt, 
 you need this call to be captured, please file an issue. Current cudaStreamCaptureStatus: ", status)), e.g.
 `Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture. ...` (a kernel reading the RNG seed).
 
+TensorRT's own logger reports a failed capture inside an enqueue as `Error Code 1: Cuda Runtime (<text>)`. trtexec
+(samples/common/sampleDevice.h TrtCudaGraph::endCaptureOnError, sampleInference.cpp) then gives the graph up and
+goes on without it:
+    sample::gLogWarning << "The CUDA graph capture on the stream has failed." << std::endl;
+    "The built TensorRT engine contains operations that are not permitted under CUDA graph capture mode."
+    "The specified --useCudaGraph flag has been ignored. The inference will be launched without using CUDA graph
+    launch."
+so TensorRT's capture error is held until the end of the log and dropped when that fallback follows.
+
 This parser runs before the cuda and nccl parsers so that these lines read as what they are, a failed
 capture, rather than a generic CUDA or NCCL error.
 """
@@ -74,9 +83,26 @@ def _capture_error(m, rec, state):
     where = ("NCCL" if "NCCL WARN" in rec.text else
              "SGLang's CUDA graph runner" if m.group("sgl") else None)
     detail = f"{m.group('text') or enum} ({enum})" + (f", reported by {where}" if where else "")
-    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="cuda_graph_capture",
-                      message=rec.text.strip(), exc_type=exc.group("type") if exc else None,
-                      fields={"cuda_error": enum, "detail": detail})
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="cuda_graph_capture",
+                    message=rec.text.strip(), exc_type=exc.group("type") if exc else None,
+                    fields={"cuda_error": enum, "detail": detail})
+    if "Error Code 1: Cuda Runtime (" in rec.text:
+        if state.get("trt_graph_fallback"):
+            return []
+        state["pending"] = ev  # TensorRT's enqueue: trtexec may give the graph up and run without it
+        return []
+    return ev
+
+
+@rule(
+    "trtexec-graph-fallback",
+    ("The CUDA graph capture on the stream has failed.", "--useCudaGraph flag has been ignored"),
+    r"The CUDA graph capture on the stream has failed\.|The specified --useCudaGraph flag has been ignored",
+)
+def _trtexec_fallback(m, rec, state):
+    state.pop("pending", None)
+    state["trt_graph_fallback"] = True
+    return []  # trtexec runs the engine without a CUDA graph: a missed speed-up, not a failure
 
 
 @rule(
@@ -104,6 +130,7 @@ PARSER = Parser(
     name="cudagraph",
     framework=FW,
     priority=29,  # before cuda (30) and nccl (35), whose generic CUDA-error rules would claim these lines
-    description="CUDA graph capture failures: the CUDA runtime's stream-capture errors, from torch, NCCL or SGLang",
-    rules=[_capture_error, _torch_not_capturing],
+    description="CUDA graph capture failures: the CUDA runtime's stream-capture errors, from torch, NCCL, SGLang or TensorRT"
+                " (not trtexec's capture it gives up to run without graphs)",
+    rules=[_capture_error, _torch_not_capturing, _trtexec_fallback],
 )

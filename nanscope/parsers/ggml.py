@@ -13,6 +13,7 @@ wrapper puts in front (`ollama  | `, journald's `Mar 15 11:39:07 host ollama[875
       -> alloc_tensor_range: failed to allocate CUDA0 buffer of size 151851674624
   ggml/src/ggml-backend.cpp ggml_backend_cpu_buffer_type_alloc_buffer:
       "%s: failed to allocate buffer of size %zu\n"   -> host memory
+      (read also when a paste cut the function name's first letters: `gml_backend_cpu_buffer_type_alloc_buffer: ...`)
   src/llama-model.cpp (llama_model_load reports the exception):
       throw std::runtime_error(format("unable to allocate %s buffer", ggml_backend_buft_name(buft)))
       -> llama_model_load: error loading model: unable to allocate CUDA0 buffer
@@ -98,7 +99,7 @@ def _device_malloc(m, rec, state):
     "buffer-alloc",
     ("failed to allocate", "unable to allocate"),
     r"(?<!\w)(?:(?P<func>\w+): failed to allocate (?P<buf>[A-Za-z][\w-]*) buffer of size (?P<size>\d+)"
-    r"|(?P<cpu>ggml_backend_cpu_buffer_type_alloc_buffer): failed to allocate buffer of size (?P<csize>\d+)"
+    r"|(?P<cpu>\w*backend_cpu_buffer_type_alloc_buffer): failed to allocate buffer of size (?P<csize>\d+)"
     r"|llama_model_load: error loading model: unable to allocate (?P<lbuf>[A-Za-z][\w-]*) buffer)",
 )
 def _buffer_alloc(m, rec, state):

@@ -1,4 +1,4 @@
-"""A LoRA adapter the model or the serving engine refused (vLLM V0 and V1, TensorRT-LLM).
+"""A LoRA adapter the model or the serving engine refused (vLLM V0 and V1, TensorRT-LLM, LoRAX / TGI).
 
 vLLM loads an adapter in vllm/lora/worker_manager.py WorkerLoRAManager._load_adapter (V0's engine loop, V1's
 engine core `add_lora`, the LLM class's per-request LoRARequest) and checks it against the engine's LoRA
@@ -27,6 +27,23 @@ TensorRT-LLM cpp/tensorrt_llm/runtime/loraUtils.cpp / the LoRA plugin, an adapte
 --max_lora_rank:
       TLLM_CHECK_WITH_INFO(..., "Invalid low_rank (%d). low_rank must be smaller than mMaxLowRank (%d)", ...)
       -> [TensorRT-LLM][ERROR] Assertion failed: Invalid low_rank (1024). low_rank must be smaller than mMaxLowRank (64)
+
+A base model the engine has no LoRA support for (the adapter itself may be fine):
+  vLLM (0.3-0.5, vllm/lora/... and the model runner's load_model, before the model class has
+  SupportsLoRA):  f"Model {model.__class__.__name__} does not support LoRA, but LoRA is enabled. Support for this
+      model may be added in the future. If this is important to you, please open an issue on github."
+  (NVIDIA NIM's `Profile <hash> does not support LoRA, but LoRA is enabled. Skipping profile.` is a WARNING of a
+  profile it skips, not matched.)
+  LoRAX (and TGI's multi-LoRA, which took its code) server/.../models/model.py Model.load_adapter:
+      raise ValueError("This model does not support adapter loading.")
+      raise ValueError("This model does not support dynamic adapter loading. ...")
+      raise ValueError(f"This model was initialized with the adapter {...} and therefore does not support dynamic
+      adapter loading. ...")
+  and before that check existed (predibase/lorax#65, fixed by #76), an AttributeError on the shard's model class,
+  relayed by the router as `Server error: 'BLOOMSharded' object has no attribute 'load_adapter'`.
+An adapter directory without its config, peft's PeftConfigMixin.from_pretrained (LoRAX's router relays it as
+`Server error: ...`):  raise ValueError(f"Can't find '{CONFIG_NAME}' at '{pretrained_model_name_or_path}'")
+with CONFIG_NAME = "adapter_config.json".
 
 peft's `Target modules [...] not found in the base model` is left out: it is nearly always get_peft_model at the
 start of a fine-tuning run (a LoraConfig written for another architecture), a training failure, not an adapter a
@@ -95,10 +112,42 @@ def _lora_load(m, rec, state):
                                   "(TensorRT-LLM --max_lora_rank)", {"rank": r, "max_rank": cap})
 
 
+@rule(
+    "lora-unsupported",
+    ("does not support LoRA, but LoRA is enabled", "does not support adapter loading.",
+     "does not support dynamic adapter loading", "object has no attribute 'load_adapter'",
+     "Can't find 'adapter_config.json' at '"),
+    r"Model (?P<cls>\w+) does not support LoRA, but LoRA is enabled"
+    r"|(?P<lorax>This model does not support adapter loading\.)"
+    r"|(?P<dyn>This model (?:was initialized with the adapter (?P<static>\S+) and therefore )?does not support dynamic"
+    r" adapter loading)"
+    r"|'(?P<acls>\w+)' object has no attribute 'load_adapter'"
+    r"|Can't find 'adapter_config\.json' at '(?P<dir>[^'\s]*)",
+)
+def _lora_unsupported(m, rec, state):
+    if m.group("cls"):
+        return _event(rec, state, "", f"the base model's class {m.group('cls')} has no LoRA support in this vLLM "
+                                      "(the base model lacks it, not the adapter)", {"phase": "start", "model_class": m.group("cls")})
+    if m.group("lorax"):
+        return _event(rec, state, "", "the served base model's architecture has no adapter support in this "
+                                      "LoRAX / TGI", {"phase": "load"})
+    if m.group("dyn"):
+        static = f" (it was started with the adapter {m.group('static')})" if m.group("static") else ""
+        return _event(rec, state, "", f"this server loads no adapter per request{static}", {"phase": "load"})
+    if m.group("acls"):
+        return _event(rec, state, "", f"the served model's class {m.group('acls')} cannot load adapters (no "
+                                      "load_adapter: an architecture this LoRAX has no adapter support for)",
+                      {"phase": "load", "model_class": m.group("acls")})
+    where = m.group("dir")
+    return _event(rec, state, where, "its directory has no adapter_config.json (not a PEFT adapter, or only partly "
+                                     "downloaded)", {"phase": "load"})
+
+
 PARSER = Parser(
     name="lora",
     framework=FW,
     priority=37,  # before tensorrt_llm (38) and python's exception reader (80), whose lines carry these words
-    description="A LoRA adapter the model or the serving engine refused (vLLM, TensorRT-LLM): not found, rank too high, modules it cannot apply",
-    rules=[_lora_load],
+    description="A LoRA adapter the model or the serving engine refused (vLLM, TensorRT-LLM, LoRAX / TGI): not found, no adapter_config.json,"
+                " rank too high, modules it cannot apply, a base model with no LoRA support",
+    rules=[_lora_load, _lora_unsupported],
 )

@@ -173,10 +173,40 @@ def _old_loader(m, rec, state):
                   {"path": name, "file": what, "detail": _missing(name, what)})
 
 
+# Serving routers that load a fast tokenizer themselves (Rust):
+#   huggingface/tokenizers' from_pretrained (the Rust crate and its Ruby / Java bindings), a Hub id with no
+#   tokenizer.json: format!("Model \"{}\" on the Hub doesn't have a tokenizer", identifier)  (TGI's 2023 router
+#   unwrapped it: `thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: "Model ..." on the Hub
+#   doesn't have a tokenizer"'`, the reporter's `...` standing for the quoted name)
+#   IBM's text-generation-inference launcher: resolve_tokenizer_path(...).expect("Could not find tokenizer for model")
+#   -> `panicked at 'Could not find tokenizer for model: Custom { kind: InvalidInput, error: NotPresent }'` (Rust
+#   1.73+ prints the message on the line after `panicked at src/main.rs:L:C:`). Other tools' warnings in the same
+#   words go on with a fallback (`Could not find tokenizer for model 'x'. Using ...`): only the expect's `: <error>`
+#   form is read.
+@rule(
+    "router-tokenizer",
+    ("on the Hub doesn't have a tokenizer", "Could not find tokenizer for model: "),
+    r"(?P<msg>Model (?:\\?\"(?P<name>[^\"\\\n]{1,300})\\?\"|(?P<bare>[^\s\"\\]{1,300})\\?\"?) on the Hub doesn't have a tokenizer"
+    r"|Could not find tokenizer for model: (?P<err>\S[^'\n]{0,200}))",
+)
+def _router_tokenizer(m, rec, state):
+    if m.group("name") is not None or m.group("bare") is not None:
+        name = m.group("name") if m.group("name") is not None else m.group("bare")
+        detail = (f"the router found no tokenizer.json for '{name}' on the Hub (a model with only a slow tokenizer, a "
+                  "local path taken for a Hub id, or no access)")
+        return _event(rec, state, m.start("msg"), "model_files_not_found",
+                      {"path": name, "file": "tokenizer.json", "detail": detail})
+    err = m.group("err").strip()
+    return _event(rec, state, m.start("msg"), "model_files_not_found",
+                  {"path": None, "file": "tokenizer.json",
+                   "detail": f"the launcher found no tokenizer files for the model ({err})"})
+
+
 PARSER = Parser(
     name="model_files",
     framework=FW,
     priority=38,  # after model_weights (37), which takes the weight files' wording; before python's exception reader (80)
-    description="transformers / diffusers from_pretrained finding no config, tokenizer or processor files at the path or Hub id",
-    rules=[_cant_load, _no_file, _old_loader],
+    description="transformers / diffusers from_pretrained finding no config, tokenizer or processor files at the path or Hub id;"
+                " serving routers finding no fast tokenizer",
+    rules=[_cant_load, _no_file, _old_loader, _router_tokenizer],
 )

@@ -54,6 +54,16 @@ More ranks than GPUs (vllm/executor/ray_utils.py initialize_ray_cluster, 0.2-0.1
       available GPUs (1)."
   volcengine/verl (vLLM / SGLang rollouts) trainer/ppo/ray_trainer.py ResourcePoolManager._check_resource_available:
       f"Total available GPUs {total_available_gpus} is less than total desired GPUs {total_required_gpus}"
+  vllm/executor/ray_utils.py _wait_until_pg_ready (0.6+; vllm-project/vllm#11138 made the engine wait for an
+      autoscaling cluster instead of failing at once), logged at INFO with exponential back-off:
+      "Waiting for creating a placement group of specs for %d seconds. specs=%s. Check `ray status` to see if you have
+      enough resources."   (0.7+: "..., and make sure the IP addresses used by ray cluster are the same as
+      VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node."; later "Check
+      `ray status` and `ray list nodes` to see ..."), and after PG_WAIT_TIMEOUT (1800 s):
+      raise ValueError("Cannot provide a placement group of " f"{placement_group_specs=} within {PG_WAIT_TIMEOUT}
+      seconds. See `ray status` to make sure the cluster has enough resources.")
+      A wait is normal while an autoscaler adds nodes, so the waiting line is held until the end of the log and
+      dropped when the engine went on (its workers loaded weights, the server started).
 """
 
 from __future__ import annotations
@@ -172,11 +182,71 @@ def _exceeds_gpus(m, rec, state):
     )
 
 
+_SPECS = r"specs=(?P<specs>\[[^\]]*\])"
+
+
+def _bundles(specs: str) -> tuple[int, int]:
+    """(bundles, GPUs) of a printed placement-group spec list [{'GPU': 1.0, 'node:ip': 0.001}, {'GPU': 1.0}, ...]."""
+    gpus = sum(float(x) for x in re.findall(r"'GPU': (\d+(?:\.\d+)?)", specs))
+    return specs.count("{"), int(gpus) if gpus == int(gpus) else gpus
+
+
+@rule(
+    "placement-group-wait",
+    ("Waiting for creating a placement group of specs for ", "Cannot provide a placement group of "),
+    r"Waiting for creating a placement group of specs for (?P<secs>\d+) seconds\. " + _SPECS
+    + r"|Cannot provide a placement group of (?:placement_group_)?" + _SPECS.replace("specs>", "tspecs>")
+    + r" within (?P<timeout>\d+) seconds",
+)
+def _placement_group_wait(m, rec, state):
+    specs = m.group("specs") or m.group("tspecs")
+    n, gpus = _bundles(specs)
+    pinned = "'node:" in specs
+    where = " (the first pinned to the driver's node)" if pinned else ""
+    if m.group("timeout"):
+        state.pop("pending", None)
+        if not first_time(state, ("parallel_exceeds_gpus",), rec.loc.line):
+            return []
+        detail = (f"Ray could not place the engine's placement group of {n} bundle(s), {gpus} GPU(s){where}, within "
+                  f"{m.group('timeout')} s: the cluster has fewer free GPUs than the parallel layout needs")
+        secs = int(m.group("timeout"))
+    else:
+        if ("parallel_exceeds_gpus",) in state.get("seen", {}):
+            return []  # ray_utils already said the layout exceeds the GPUs there; this is its wait
+        secs = int(m.group("secs"))
+        detail = (f"vLLM waited {secs} s for a placement group of {n} bundle(s), {gpus} GPU(s){where}, that Ray "
+                  "could not place, and the log ends waiting")
+    ev = ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="parallel_exceeds_gpus", message=rec.text.strip(),
+        exc_type="ValueError" if m.group("timeout") else None,
+        fields={"needed": gpus if isinstance(gpus, int) and gpus else None, "available": None, "detail": detail,
+                "waited_s": secs},
+    )
+    if m.group("timeout"):
+        return ev
+    state["pending"] = ev  # reported at the end of the log unless the engine goes on
+    return []
+
+
+# Lines vLLM prints only once its Ray workers exist (the placement group was placed): the held wait is dropped.
+@rule(
+    "placement-group-placed",
+    ("RayWorkerWrapper pid=", "Loading weights took", "Model loading took", "model weights took",
+     "Application startup complete", "# GPU blocks:", "Available KV cache memory", "Graph capturing finished",
+     "Avg prompt throughput"),
+    r"RayWorkerWrapper pid=|Loading weights took|Model loading took|model weights took|Application startup complete"
+    r"|# GPU blocks:|Available KV cache memory|Graph capturing finished|Avg prompt throughput",
+)
+def _placement_group_placed(m, rec, state):
+    state.pop("pending", None)
+    return None  # the line is the other parsers' to read
+
+
 PARSER = Parser(
     name="model_sharding",
     framework=FW,
     priority=37,  # before the engines' own rules (40) and python's exception reader (80): the exception line is this
     description="vLLM / TGI / ColossalAI / verl: a parallel size that does not divide the model's heads, layers or weight rows,"
-                " or that needs more GPUs than Ray, the node or the visible devices give",
-    rules=[_indivisible, _exceeds_gpus],
+                " or that needs more GPUs than Ray, the node or the visible devices give (a placement group Ray never places)",
+    rules=[_indivisible, _exceeds_gpus, _placement_group_wait, _placement_group_placed],
 )

@@ -229,10 +229,31 @@ def _too_few_gpus(m, rec, state):
                       fields={"needed": need, "available": float(have), "detail": detail, "source": "tensorrt-llm"})
 
 
+# A request with more draft tokens than the engine was built for (speculative decoding), checked when it enters the
+# inflight batch: cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp
+#   TLLM_CHECK_WITH_INFO(draftLength <= maxDraftLength,
+#       "Number of draft tokens (%d) is larger than maximum number of draft tokens (%d)", draftLength, maxDraftLength);
+# (under Triton: inside `TritonModelException: Encountered error for requestId N: ...`). Maximum 0: the engine was
+# built without speculative decoding.
+@rule(
+    "draft-tokens",
+    ("is larger than maximum number of draft tokens (",),
+    r"Number of draft tokens \((?P<n>\d+)\) is larger than maximum number of draft tokens \((?P<max>\d+)\)",
+)
+def _draft_tokens(m, rec, state):
+    if not first_time(state, ("spec_config",), rec.loc.line):
+        return []  # every request that carries drafts
+    n, top = int(m.group("n")), int(m.group("max"))
+    detail = (f"a request carried {n} draft tokens but the engine was built for "
+              + ("none (no speculative decoding: --max_draft_len 0)" if top == 0 else f"at most {top} (--max_draft_len)"))
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="spec_config_invalid", message=rec.text.strip(),
+                      fields={"engine": "TensorRT-LLM", "draft_tokens": n, "max_draft_len": top, "detail": detail})
+
+
 PARSER = Parser(
     name="tensorrt_llm",
     framework=FW,
     priority=38,
-    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish; an engine this TensorRT cannot deserialize; engines run in an MPI world of another size or given fewer GPUs than their ranks",
-    rules=[_executor_nccl, _engine_build, _engine_incompatible, _world_size, _too_few_gpus],
+    description="TensorRT-LLM: an executor worker whose start-up failed on NCCL; an engine build TensorRT could not finish; an engine this TensorRT cannot deserialize; engines run in an MPI world of another size or given fewer GPUs than their ranks; requests with more draft tokens than the engine was built for",
+    rules=[_executor_nccl, _engine_build, _engine_incompatible, _world_size, _too_few_gpus, _draft_tokens],
 )

@@ -779,6 +779,45 @@ def _spec_vocab(m, rec, state):
         "detail": "the draft model's vocab_size differs from the target model's (spec_decode_worker's vocab check)"})
 
 
+# Speculative settings SpeculativeConfig refuses (vllm/config.py, later vllm/config/speculative.py):
+#   maybe_create_spec_config (0.4-0.6): raise ValueError("Expected both speculative_model and "
+#       "num_speculative_tokens to be provided, but found " f"{speculative_model=} and {num_speculative_tokens=}.")
+#       (0.5's MLPSpeculator path raised it too for a count above the speculator's n_predict, vllm-project/vllm#5893)
+#     "Speculative decoding and chunked prefill are " f"currently mutually exclusive ({enable_chunked_prefill=})."
+#     "Speculative decoding requires usage of the V2 " "block manager. Enable it with --use-v2-block-manager."
+#   __post_init__ (0.8+): f"num_speculative_tokens:{self.num_speculative_tokens}" f" must be divisible by {n_predict=}"
+@rule(
+    "spec-config",
+    ("Expected both speculative_model and num_speculative_tokens", " must be divisible by n_predict=",
+     "Speculative decoding and chunked prefill are currently mutually exclusive",
+     "Speculative decoding requires usage of the V2 block manager"),
+    r"Expected both speculative_model and num_speculative_tokens to be provided, but found"
+    r" speculative_model=(?P<model>'[^']*'|None) and num_speculative_tokens=(?P<n>\d+|None)"
+    r"|num_speculative_tokens:(?P<k>\d+) must be divisible by n_predict=(?P<np>\d+)"
+    r"|(?P<chunked>Speculative decoding and chunked prefill are currently mutually exclusive)"
+    r"|(?P<v1bm>Speculative decoding requires usage of the V2 block manager)",
+)
+def _spec_config(m, rec, state):
+    if not first_time(state, ("spec_config",), rec.loc.line):
+        return []  # the raise, the engine's re-raise, a wrapper's log of it
+    if m.group("model") is not None:
+        model, n = m.group("model"), m.group("n")
+        if model != "None" and n != "None":
+            detail = (f"both the draft {model} and num_speculative_tokens={n} were given: the count is more than the"
+                      " draft predicts (its n_predict), which this vLLM reports in these words")
+        else:
+            detail = (f"a draft model needs num_speculative_tokens with it (speculative_model={model},"
+                      f" num_speculative_tokens={n})")
+    elif m.group("k"):
+        detail = (f"num_speculative_tokens {m.group('k')} is not a multiple of the draft head's n_predict"
+                  f" {m.group('np')}")
+    elif m.group("chunked"):
+        detail = "this vLLM cannot run speculative decoding with chunked prefill on"
+    else:
+        detail = "this vLLM's speculative decoding needs the v2 block manager (--use-v2-block-manager)"
+    return _error(rec, state, "spec_config_invalid", {"engine": "vLLM", "detail": detail})
+
+
 # vllm/model_executor/models/registry.py inspects (0.6.2+: in a subprocess, `python -m
 # vllm.model_executor.models.registry`) or imports the implementation of the checkpoint's architecture:
 #   logger.exception("Error in inspecting model architecture '%s'", model_arch)   (_try_inspect_model_cls)
@@ -939,12 +978,12 @@ PARSER = Parser(
     priority=40,
     description="vLLM engine stats, KV-cache sizing, startup OOM, engine death, RPC time-outs, sampler NaN, preemption,"
                 " config checks (quantization vs GPU capability and vs the checkpoint's config, quantization methods the release does not know, attention head sizes the kernels lack, max_model_len vs the model, the batch token budget), the speculative"
-                " draft's vocabulary, the model registry's import failures, the memory profile's check, no device,"
+                " draft's vocabulary and settings, the model registry's import failures, the memory profile's check, no device,"
                 " requests the OpenAI server rejected",
     rules=[_metrics, _kv_memory, _kv_tokens, _gpu_blocks, _kv_v1, _kv_v0, _no_blocks, _free_memory,
            _kv_allocation_cpu, _shutdown, _quant_capability, _quant_mismatch, _quant_unknown, _head_size,
            _memory_profiling, _no_device_type,
-           _max_model_len, _batched_tokens, _spec_vocab,
+           _max_model_len, _batched_tokens, _spec_vocab, _spec_config,
            _registry_inspect, _weights_param, _worker_died, _worker_exception,
            _v0_engine_dead, _sampler_oom, _dtype, _engine_dead, _rpc_timeout, _shm_read_frame, _shm_read_timeout,
            _shm_wait, _nan_probs, _preemption, _ray_actor_died_logged, _ray_worker_died, _request_rejected],
