@@ -681,6 +681,10 @@ def _own_evidence(f: Finding, ranks: set) -> int:
             return 2
         f.decided_by = (f"tier 2: rank {m.rank} failed first ({m.extras.get('culprit', '')}); "
                         f"{others} failed or were torn down after it")
+        if getattr(m.events[0], "error", None) == "mpi_abort":
+            f.decided_by = (f"tier 2: rank {m.rank} ended the job itself ({m.extras.get('culprit', '')}): a "
+                            f"program calls MPI_Abort after an error of its own, and the MPI runtime then kills "
+                            f"{others}; that rank's output before the abort says why")
         if (getattr(m.events[0], "fields", None) or {}).get("thread"):
             f.decided_by = (f"tier 2: a thread of rank {m.rank} died first ({m.extras.get('culprit', '')}); "
                             f"{others} failed or were torn down after it: not a crash of rank {m.rank} but a hang "

@@ -64,6 +64,7 @@ import re
 from nanscope.model import ErrorEvent, LifecycleEvent
 from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import SIGNALS, Parser, rule, signal_of
+from nanscope.parsers.mpich import mpi_abort_event
 from nanscope.parsers.numbers import to_int
 from nanscope.parsers.python import EXC_LINE
 
@@ -228,6 +229,19 @@ def _proc_aborted(m, rec, state):
                 "pid": int(m.group("pid")) if m.group("pid").isdigit() else None, "signal_name": m.group("name"),
                 "first_observed": True},
     )
+
+
+# A process's own MPI_Abort (ompi/mpi/help-mpi-api.txt [mpi-abort], 1.x - 4.x; Open MPI 5 prints `Proc:` and
+# `Errorcode:` lines under the head instead of `with errorcode N.`):
+#   MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD
+#   with errorcode 1.
+#   NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.
+# The rank is the caller's in that communicator (the world rank for MPI_COMM_WORLD). The program ended the job
+# after its own error; the others are killed after it (mpich.mpi_abort_event, shared with MPICH's wording).
+@rule("ompi-mpi-abort", ("MPI_ABORT was invoked on rank",),
+      r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator (?P<comm>\S+)")
+def _ompi_mpi_abort(m, rec, state):
+    return mpi_abort_event(rec, state, "openmpi", m.group("comm"), int(m.group("rank")), None)
 
 
 @rule("job-aborted", ("Per user-direction, the job has been aborted",), r"a non-zero exit code\.{1,2} Per user-direction, the job has been aborted")
@@ -457,6 +471,6 @@ PARSER = Parser(
     framework="openmpi",
     priority=12,
     description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted), Horovod's shutdown and stall check",
-    rules=[_head, _process_name, _exit_code, _opal_fault_signal, _opal_report_end, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
+    rules=[_head, _process_name, _exit_code, _opal_fault_signal, _opal_report_end, _proc_aborted, _ompi_mpi_abort, _job_aborted, _horovod_shut_down, _horovod_stall,
            _horovod_stall_missing, _horovod_stall_missing_ranks, _horovod_stall_rank_line, _mpi_init_failed, _btl_tcp_peer, _btl_tcp_peer_host],
 )
