@@ -668,6 +668,12 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         f.confidence = "high" if m.events[0].origin is not None and m.events[0].origin.ts is not None else "medium"
         f.collateral_ranks = list(m.extras.get("collateral_ranks", []))
         others = m.extras.get("others") or (f"ranks {fmt_ranks(f.collateral_ranks)}" if f.collateral_ranks else "the others")
+        if m.rank is None and m.extras.get("aborted_ranks"):
+            f.confidence = "low"
+            f.decided_by = (f"tier 4: ranks {fmt_ranks(m.extras['aborted_ranks'])} each ended the job with MPI_Abort "
+                            f"themselves (most often the same error on every rank): the order of their lines does "
+                            f"not say which came first; each rank's output before its abort says why")
+            return 4
         if m.rank is None:
             f.confidence = "low"
             f.decided_by = (f"tier 4: the launcher says one process failed and the job was aborted, but names no "

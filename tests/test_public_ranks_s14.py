@@ -29,6 +29,10 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3704.log", "collective-timeout", None),  # HCCL's EI0006 under torch_npu's failed HcclAllreduce: rank 1 waited
     ("3705.log", "process-killed", None),  # Hydra's banner, EXIT CODE: 9 and no rank
     ("3707.log", "collective-timeout", None),  # rank 11's watchdog under srun's '11: ': collateral, no culprit
+    # round 2 (3710-3713), scored blind after the round-1 fixes
+    ("3710.log", "rank-crash-cascade", 0),  # Open MPI's MPI_ABORT help text, a blank after the communicator
+    ("3711.log", "rank-crash-cascade", None),  # every MPICH2 process aborting itself: no first rank
+    ("3712.log", "rank-crash-cascade", 1),  # Open MPI: rank 1 'exiting improperly' (no MPI_Finalize)
 ])
 def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -36,9 +40,10 @@ def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     assert report.findings[0].initiating_rank == rank
 
 
-@pytest.mark.parametrize("name", ["3706.log"])
+@pytest.mark.parametrize("name", ["3706.log", "3713.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
-    # c10d's TCPStore client retrying its connect: '[W socket.cpp:601] ... (errno: 22 - Invalid argument).'
+    # c10d's TCPStore client retrying its connect: '[W socket.cpp:601] ... (errno: 22 - Invalid argument).';
+    # Open MPI's openib BTL finding no NIC and using another transport
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -83,3 +88,15 @@ def test_horovod_shut_down_after_mpirun_aborted_the_job_is_a_cascade() -> None:
 def test_mpd_faults_after_a_kill_listed_first() -> None:
     # pmodels/mpich#981 (2419.log): rank 3's SIGKILL printed before ranks 2, 1, 0's SIGSEGV is the teardown
     assert ids(api.diagnose([str(PUBLIC / "2419.log")]))[0] == "worker-segfault"
+
+
+def test_exit_without_finalize_on_one_line_and_the_abort_variant(tmp_path) -> None:
+    # [orterun:proc-called-abort], its head and node line joined by a wrapper, and the empty host of a Windows run
+    log = tmp_path / "job.log"
+    log.write_text('mpirun has exited due to process rank 2 with PID 18385 on node PBS-GPU1 calling "abort". This may '
+                   'have caused other processes in the application to be\n', encoding="utf-8")
+    report = api.diagnose([str(log)])
+    assert (ids(report)[0], report.findings[0].initiating_rank) == ("rank-crash-cascade", 2)
+    log.write_text("mpirun has exited due to process rank 1 with PID 6028 on\nnode exiting improperly. There are three "
+                   "reasons this could occur:\n", encoding="utf-8")
+    assert api.diagnose([str(log)]).findings[0].initiating_rank == 1

@@ -9,7 +9,7 @@ import numpy as np
 
 from nanscope.model import Event
 from nanscope.rankset import fmt_ranks
-from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, happened_before, _describe
+from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, Match, happened_before, _describe
 
 
 _LAUNCHER_EXITS = ("child_failed", "worker_failed")
@@ -86,6 +86,16 @@ class Cascade(Machine):
                             culprit="a process the launcher does not name",
                             others=f"ranks {fmt_ranks(others)}" if others else "the other processes (not named in the log)",
                             who="A process"))
+            return
+        aborted = sorted({e.rank for e in self.exits if getattr(e, "error", None) == "mpi_abort"})
+        if getattr(first, "error", None) == "mpi_abort" and len(aborted) > 1:
+            # several processes each ended the job themselves (every rank hit the same error, most often):
+            # the order their lines reached the log says nothing of which came first
+            evidence = [e for e in self.exits if getattr(e, "error", None) == "mpi_abort"]
+            emit(Match(self.sig, first.stream, None, evidence[:EVIDENCE_PER_MATCH], first.step,
+                       {"collateral_ranks": [], "aborted_ranks": aborted, "who": "Several processes",
+                        "culprit": f"ranks {fmt_ranks(aborted)} each called MPI_Abort",
+                        "others": "the job's other processes"}, step_from_event=True))
             return
         others = sorted(self.coll_ranks - {first.rank})
         # Teardown lines count only where the launcher's lines are all the evidence (the first
