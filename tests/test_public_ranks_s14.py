@@ -33,6 +33,10 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3710.log", "rank-crash-cascade", 0),  # Open MPI's MPI_ABORT help text, a blank after the communicator
     ("3711.log", "rank-crash-cascade", None),  # every MPICH2 process aborting itself: no first rank
     ("3712.log", "rank-crash-cascade", 1),  # Open MPI: rank 1 'exiting improperly' (no MPI_Finalize)
+    # round 3 (3720-3722), scored blind after the round-2 fixes: the flight recorder's dump signal alone
+    ("3720.log", "collective-timeout", None),  # 'from this local rank' on rank 1, 'from  rank 1' on rank 0
+    ("3721.log", "collective-timeout", None),
+    ("3722.log", "collective-timeout", None),
 ])
 def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -100,3 +104,11 @@ def test_exit_without_finalize_on_one_line_and_the_abort_variant(tmp_path) -> No
     log.write_text("mpirun has exited due to process rank 1 with PID 6028 on\nnode exiting improperly. There are three "
                    "reasons this could occur:\n", encoding="utf-8")
     assert api.diagnose([str(log)]).findings[0].initiating_rank == 1
+
+
+def test_the_rank_a_dump_signal_came_from_is_the_one_that_timed_out() -> None:
+    # PrimeIntellect-ai/prime-rl#3186 (3722.log): rank 0 only received the signal; rank 13 timed out (and waited:
+    # it is no culprit either)
+    report = api.diagnose([str(PUBLIC / "3722.log")])
+    assert "Ranks 13 timed out" in report.findings[0].summary
+    assert report.findings[0].initiating_rank is None
