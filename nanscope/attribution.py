@@ -205,7 +205,7 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
     else:
         for f in top:
             if f.sig.role == "collateral" and f.initiating_rank is None:
-                if _named_dead_peer(f) or _bookkeeping(f, ranks):
+                if _named_dead_peer(f) or _bookkeeping(f, ranks, findings):
                     tiers[id(f)] = 3
                     continue
                 lone = _lone_abort(f, findings)
@@ -487,13 +487,17 @@ def _named_dead_peer(f: Finding) -> bool:
     return True
 
 
-def _bookkeeping(f: Finding, ranks: set) -> bool:
+def _bookkeeping(f: Finding, ranks: set, findings: Optional[list] = None) -> bool:
     """Tier 3 for collective timeouts: the rank that never reported one, or whose last enqueued
     collective lags behind everyone else's, is the one the others were waiting for."""
     if not all(getattr(ev, "error", None) == "collective_timeout" for m in f.matches for ev in m.events[:1]):
         return False
     reporting = set(f.ranks)
-    silent = sorted(ranks - reporting)
+    # a rank whose watchdog took its process down ("Some NCCL operations have failed or timed out") had a
+    # collective fail too: it is no silent rank, whether or not its timeout line is in the input
+    aborted = {ev.rank for g in (findings or ()) for m in g.matches for ev in m.events
+               if getattr(ev, "error", None) == "watchdog_abort" and ev.rank is not None}
+    silent = sorted(ranks - reporting - aborted)
     # The message itself names the rank waited for (broadcastUniqueNCCLID: `[3] is setting up NCCL communicator
     # and retrieving ncclUniqueId from [0] ... got error: wait timeout`): that rank never published its id.
     waited = {(getattr(ev, "fields", None) or {}).get("waited_for") for m in f.matches for ev in m.events[:1]}

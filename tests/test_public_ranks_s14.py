@@ -37,6 +37,9 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3720.log", "collective-timeout", None),  # 'from this local rank' on rank 1, 'from  rank 1' on rank 0
     ("3721.log", "collective-timeout", None),
     ("3722.log", "collective-timeout", None),
+    # round 4 (3730-3731), scored blind after the round-3 fixes
+    ("3730.log", "collective-timeout", None),  # Ray's deduplicated watchdog lines: rank 0's watchdog aborted too
+    ("3731.log", "collective-timeout", None),  # the dump-signal line wrapped after 'from this local '
 ])
 def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -112,3 +115,10 @@ def test_the_rank_a_dump_signal_came_from_is_the_one_that_timed_out() -> None:
     report = api.diagnose([str(PUBLIC / "3722.log")])
     assert "Ranks 13 timed out" in report.findings[0].summary
     assert report.findings[0].initiating_rank is None
+
+
+def test_a_rank_whose_watchdog_aborted_is_not_the_silent_one() -> None:
+    # DataArcTech/SQL-R1#18 (3730.log): rank 2 timed out, rank 0's watchdog took its process down ('Some NCCL
+    # operations have failed or timed out'): rank 0 reported a failure too, so tier 3 names no one
+    report = api.diagnose([str(PUBLIC / "3730.log")])
+    assert all(f.initiating_rank is None for f in report.findings)

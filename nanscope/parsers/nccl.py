@@ -234,6 +234,7 @@ def _pg_status(m, rec, state):
 #   [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a dump signal due to a collective timeout from  rank 1 and ...
 #   (`" rank " + std::to_string(timeoutRank)` after "from ": two blanks), and before it, on the receiving ranks,
 #   `Observed flight recorder dump signal from another rank via TCPStore.`
+#   (a terminal may wrap the line after `from this local `, `rank and we will ...` on the next line)
 # The first is this rank's own time-out; the second says rank N timed out (the printing rank only got the
 # signal: its status numbers are its own, not N's). Either way the rank named waited; it is not the culprit.
 _DUMP_STATUS = re.compile(r"Last enqueued (?:NCCL )?work: (?P<enq>-?\d+), last completed (?:NCCL )?work: (?P<comp>-?\d+)")
@@ -242,7 +243,7 @@ _DUMP_STATUS = re.compile(r"Last enqueued (?:NCCL )?work: (?P<enq>-?\d+), last c
 @rule(
     "nccl-dump-signal",
     ("Received a dump signal due to a collective timeout from",),
-    r"Received a dump signal due to a collective timeout from\s+(?:(?P<local>this local rank)|rank (?P<rank>\d+)\b)",
+    r"Received a dump signal due to a collective timeout from\s+(?:(?P<local>this local(?: rank|\s*$))|rank (?P<rank>\d+)\b)",
 )
 def _dump_signal(m, rec, state):
     pg, pg_rank, default = _pg(rec.text)
