@@ -122,3 +122,9 @@ def test_a_rank_whose_watchdog_aborted_is_not_the_silent_one() -> None:
     # operations have failed or timed out'): rank 0 reported a failure too, so tier 3 names no one
     report = api.diagnose([str(PUBLIC / "3730.log")])
     assert all(f.initiating_rank is None for f in report.findings)
+
+
+def test_the_tasks_srun_stopped_are_the_collateral_ranks() -> None:
+    # SWIFTSIM/SWIFT#74 (3702.log): task 0 exited 255, srun killed tasks 1-3 after it
+    report = api.diagnose([str(PUBLIC / "3702.log")])
+    assert (report.findings[0].initiating_rank, report.findings[0].collateral_ranks) == (0, [1, 2, 3])

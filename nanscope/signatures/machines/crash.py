@@ -117,8 +117,16 @@ class Cascade(Machine):
             parts.append(f"{count or len(torn)} other worker(s) (stopped by the launcher)")
         elif ends_job and not others:
             parts.append("the job's other processes (MPI_Abort ends them all)")
-        emit(self.match(first, evidence, collateral_ranks=others, culprit=_describe(first),
-                        others=" and ".join(parts), who=f"Rank {first.rank}"))
+        # the ranks a launcher's teardown lines name (srun's `tasks 1-3: Killed`, mpd's / PALS' stopped ranks) are
+        # collateral too
+        stopped = set()
+        for e in torn:
+            fields = getattr(e, "fields", None) or {}
+            stopped.update(r for r in (fields.get("stopped_ranks") or ()) if isinstance(r, int))
+            if isinstance(fields.get("stopped_rank"), int):
+                stopped.add(fields["stopped_rank"])
+        emit(self.match(first, evidence, collateral_ranks=sorted(set(others) | (stopped - {first.rank})),
+                        culprit=_describe(first), others=" and ".join(parts), who=f"Rank {first.rank}"))
 
 
 class LauncherBlame(Machine):
