@@ -205,7 +205,7 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
     else:
         for f in top:
             if f.sig.role == "collateral" and f.initiating_rank is None:
-                if _named_dead_peer(f) or _bookkeeping(f, ranks):
+                if _named_dead_peer(f) or _bookkeeping(f, ranks, findings):
                     tiers[id(f)] = 3
                     continue
                 lone = _lone_abort(f, findings)
@@ -487,13 +487,17 @@ def _named_dead_peer(f: Finding) -> bool:
     return True
 
 
-def _bookkeeping(f: Finding, ranks: set) -> bool:
+def _bookkeeping(f: Finding, ranks: set, findings: Optional[list] = None) -> bool:
     """Tier 3 for collective timeouts: the rank that never reported one, or whose last enqueued
     collective lags behind everyone else's, is the one the others were waiting for."""
     if not all(getattr(ev, "error", None) == "collective_timeout" for m in f.matches for ev in m.events[:1]):
         return False
     reporting = set(f.ranks)
-    silent = sorted(ranks - reporting)
+    # a rank whose watchdog took its process down ("Some NCCL operations have failed or timed out") had a
+    # collective fail too: it is no silent rank, whether or not its timeout line is in the input
+    aborted = {ev.rank for g in (findings or ()) for m in g.matches for ev in m.events
+               if getattr(ev, "error", None) == "watchdog_abort" and ev.rank is not None}
+    silent = sorted(ranks - reporting - aborted)
     # The message itself names the rank waited for (broadcastUniqueNCCLID: `[3] is setting up NCCL communicator
     # and retrieving ncclUniqueId from [0] ... got error: wait timeout`): that rank never published its id.
     waited = {(getattr(ev, "fields", None) or {}).get("waited_for") for m in f.matches for ev in m.events[:1]}
@@ -668,6 +672,12 @@ def _own_evidence(f: Finding, ranks: set) -> int:
         f.confidence = "high" if m.events[0].origin is not None and m.events[0].origin.ts is not None else "medium"
         f.collateral_ranks = list(m.extras.get("collateral_ranks", []))
         others = m.extras.get("others") or (f"ranks {fmt_ranks(f.collateral_ranks)}" if f.collateral_ranks else "the others")
+        if m.rank is None and m.extras.get("aborted_ranks"):
+            f.confidence = "low"
+            f.decided_by = (f"tier 4: ranks {fmt_ranks(m.extras['aborted_ranks'])} each ended the job with MPI_Abort "
+                            f"themselves (most often the same error on every rank): the order of their lines does "
+                            f"not say which came first; each rank's output before its abort says why")
+            return 4
         if m.rank is None:
             f.confidence = "low"
             f.decided_by = (f"tier 4: the launcher says one process failed and the job was aborted, but names no "
@@ -681,6 +691,10 @@ def _own_evidence(f: Finding, ranks: set) -> int:
             return 2
         f.decided_by = (f"tier 2: rank {m.rank} failed first ({m.extras.get('culprit', '')}); "
                         f"{others} failed or were torn down after it")
+        if getattr(m.events[0], "error", None) == "mpi_abort":
+            f.decided_by = (f"tier 2: rank {m.rank} ended the job itself ({m.extras.get('culprit', '')}): a "
+                            f"program calls MPI_Abort after an error of its own, and the MPI runtime then kills "
+                            f"{others}; that rank's output before the abort says why")
         if (getattr(m.events[0], "fields", None) or {}).get("thread"):
             f.decided_by = (f"tier 2: a thread of rank {m.rank} died first ({m.extras.get('culprit', '')}); "
                             f"{others} failed or were torn down after it: not a crash of rank {m.rank} but a hang "

@@ -33,10 +33,15 @@ The first death a launcher reports with a signal a process gets from its own fau
 SIGILL, SIGABRT) is marked `first_observed`, as Open MPI's aborted-job report is (openmpi.py): the launcher
 saw it first, and the SIGTERM / SIGKILL / SIGINT / SIGHUP deaths after it are its teardown (a `teardown`
 lifecycle event, as torchrun's `Sending process N closing signal SIGTERM`). A SIGKILL before any fault stays a
-failure of its own (the OOM killer's, most often).
+failure of its own (the OOM killer's, most often) unless a fault follows it in the same report: a launcher lists
+the deaths in the order their reports reached it (mpd's come from every host's daemon), so a SIGKILL printed
+before the first fault is its teardown as well (pmodels/mpich#981: rank 3 killed by signal 9, then ranks 2, 1, 0
+by signal 11).
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 from nanscope.model import ErrorEvent, LifecycleEvent
 from nanscope.parsers.base import SIGNALS, Parser, rule
@@ -46,20 +51,43 @@ _OWN_FAULT = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")
 _TEARDOWN = ("SIGTERM", "SIGKILL", "SIGINT", "SIGHUP")
 
 
+def _teardown(loc, text, launcher: str, sig: str, rank: int, fields: dict) -> LifecycleEvent:
+    # the launcher stopping the others after the first fault: its teardown, not a failure of their own
+    # (no event rank, as torchrun's `closing signal SIGTERM` lines: a stopped worker is never a candidate)
+    return LifecycleEvent(loc=loc, text=text, framework=FW, action="teardown",
+                          fields={"source": launcher, "signal": sig, "stopped_rank": rank, "process_failed": False,
+                                  **fields})
+
+
+_REPORT_SPAN = 16  # lines of one launcher report (mpd prints two per process)
+
+
 def _death(rec, state, rank: int, num: int, launcher: str, **fields):
     sig = SIGNALS.get(num, f"SIG{num}")
     seen = state.get("mpich_fault_seen")
     if seen and sig in _TEARDOWN:
-        # the launcher stopping the others after the first fault: its teardown, not a failure of their own
-        # (no event rank, as torchrun's `closing signal SIGTERM` lines: a stopped worker is never a candidate)
-        return LifecycleEvent(loc=rec.loc, text=rec.text, framework=FW, action="teardown",
-                              fields={"source": launcher, "signal": sig, "stopped_rank": rank, "process_failed": False,
-                                      **fields})
+        return _teardown(rec.loc, rec.text, launcher, sig, rank, fields)
     first = sig in _OWN_FAULT and not seen
+    ev = ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="worker_failed", message=rec.text.strip(),
+                    signal=sig, rank=rank, fields={"source": launcher, "first_observed": first, **fields})
+    if sig == "SIGKILL" and not seen and "pending" not in state:
+        # A SIGKILL listed before any fault: the launcher prints the deaths in the order their reports reached
+        # it, not the order they happened (mpd's `job_aborted_early` messages come from every host's mpd), and
+        # it SIGKILLs the rest after the first fault. Held: a fault later in the same report makes it that
+        # teardown; alone it stays a kill of its own (the OOM killer's, most often).
+        state["pending"] = ev
+        state["mpich_kill_held"] = rec.loc.line
+        return []
+    out = [ev]
     if sig in _OWN_FAULT:
         state["mpich_fault_seen"] = True
-    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="worker_failed", message=rec.text.strip(),
-                      signal=sig, rank=rank, fields={"source": launcher, "first_observed": first, **fields})
+        held_line = state.pop("mpich_kill_held", None)
+        held = state.get("pending")
+        if held_line is not None and held is not None and rec.loc.line - held_line <= _REPORT_SPAN:
+            state.pop("pending", None)
+            out.append(_teardown(held.loc, held.text, launcher, "SIGKILL", held.rank,
+                                 {k: v for k, v in (held.fields or {}).items() if k not in ("source", "first_observed")}))
+    return out
 
 
 @rule("pals-rank-died", ("died from signal",),
@@ -153,10 +181,31 @@ def _hydra_exit(m, rec, state):
                       fields={"source": "hydra", "signal_name": m.group("what"), "first_observed": False})
 
 
+@rule("mpich-mpi-abort", ("application called MPI_Abort(",),
+      r"application called MPI_Abort\((?P<comm>[^,()]+), (?P<code>-?\d+)\) - process (?P<rank>\d+)")
+def _mpi_abort(m, rec, state):
+    return mpi_abort_event(rec, state, FW, m.group("comm"), int(m.group("rank")), int(m.group("code")))
+
+
+def mpi_abort_event(rec, state, framework: str, comm: str, rank: int, code: Optional[int]):
+    """A process's own MPI_Abort (MPICH's and Open MPI's wordings): the rank only where the communicator
+    is MPI_COMM_WORLD (elsewhere the number is the rank in another communicator), else the line's own
+    prefix rank; one event per rank (PMI2_Abort and MPICH 4's `Abort(1) on node` repeat the line)."""
+    world = comm.strip() == "MPI_COMM_WORLD"
+    who = rank if world else rec.origin.rank
+    seen = state.setdefault("mpi_abort_ranks", set())
+    if (who, comm) in seen:
+        return []
+    seen.add((who, comm))
+    fields = {"source": framework, "communicator": comm.strip(), "comm_rank": rank, "ends_job": True}
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=framework, error="mpi_abort", message=rec.text.strip(),
+                      exitcode=code, rank=who, fields=fields)
+
+
 PARSER = Parser(
     name="mpich",
     framework=FW,
     priority=12,
-    description="MPICH-family launchers: HPE Cray PALS `rank N died from signal S`, mpd's collective abort, Hydra's BAD TERMINATION banner and exit string",
-    rules=[_pals_died, _mpd_abort, _mpd_exit, _hydra_banner, _hydra_running_at, _hydra_banner_exit, _hydra_exit],
+    description="MPICH-family launchers: HPE Cray PALS `rank N died from signal S`, mpd's collective abort, Hydra's BAD TERMINATION banner and exit string, a process's own MPI_Abort",
+    rules=[_mpi_abort, _pals_died, _mpd_abort, _mpd_exit, _hydra_banner, _hydra_running_at, _hydra_banner_exit, _hydra_exit],
 )

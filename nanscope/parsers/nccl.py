@@ -226,6 +226,44 @@ def _pg_status(m, rec, state):
     )
 
 
+# The flight recorder's dump signal (ProcessGroupNCCL.cpp, torch 2.3+, TORCH_NCCL_DUMP_ON_TIMEOUT): the rank
+# whose watchdog timed out writes its global rank into the store; every rank's watchdog then logs where the
+# signal came from, with its own PG status:
+#   [PG ID 0 PG GUID 0(default_pg) Rank 1] Received a dump signal due to a collective timeout from this local rank
+#       and we will try our best to dump the debug info. Last enqueued NCCL work: 233659, last completed NCCL work: ...
+#   [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a dump signal due to a collective timeout from  rank 1 and ...
+#   (`" rank " + std::to_string(timeoutRank)` after "from ": two blanks), and before it, on the receiving ranks,
+#   `Observed flight recorder dump signal from another rank via TCPStore.`
+#   (a terminal may wrap the line after `from this local `, `rank and we will ...` on the next line)
+# The first is this rank's own time-out; the second says rank N timed out (the printing rank only got the
+# signal: its status numbers are its own, not N's). Either way the rank named waited; it is not the culprit.
+_DUMP_STATUS = re.compile(r"Last enqueued (?:NCCL )?work: (?P<enq>-?\d+), last completed (?:NCCL )?work: (?P<comp>-?\d+)")
+
+
+@rule(
+    "nccl-dump-signal",
+    ("Received a dump signal due to a collective timeout from",),
+    r"Received a dump signal due to a collective timeout from\s+(?:(?P<local>this local(?: rank|\s*$))|rank (?P<rank>\d+)\b)",
+)
+def _dump_signal(m, rec, state):
+    pg, pg_rank, default = _pg(rec.text)
+    status = _DUMP_STATUS.search(rec.text, m.end())
+    enq, comp = (int(status.group("enq")), int(status.group("comp"))) if status else (None, None)
+    if m.group("local"):
+        if not first_time(state, ("dump_signal", "self", pg, pg_rank), rec.loc.line):
+            return []
+        return _error(rec, "collective_timeout", rank=_rank(rec, pg_rank, default),
+                      collective=Collective(pg=pg, enqueued=enq, completed=comp),
+                      fields={"backend": "nccl", "pg_rank": pg_rank, "dump_signal": "own timeout"})
+    timed_out = int(m.group("rank"))
+    if not first_time(state, ("dump_signal", timed_out), rec.loc.line):
+        return []
+    return _error(rec, "collective_timeout", rank=timed_out,
+                  fields={"backend": "nccl", "dump_signal": "from another rank", "reported_by": rec.origin.rank
+                          if rec.origin.rank is not None else pg_rank, "reporter_enqueued": enq,
+                          "reporter_completed": comp})
+
+
 @rule(
     "heartbeat-stuck",
     ("watchdog got stuck for",),
@@ -255,6 +293,52 @@ def _gloo_timeout(m, rec, state):
         rec, "collective_timeout", collective=Collective(timeout_ms=int(m.group("ms"))),
         fields={"backend": "gloo", "transport_op": m.group("op")},
     )
+
+
+# Huawei HCCL (Ascend NPUs, under torch_npu's ProcessGroupHCCL): a collective whose peer never sent its data.
+# CANN's error code EI0006 (`Communication_Error_Get_Socket(EI0006)` in its fingerprint form), printed under
+# the failed op's `OPS function error: HcclAllreduce, error code is 6` with the process's PID and a time:
+#   EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank did not
+#   send the data in time. Please check the reason for the rank being stuck
+# The rank printing it waited on another one (the one stuck or dead): a timeout, collateral.
+@rule(
+    "hccl-socket-timeout",
+    ("EI0006",),
+    r"(?:EI0006: (?:\[PID: \d+\] )?(?:\S+ )?(?P<what>Getting socket times out|Socket build timeout)"
+    r"|Communication_Error_Get_Socket\(EI0006\))",
+)
+def _hccl_socket_timeout(m, rec, state):
+    remote = "Remote Rank did not send the data in time" in rec.text
+    held, op_line = state.get("pending"), state.get("hccl_op_line")
+    if (held is not None and op_line is not None and 0 < rec.loc.line - op_line <= _HCCL_DETAIL_SPAN
+            and (held.fields or {}).get("backend") == "hccl"):
+        # the failed op's exception line above it: one failure, a timeout waiting for a peer
+        state.pop("pending", None)
+        state.pop("hccl_op_line", None)
+        held.error = "collective_timeout"
+        held.message = f"{held.message} ({rec.text[m.start():].strip()})"
+        held.fields = dict(held.fields, hccl_code="EI0006", remote_rank_late=remote)
+        return [held]
+    if not first_time(state, ("hccl_socket_timeout",), rec.loc.line):
+        return []
+    return _error(rec, "collective_timeout",
+                  fields={"backend": "hccl", "hccl_code": "EI0006", "remote_rank_late": remote})
+
+
+# torch_npu's op wrapper (torch_npu/csrc/framework/OpParamMaker.cpp, `OPS function error: %s, error code is %d`)
+# when an HCCL collective returns an error: `RuntimeError: InnerRunOpApi:torch_npu/csrc/framework/OpParamMaker.cpp:281
+# OPS function error: HcclAllreduce, error code is 6`. CANN prints the reason a few lines under it (an EI code);
+# the line is held until then: with EI0006 under it the op timed out waiting for a peer, else an HCCL error.
+_HCCL_DETAIL_SPAN = 6
+
+
+@rule("hccl-op-failed", ("OPS function error: Hccl",), r"OPS function error: (?P<op>Hccl\w+), error code is (?P<code>\d+)")
+def _hccl_op_failed(m, rec, state):
+    ev = _error(rec, "nccl_error", fields={"backend": "hccl", "op": m.group("op"), "hccl_error_code": int(m.group("code"))})
+    held = state.pop("pending", None)
+    state["pending"] = ev
+    state["hccl_op_line"] = rec.loc.line
+    return [held] if held is not None else []
 
 
 # torch/csrc/distributed/c10d/ProcessGroupGloo.cpp monitoredBarrier (torch 1.10+, dist.monitored_barrier, and
@@ -1307,7 +1391,7 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_nccl_nvls_bind, _watchdog_timeout, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+    rules=[_nccl_nvls_bind, _watchdog_timeout, _hccl_socket_timeout, _hccl_op_failed, _dump_signal, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure, _nccl_failure_check,
            _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,

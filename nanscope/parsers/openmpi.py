@@ -64,6 +64,7 @@ import re
 from nanscope.model import ErrorEvent, LifecycleEvent
 from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import SIGNALS, Parser, rule, signal_of
+from nanscope.parsers.mpich import mpi_abort_event
 from nanscope.parsers.numbers import to_int
 from nanscope.parsers.python import EXC_LINE
 
@@ -227,6 +228,67 @@ def _proc_aborted(m, rec, state):
         fields={"source": "openmpi", "launcher": m.group("tool"), "node": m.group("node"),
                 "pid": int(m.group("pid")) if m.group("pid").isdigit() else None, "signal_name": m.group("name"),
                 "first_observed": True},
+    )
+
+
+# A process's own MPI_Abort (ompi/mpi/help-mpi-api.txt [mpi-abort], 1.x - 4.x; Open MPI 5 prints `Proc:` and
+# `Errorcode:` lines under the head instead of `with errorcode N.`):
+#   MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD
+#   with errorcode 1.
+#   NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.
+# The rank is the caller's in that communicator (the world rank for MPI_COMM_WORLD). The program ended the job
+# after its own error; the others are killed after it (mpich.mpi_abort_event, shared with MPICH's wording).
+@rule("ompi-mpi-abort", ("MPI_ABORT was invoked on rank",),
+      r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator (?P<comm>\S+)")
+def _ompi_mpi_abort(m, rec, state):
+    return mpi_abort_event(rec, state, "openmpi", m.group("comm"), int(m.group("rank")), None)
+
+
+# A process that ended without MPI_Finalize, or called abort with session directories off (orte/tools/orterun/
+# help-orterun.txt [orterun:proc-exit-no-sync] and [orterun:proc-called-abort], 1.x - 4.x; PRRTE's help-prun.txt
+# the same with `prterun`), the head split by the help text over two lines:
+#   mpirun has exited due to process rank 1 with PID 4017 on
+#   node clsockeyev1 exiting improperly. There are three reasons this could occur:
+#   ...
+#   This may have caused other processes in the application to be
+#   terminated by signals sent by mpirun (as reported here).
+# (`node  exiting improperly` with the host empty; `calling "abort"` for the abort variant.) The launcher's
+# record of the first process it saw end badly, as its "The first process to do so was": the others are stopped
+# after it.
+_NO_SYNC_SPAN = 2
+
+
+@rule(
+    "proc-exit-no-sync-head",
+    ("has exited due to process rank",),
+    r"(?P<tool>[\w.\-]{1,64}) has exited due to process rank (?P<rank>\d+) with PID (?P<pid>\d+) on"
+    r"(?:\s+node (?P<node>\S*)\s*(?P<how>exiting improperly|calling \"abort\"))?",
+)
+def _proc_exit_no_sync_head(m, rec, state):
+    head = (int(m.group("rank")), int(m.group("pid")), m.group("tool"), rec.loc.line)
+    if m.group("how"):
+        return _no_sync_exit(rec, head, m.group("node"), m.group("how"))
+    state["ompi_no_sync"] = head
+    return []
+
+
+@rule("proc-exit-no-sync-node", ("exiting improperly", 'calling "abort"'),
+      r"^\s*node (?P<node>\S*?)\s*(?P<how>exiting improperly|calling \"abort\")", match_start=True)
+def _proc_exit_no_sync_node(m, rec, state):
+    head = state.pop("ompi_no_sync", None)
+    if head is None or rec.loc.line - head[3] > _NO_SYNC_SPAN:
+        return None
+    return _no_sync_exit(rec, head, m.group("node"), m.group("how"))
+
+
+def _no_sync_exit(rec, head, node, how):
+    rank, pid, tool, _ = head
+    what = "called abort" if how.startswith("calling") else "exited without MPI_Finalize"
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="openmpi", error="worker_failed",
+        message=f"rank {rank} {what}: {tool} has exited due to process rank {rank} {how}", rank=rank,
+        fields={"source": "openmpi", "launcher": tool, "node": node or None, "pid": pid, "first_observed": True,
+                "exit_improper": True, "ends_job": True},
     )
 
 
@@ -457,6 +519,6 @@ PARSER = Parser(
     framework="openmpi",
     priority=12,
     description="Open MPI / PRRTE launcher messages (first non-zero exit, exit on signal, job aborted), Horovod's shutdown and stall check",
-    rules=[_head, _process_name, _exit_code, _opal_fault_signal, _opal_report_end, _proc_aborted, _job_aborted, _horovod_shut_down, _horovod_stall,
+    rules=[_head, _process_name, _exit_code, _opal_fault_signal, _opal_report_end, _proc_aborted, _ompi_mpi_abort, _proc_exit_no_sync_head, _proc_exit_no_sync_node, _job_aborted, _horovod_shut_down, _horovod_stall,
            _horovod_stall_missing, _horovod_stall_missing_ranks, _horovod_stall_rank_line, _mpi_init_failed, _btl_tcp_peer, _btl_tcp_peer_host],
 )

@@ -15,6 +15,8 @@ Templates (all seen verbatim in public logs; URLs in sample_logs/system/README.m
   submitit               Caught signal SIGUSR2 on learnfair0293: this job is preempted.  (or timed-out)
   srun                   error: nid001277: tasks 1-3: Out Of Memory
                          error: Orion-18-69: task 289: Bus error / Killed / Terminated / Exited with exit code 1
+                         (Killed / Terminated after a task of the step failed, or of several tasks at once after
+                         `srun: Job step aborted: ...` / `srun: Terminating job step N`: the step's teardown)
   bash                   Killed    |   /var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed   python3 main.py
                          (zh_CN: 已杀死; glued to a tqdm bar: `... [01:06<03:59,  3.06it/s]Killed`)
                          Segmentation fault (core dumped)  |  Bus error (core dumped)   (a crash signal: worker_failed)
@@ -221,13 +223,36 @@ def _srun_task(m, rec, state):
     what = m.group("what")
     rank = tasks[0] if len(tasks) == 1 else None
     fields = {"source": "srun", "node": m.group("node"), "tasks": tasks, "reason": what}
+    signal = _SIGNAL_WORDS.get(what.lower())
+    if signal in ("SIGKILL", "SIGTERM") and (state.get("srun_task_failed")
+                                             or (state.get("srun_step_aborted") and len(tasks) > 1)):
+        # srun ending the step's other tasks after one failed (kill-on-bad-exit, an MPI_Abort, a task that
+        # exited non-zero): its teardown, no rank (as torchrun's `closing signal SIGTERM` lines)
+        return LifecycleEvent(loc=rec.loc, text=rec.text, framework="system", action="teardown",
+                              fields={**fields, "signal": signal, "stopped_ranks": tasks, "process_failed": False})
+    code = re.fullmatch(r"Exited with exit code (-?\d+)", what)
+    if what.lower() == "out of memory" or (code and int(code.group(1)) != 0) or signal in _OWN_FAULT_SIGNALS:
+        state["srun_task_failed"] = True
     if what.lower() == "out of memory":
         return _err(rec, "host_oom", fields, rank=rank)
-    code = re.fullmatch(r"Exited with exit code (-?\d+)", what)
     return _err(
         rec, "worker_failed", fields, rank=rank,
-        exitcode=int(code.group(1)) if code else None, signal=_SIGNAL_WORDS.get(what.lower()),
+        exitcode=int(code.group(1)) if code else None, signal=signal,
     )
+
+
+_OWN_FAULT_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")
+
+
+# srun aborting the step (src/api/step_launch.c: "Job step aborted: Waiting up to %d seconds for job step to
+# finish."; src/srun/srun_job.c: "Terminating job step %u.%u" / "Terminating StepId=%ps", "Force Terminated job
+# step" / "Force Terminated StepId"): the tasks it reports Killed / Terminated together after this are the
+# step being ended (a time limit, a task's failure, an MPI_Abort), not kills of their own.
+@rule("srun-step-aborted", ("Job step aborted", "Terminating job step", "Terminating StepId", "Force Terminated"),
+      r"srun: (?:Job step aborted|Terminating (?:job step|StepId)|Force Terminated (?:job step|StepId|job))")
+def _srun_step_aborted(m, rec, state):
+    state["srun_step_aborted"] = rec.loc.line
+    return []
 
 
 # bash's report of a child killed by a signal: the signal's strsignal() text, in the user's locale
@@ -1078,7 +1103,7 @@ PARSER = Parser(
     framework="system",
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions and scheduling, fatal-signal reports, NVML / container-hook / NVIDIA kernel module GPU availability, PCIe AER, kernel storage errors, file-descriptor limits",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _killed, _shell_crash, _zsh_crash, _bar_killed, _ide_exit,
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _srun_step_aborted, _killed, _shell_crash, _zsh_crash, _bar_killed, _ide_exit,
            _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _died_with_fault, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,

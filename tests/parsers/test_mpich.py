@@ -72,9 +72,20 @@ def test_pals_abort_first_is_a_cascade_from_that_rank(tmp_path):
 
 
 def test_mpd_blocks_pair_the_head_with_its_exit_status(tmp_path):
-    first, second = _events(tmp_path, MPD)
-    assert (first.rank, first.signal, first.fields["job"]) == (3, "SIGKILL", "1958")
-    assert (second.rank, second.signal) == (2, "SIGSEGV")
+    # mpd lists the deaths in the order their reports reached it: rank 3's SIGKILL, printed before rank 2's
+    # fault, is the teardown after it (it was a process-killed of its own before session 14)
+    segv, killed = _events(tmp_path, MPD)
+    assert (segv.rank, segv.signal, segv.fields["job"], segv.fields["first_observed"]) == (2, "SIGSEGV", "1958", True)
+    assert (killed.kind, killed.action, killed.rank) == ("lifecycle", "teardown", None)
+    assert (killed.fields["stopped_rank"], killed.fields["signal"], killed.fields["job"]) == (3, "SIGKILL", "1958")
+
+
+def test_mpd_report_of_faults_after_a_kill_is_a_segfault(tmp_path):
+    # pmodels/mpich#981 (2419.log): three ranks segfault; the SIGKILL listed first is no OOM kill
+    report = _report(tmp_path, MPD + "rank 1 in job 1958  bb36_58821   caused collective abort of all ranks\n"
+                                     "  exit status of rank 1: killed by signal 11 \n")
+    ids = [f["id"] for f in report["findings"]]
+    assert ids[0] == "worker-segfault" and "process-killed" not in ids
 
 
 def test_mpd_return_code(tmp_path):

@@ -9,10 +9,15 @@ import numpy as np
 
 from nanscope.model import Event
 from nanscope.rankset import fmt_ranks
-from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, happened_before, _describe
+from nanscope.signatures.machines.base import EVIDENCE_PER_MATCH, Emit, Machine, Match, happened_before, _describe
 
 
 _LAUNCHER_EXITS = ("child_failed", "worker_failed")
+# A process's record of ending the whole job itself (MPI_Abort): like a launcher's exit record it is a
+# first failure only where that rank shows no collateral error of its own (a rank may abort after its
+# collective failed), and it takes the others down by itself (`fields.ends_job`).
+_EXIT_RECORDS = _LAUNCHER_EXITS + ("mpi_abort",)
+_LOST_PEER = ("peer_connection_lost", "collective_timeout")
 
 
 class Cascade(Machine):
@@ -36,14 +41,20 @@ class Cascade(Machine):
         self.coll_events: list = []
         self.torn_down: list = []
         self.exits: list = []
+        self.coll_unnamed: list = []  # collateral lines that name no rank (Horovod's shut-down without a tag)
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.rank is None:
             if self.teardown is not None and self.teardown(ev):
                 self.torn_down.append(ev)
+            elif (len(self.coll_unnamed) < EVIDENCE_PER_MATCH - 1 and self.collateral(ev)
+                  and getattr(ev, "error", None) in _LOST_PEER):
+                # only a lost peer says it is another process's failure; an NCCL error naming no rank may be
+                # a process's own
+                self.coll_unnamed.append(ev)
             return
         if self.primary(ev):
-            if getattr(ev, "error", None) in _LAUNCHER_EXITS:
+            if getattr(ev, "error", None) in _EXIT_RECORDS:
                 # A launcher's record of an exit says that the worker ended, not why: it is a first
                 # failure only if that rank shows no collateral error of its own (decided at finish).
                 if len(self.exits) < 64:
@@ -66,19 +77,33 @@ class Cascade(Machine):
             # returned a non-zero exit code ... the job has been aborted") over ranks that only lost
             # their peers: a cascade whose first rank the input does not show.
             said = next((e for e in self.torn_down if (getattr(e, "fields", None) or {}).get("process_failed")), None)
-            if said is None or not self.coll_ranks:
+            if said is None or not (self.coll_ranks or self.coll_unnamed):
                 return
+            # (over collateral lines that name no rank too: Horovod's "has been shut down" on every survivor
+            # under an mpirun without --tag-output)
             others = sorted(self.coll_ranks)
-            emit(self.match(said, [said] + self.coll_events, collateral_ranks=others,
-                            culprit="a process the launcher does not name", others=f"ranks {fmt_ranks(others)}",
+            emit(self.match(said, [said] + (self.coll_events or self.coll_unnamed), collateral_ranks=others,
+                            culprit="a process the launcher does not name",
+                            others=f"ranks {fmt_ranks(others)}" if others else "the other processes (not named in the log)",
                             who="A process"))
+            return
+        aborted = sorted({e.rank for e in self.exits if getattr(e, "error", None) == "mpi_abort"})
+        if getattr(first, "error", None) == "mpi_abort" and len(aborted) > 1:
+            # several processes each ended the job themselves (every rank hit the same error, most often):
+            # the order their lines reached the log says nothing of which came first
+            evidence = [e for e in self.exits if getattr(e, "error", None) == "mpi_abort"]
+            emit(Match(self.sig, first.stream, None, evidence[:EVIDENCE_PER_MATCH], first.step,
+                       {"collateral_ranks": [], "aborted_ranks": aborted, "who": "Several processes",
+                        "culprit": f"ranks {fmt_ranks(aborted)} each called MPI_Abort",
+                        "others": "the job's other processes"}, step_from_event=True))
             return
         others = sorted(self.coll_ranks - {first.rank})
         # Teardown lines count only where the launcher's lines are all the evidence (the first
         # failure is its exit record), and only those of the same launcher (same source).
         torn = ([e for e in self.torn_down if e.loc.source == first.loc.source]
-                if getattr(first, "error", None) in _LAUNCHER_EXITS and not others else [])
-        if not others and not torn:
+                if getattr(first, "error", None) in _EXIT_RECORDS and not others else [])
+        ends_job = bool((getattr(first, "fields", None) or {}).get("ends_job"))
+        if not others and not torn and not ends_job:
             return
         evidence = [first] + [e for e in self.coll_events if e.rank != first.rank]
         evidence += torn[:max(0, EVIDENCE_PER_MATCH - len(evidence))]
@@ -86,9 +111,22 @@ class Cascade(Machine):
         if others:
             parts.append(f"ranks {fmt_ranks(others)}")
         if torn:
-            parts.append(f"{len(torn)} other worker(s) (stopped by the launcher)")
-        emit(self.match(first, evidence, collateral_ranks=others, culprit=_describe(first),
-                        others=" and ".join(parts), who=f"Rank {first.rank}"))
+            named = {r for e in torn for r in ((getattr(e, "fields", None) or {}).get("stopped_ranks") or ())}
+            count = len(named - {first.rank}) + sum(
+                1 for e in torn if not (getattr(e, "fields", None) or {}).get("stopped_ranks"))
+            parts.append(f"{count or len(torn)} other worker(s) (stopped by the launcher)")
+        elif ends_job and not others:
+            parts.append("the job's other processes (MPI_Abort ends them all)")
+        # the ranks a launcher's teardown lines name (srun's `tasks 1-3: Killed`, mpd's / PALS' stopped ranks) are
+        # collateral too
+        stopped = set()
+        for e in torn:
+            fields = getattr(e, "fields", None) or {}
+            stopped.update(r for r in (fields.get("stopped_ranks") or ()) if isinstance(r, int))
+            if isinstance(fields.get("stopped_rank"), int):
+                stopped.add(fields["stopped_rank"])
+        emit(self.match(first, evidence, collateral_ranks=sorted(set(others) | (stopped - {first.rank})),
+                        culprit=_describe(first), others=" and ".join(parts), who=f"Rank {first.rank}"))
 
 
 class LauncherBlame(Machine):
