@@ -66,6 +66,18 @@ that names no existing file or folder is taken for a dataset Ultralytics ships (
 missing path {dir}, attempting download...`, then ultralytics/utils/downloads.py `⚠️ Download failure, retrying {i}/{n}
 {url}...`, `❌ Failed to download {url}...` or `❌  Download failure for {url}. Retry limit reached.`): the last retry
 failing is the missing path (a download that succeeds says nothing).
+pycocotools' COCO.loadRes (cocodataset/cocoapi PythonAPI/pycocotools/coco.py, every release, and the forks that vendor it):
+`assert type(anns) == list, 'results in not an array of objects'` then `assert set(annsImgIds) == (set(annsImgIds) &
+set(self.getImgIds())), 'Results do not correspond to current coco set'`: the detections handed to the COCO evaluation
+name image ids the ground-truth annotation file does not have (another split's json, ids remapped by the data pipeline,
+a results file from another run): coco-results-mismatch. The assert's source line (the message in quotes) is no error.
+Images a data pipeline cannot decode: Pillow's Image.open (PIL/Image.py) raises `UnidentifiedImageError(f"cannot identify
+image file {fp!r}")` (7.0+; `OSError` / `IOError: cannot identify image file ...` before), ImageFile.load `OSError: image
+file is truncated ({n} bytes not processed)` (`image file is truncated` alone in old releases), `DecompressionBombError:
+Image size ({n} pixels) exceeds limit of {m} pixels, could be decompression bomb DOS attack.`; OpenCV's cvtColor /
+resize given the None that cv2.imread returns for a file it cannot read: `error: (-215:Assertion failed) !_src.empty()
+in function 'cvtColor'` (`!ssize.empty()` in 'resize'): image-decode-failed (a file missing, empty, truncated, an LFS or
+cloud placeholder, or a format the library does not read).
 """
 
 from __future__ import annotations
@@ -328,14 +340,65 @@ def _yolov5_dataset_not_found(m, rec, state):
     return _dataset_event(rec, state, "", None, m.group("msg").strip(), m.group("type"))
 
 
+@rule("coco-results-mismatch", ("Results do not correspond to current coco set", "results in not an array of objects"),
+      r"(?P<msg>Results do not correspond to current coco set|results in not an array of objects)")
+def _coco_results_mismatch(m, rec, state):
+    before = rec.text[:m.start()]
+    if before.rstrip().endswith(("'", '"', ",")) or before.strip().startswith(("assert", "'", '"')):
+        return None  # the assert's source line in a traceback
+    if not first_time(state, ("coco-results",), rec.loc.line):
+        return []
+    if m.group("msg").startswith("results in"):
+        detail = ("pycocotools' loadRes was handed results that are not a list of detections (a dict such as a whole COCO "
+                  "json, or an empty / malformed results file)")
+    else:
+        detail = ("the detections handed to pycocotools' COCO evaluation (loadRes) name image ids that the ground-truth "
+                  "annotation file does not have: the predictions and the annotation json describe different images")
+    return error_event(m, rec, "coco_results_mismatch", "pytorch", detail)
+
+
+_IMAGE_DECODE = (
+    r"(?P<pil>cannot identify image file (?P<file>[^\n]{1,300}))"
+    r"|(?P<trunc>image file is truncated(?: \(\d+ bytes not processed\))?)"
+    r"|(?P<bomb>Image size \(\d+ pixels\) exceeds limit of \d+ pixels, could be decompression bomb DOS attack\.?)"
+    r"|(?P<cv>\(-215(?::Assertion failed)?\) !_?s(?:rc|size)\.empty\(\) in function '(?P<fn>\w+)')"
+)
+
+
+@rule("image-decode-failed", ("cannot identify image file", "image file is truncated", "could be decompression bomb",
+                              ".empty() in function '"),
+      r"(?<![\"'\w])(?:(?P<type>(?:\w+\.)*\w*(?:Error|Exception)): |error: )?(?:[^\n]{0,200}?)(?P<msg>" + _IMAGE_DECODE + ")")
+def _image_decode_failed(m, rec, state):
+    text = rec.text
+    head = text[:m.start("msg")]
+    if m.group("type") is None and "error" not in head.lower() and head.strip():
+        return None  # prose, or a source line quoting the message
+    if re.search(r"\b(?:raise|msg|message)\b[^\n]*[\"']\s*$", head) or head.rstrip().endswith(("'", '"', "(")):
+        return None
+    if not first_time(state, ("image-decode",), rec.loc.line):
+        return []
+    if m.group("pil"):
+        detail = (f"Pillow cannot decode the image file {m.group('file').strip()[:160]}: not an image it knows (empty, "
+                  "truncated, an HTML / LFS / cloud placeholder, or a format without a decoder)")
+    elif m.group("trunc"):
+        detail = "Pillow read an image file that ends early (a truncated or partly downloaded image)"
+    elif m.group("bomb"):
+        detail = "Pillow refused an image larger than Image.MAX_IMAGE_PIXELS (its decompression-bomb guard)"
+    else:
+        detail = (f"OpenCV's {m.group('fn')} got an empty image: cv2.imread returned None for a file that is missing, "
+                  "unreadable or not an image (the path the dataset built, or the file itself)")
+    return error_event(m, rec, "image_decode_failed", "pytorch", detail)
+
+
 PARSER = Parser(
     name="vision_checks",
     framework="diffusers",
     priority=39,  # before the dependency parser (40: xformers' caught import) and the generic exception parser (python, 80)
     description="Vision / diffusion stacks: stable-diffusion-webui's NaN check, ComfyUI's error report, kohya sd-scripts' "
-                "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist",
+                "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist; "
+                "pycocotools' loadRes given results for other images; images Pillow / OpenCV cannot decode",
     rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
            _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception, _ultralytics_dataset_error,
            _bare_exception_header, _ultralytics_dataset_missing, _ultralytics_dataset_note, _ultralytics_dataset_download,
-           _ultralytics_download_failed, _yolov5_dataset_not_found],
+           _ultralytics_download_failed, _yolov5_dataset_not_found, _coco_results_mismatch, _image_decode_failed],
 )

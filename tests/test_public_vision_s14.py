@@ -1,0 +1,71 @@
+"""Vision and diffusion stacks, blind public rounds of session 14 (3800-): mmcv-full's compiled ops built for another
+torch, mmdet's import-time mmcv version check, pycocotools' loadRes refusing detections for images the annotation file
+does not have, images Pillow / OpenCV cannot decode in a DataLoader worker; detectron2's missing-parameter notice for an
+ImageNet backbone as a healthy trap. Each is named by its own class instead of a generic uncaught exception (or nothing).
+
+Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
+the thread named in the comment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import diagnose_lines, ids
+from nanscope import api
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+@pytest.mark.parametrize("name, expected", [
+    # round 1 (3800-3808), scored blind
+    ("3800.log", "extension-build-mismatch"),  # mmcv/_ext.so: undefined symbol (c10::Error, the old C++ ABI)
+    ("3801.log", "extension-build-mismatch"),  # the same for a caffe2::TypeMeta symbol
+    ("3802.log", "dependency-missing"),  # mmdet 2.x's check refusing mmcv 2.1.0, joined onto one line by the user
+    ("3803.log", "dependency-missing"),
+    ("3804.log", "dependency-missing"),
+    ("3805.log", "coco-results-mismatch"),  # pycocotools' loadRes: results for images the annotation file lacks
+    ("3806.log", "coco-results-mismatch"),  # the same under PaddleDetection's evaluation
+    ("3807.log", "image-decode-failed"),  # PIL.UnidentifiedImageError in a DataLoader worker
+])
+def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+@pytest.mark.parametrize("name", ["3808.log"])
+def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
+    # detectron2 loading an ImageNet backbone for a detector: the heads it lacks start from their initialisation
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_the_coco_mismatch_says_what_does_not_match() -> None:
+    summary = api.diagnose([str(PUBLIC / "3805.log")]).findings[0].summary
+    assert "image ids" in summary and "annotation" in summary
+
+
+def test_the_coco_asserts_source_line_alone_is_no_failure(tmp_path) -> None:
+    # open-mmlab/mmdetection#11739: the traceback shows loadRes's assert before its AssertionError
+    lines = ["    assert set(annsImgIds) == (set(annsImgIds) & set(self.getImgIds())), \\",
+             "           'Results do not correspond to current coco set'"]
+    assert ids(diagnose_lines(tmp_path, lines)) == []
+
+
+@pytest.mark.parametrize("line, words", [
+    # facebookresearch/deit#76: Pillow before 7.0 raised OSError, here behind Horovod's rank prefix
+    ("2021-03-10T13:22:37.443Z: [1,0]<stderr>:OSError: cannot identify image file <_io.BufferedReader "
+     "name='imagenet/raw-data/train/n01667778/n01667778_6494.JPEG'>", "n01667778_6494.JPEG"),
+    ("OSError: image file is truncated (150 bytes not processed)", "truncated"),  # PIL/ImageFile.py load
+    ("cv2.error: OpenCV(4.5.1) /tmp/pip-req-build-7m_g9lbm/opencv/modules/imgproc/src/color.cpp:182: error: "
+     "(-215:Assertion failed) !_src.empty() in function 'cvtColor'", "cv2.imread returned None"),
+])
+def test_other_image_decode_wordings(tmp_path, line: str, words: str) -> None:
+    report = diagnose_lines(tmp_path, [line])
+    assert ids(report) == ["image-decode-failed"] and words in report.findings[0].summary
+
+
+def test_pillows_message_template_in_a_traceback_is_no_failure(tmp_path) -> None:
+    lines = ['  File "/usr/local/lib/python3.8/dist-packages/PIL/Image.py", line 2895, in open',
+             '    msg = "cannot identify image file %r" % (filename if filename else fp)']
+    assert ids(diagnose_lines(tmp_path, lines)) == []
