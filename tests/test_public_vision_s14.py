@@ -1,5 +1,5 @@
 """Vision and diffusion stacks, blind public rounds of session 14 (3800-): mmcv-full's compiled ops built for another
-torch, mmdet's import-time mmcv version check, pycocotools' loadRes refusing detections for images the annotation file
+torch or missing, yacs' config-key checks under detectron2, mmdet's import-time mmcv version check, pycocotools' loadRes refusing detections for images the annotation file
 does not have, images Pillow / OpenCV cannot decode in a DataLoader worker; detectron2's missing-parameter notice for an
 ImageNet backbone as a healthy trap. Each is named by its own class instead of a generic uncaught exception (or nothing).
 
@@ -29,14 +29,23 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3805.log", "coco-results-mismatch"),  # pycocotools' loadRes: results for images the annotation file lacks
     ("3806.log", "coco-results-mismatch"),  # the same under PaddleDetection's evaluation
     ("3807.log", "image-decode-failed"),  # PIL.UnidentifiedImageError in a DataLoader worker
+    # round 2 (3810-3817), scored blind after the round-1 fixes
+    ("3810.log", "trainer-config-invalid"),  # yacs: 'Non-existent config key: MODEL.WETGHTS' (a typo)
+    ("3811.log", "trainer-config-invalid"),  # a project's top-level keys not in the detectron2 imported
+    ("3812.log", "trainer-config-invalid"),  # the project's add_*_config never called; a blank line before the KeyError
+    ("3813.log", "extension-build-mismatch"),  # mmcv without mmcv._ext
+    ("3814.log", "image-decode-failed"),  # OpenCV's assertion, the message cut before its last quote
+    ("3815.log", "image-decode-failed"),  # 4.5.3's 'cv::cvtColor'
+    ("3816.log", "image-decode-failed"),  # a tracker printing the caught message for every sequence
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3808.log"])
+@pytest.mark.parametrize("name", ["3808.log", "3817.log"])
 def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
-    # detectron2 loading an ImageNet backbone for a detector: the heads it lacks start from their initialisation
+    # detectron2 loading an ImageNet backbone for a detector: the heads it lacks start from their initialisation;
+    # mmdet's 'unexpected key in source state_dict: fc.weight, fc.bias' for the same reason
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -69,3 +78,28 @@ def test_pillows_message_template_in_a_traceback_is_no_failure(tmp_path) -> None
     lines = ['  File "/usr/local/lib/python3.8/dist-packages/PIL/Image.py", line 2895, in open',
              '    msg = "cannot identify image file %r" % (filename if filename else fp)']
     assert ids(diagnose_lines(tmp_path, lines)) == []
+
+
+def test_the_yacs_key_is_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3810.log")]).findings[0].summary
+    assert "MODEL.WETGHTS" in summary and "config file" in summary
+
+
+@pytest.mark.parametrize("line, words", [
+    ("AssertionError: Non-existent key: MODEL.ROI_HEADS.NUM_CLASSE", "command-line opts"),  # yacs merge_from_list
+    ("KeyError: 'Key MODEL.BACKBONE.OUT_FEATURES was renamed to MODEL.RESNETS.OUT_FEATURES; please update your config.'",
+     "renamed to MODEL.RESNETS.OUT_FEATURES"),  # yacs raise_key_rename_error
+])
+def test_other_yacs_wordings(tmp_path, line: str, words: str) -> None:
+    report = diagnose_lines(tmp_path, [line])
+    assert ids(report) == ["trainer-config-invalid"] and words in report.findings[0].summary
+
+
+def test_yacs_source_lines_alone_are_no_failure(tmp_path) -> None:
+    lines = ['  File "/usr/local/lib/python3.6/dist-packages/yacs/config.py", line 491, in _merge_a_into_b',
+             '    raise KeyError("Non-existent config key: {}".format(full_key))']
+    assert ids(diagnose_lines(tmp_path, lines)) == []
+
+
+def test_a_projects_own_missing_c_module_is_not_called_a_compiled_op_mismatch(tmp_path) -> None:
+    assert "extension-build-mismatch" not in ids(diagnose_lines(tmp_path, ["ModuleNotFoundError: No module named 'myproject._C'"]))

@@ -76,8 +76,14 @@ image file {fp!r}")` (7.0+; `OSError` / `IOError: cannot identify image file ...
 file is truncated ({n} bytes not processed)` (`image file is truncated` alone in old releases), `DecompressionBombError:
 Image size ({n} pixels) exceeds limit of {m} pixels, could be decompression bomb DOS attack.`; OpenCV's cvtColor /
 resize given the None that cv2.imread returns for a file it cannot read: `error: (-215:Assertion failed) !_src.empty()
-in function 'cvtColor'` (`!ssize.empty()` in 'resize'): image-decode-failed (a file missing, empty, truncated, an LFS or
-cloud placeholder, or a format the library does not read).
+in function 'cvtColor'` (`!ssize.empty()` in 'resize'; 4.5.3+ qualify it, `'cv::cvtColor'`; 3.x before 3.4.3 print
+`(-215) !_src.empty() in function cvtColor` without quotes, 2.4 `OpenCV Error: Assertion failed (!_src.empty()) in
+cvtColor, file ...`): image-decode-failed (a file missing, empty, truncated, an LFS or cloud placeholder, or a format
+the library does not read).
+Packages imported without their compiled part: mmcv's ops load `mmcv._ext` (mmcv/utils/ext_loader.py
+`importlib.import_module('mmcv.' + name)`), so the lite mmcv or a build without ops fails `No module named 'mmcv._ext'`;
+detectron2, maskrcnn-benchmark and GroundingDINO import their `_C` the same way: extension-build-mismatch (the
+compiled extension does not fit this install).
 """
 
 from __future__ import annotations
@@ -361,12 +367,13 @@ _IMAGE_DECODE = (
     r"(?P<pil>cannot identify image file (?P<file>[^\n]{1,300}))"
     r"|(?P<trunc>image file is truncated(?: \(\d+ bytes not processed\))?)"
     r"|(?P<bomb>Image size \(\d+ pixels\) exceeds limit of \d+ pixels, could be decompression bomb DOS attack\.?)"
-    r"|(?P<cv>\(-215(?::Assertion failed)?\) !_?s(?:rc|size)\.empty\(\) in function '(?P<fn>\w+)')"
+    r"|(?P<cv>\(-215(?::Assertion failed)?\) !_?s(?:rc|size)\.empty\(\) in function '?(?P<fn>[\w:]+)'?"
+    r"|Assertion failed \(!_?s(?:rc|size)\.empty\(\)\) in (?P<fn2>[\w:]+))"
 )
 
 
 @rule("image-decode-failed", ("cannot identify image file", "image file is truncated", "could be decompression bomb",
-                              ".empty() in function '"),
+                              ".empty() in function ", ".empty()) in "),
       r"(?<![\"'\w])(?:(?P<type>(?:\w+\.)*\w*(?:Error|Exception)): |error: )?(?:[^\n]{0,200}?)(?P<msg>" + _IMAGE_DECODE + ")")
 def _image_decode_failed(m, rec, state):
     text = rec.text
@@ -385,9 +392,32 @@ def _image_decode_failed(m, rec, state):
     elif m.group("bomb"):
         detail = "Pillow refused an image larger than Image.MAX_IMAGE_PIXELS (its decompression-bomb guard)"
     else:
-        detail = (f"OpenCV's {m.group('fn')} got an empty image: cv2.imread returned None for a file that is missing, "
+        fn = (m.group("fn") or m.group("fn2") or "function").split("::")[-1]
+        detail = (f"OpenCV's {fn} got an empty image: cv2.imread returned None for a file that is missing, "
                   "unreadable or not an image (the path the dataset built, or the file itself)")
     return error_event(m, rec, "image_decode_failed", "pytorch", detail)
+
+
+# a package imported without its compiled part: OpenMMLab's ops (mmcv/ops/*.py ext_loader.load_ext('_ext', [...]):
+# importlib.import_module('mmcv._ext')), detectron2 / maskrcnn-benchmark / GroundingDINO's `from . import _C`
+_COMPILED = {"mmcv": "_ext", "mmcv_full": "_ext", "detectron2": "_C", "maskrcnn_benchmark": "_C", "groundingdino": "_C"}
+
+
+@rule("compiled-ops-missing", ("No module named 'mmcv._ext'", "._C'"),
+      r"(?<![\"'\w])(?:(?:\w+\.)*(?:ModuleNotFoundError|ImportError): )?(?P<msg>No module named '(?P<pkg>\w+)\.(?P<ext>_ext|_C)')")
+def _compiled_ops_missing(m, rec, state):
+    pkg, ext = m.group("pkg"), m.group("ext")
+    if _COMPILED.get(pkg) != ext:
+        return None
+    if not first_time(state, ("compiled-ops", pkg), rec.loc.line):
+        return []
+    if pkg.startswith("mmcv"):
+        detail = ("mmcv is installed without its compiled ops (mmcv._ext): the lite package (mmcv 1.x without -full, "
+                  "mmcv-lite), a wheel for another platform / torch / CUDA, or a source build without MMCV_WITH_OPS=1")
+    else:
+        detail = (f"{pkg}'s compiled extension ({pkg}.{ext}) is not built: the package was not compiled for this torch "
+                  "(pip install -e . / python setup.py build develop), or it is imported from a source folder without the build")
+    return error_event(m, rec, "extension_build_mismatch", "pytorch", detail, package=pkg)
 
 
 PARSER = Parser(
@@ -396,9 +426,9 @@ PARSER = Parser(
     priority=39,  # before the dependency parser (40: xformers' caught import) and the generic exception parser (python, 80)
     description="Vision / diffusion stacks: stable-diffusion-webui's NaN check, ComfyUI's error report, kohya sd-scripts' "
                 "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist; "
-                "pycocotools' loadRes given results for other images; images Pillow / OpenCV cannot decode",
+                "pycocotools' loadRes given results for other images; images Pillow / OpenCV cannot decode; mmcv / detectron2 imported without their compiled ops",
     rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
            _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception, _ultralytics_dataset_error,
            _bare_exception_header, _ultralytics_dataset_missing, _ultralytics_dataset_note, _ultralytics_dataset_download,
-           _ultralytics_download_failed, _yolov5_dataset_not_found, _coco_results_mismatch, _image_decode_failed],
+           _ultralytics_download_failed, _yolov5_dataset_not_found, _coco_results_mismatch, _image_decode_failed, _compiled_ops_missing],
 )
