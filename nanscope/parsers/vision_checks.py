@@ -84,6 +84,13 @@ Packages imported without their compiled part: mmcv's ops load `mmcv._ext` (mmcv
 `importlib.import_module('mmcv.' + name)`), so the lite mmcv or a build without ops fails `No module named 'mmcv._ext'`;
 detectron2, maskrcnn-benchmark and GroundingDINO import their `_C` the same way: extension-build-mismatch (the
 compiled extension does not fit this install).
+mmcv's op dispatcher (mmcv/ops/csrc/common/pytorch_device_registry.hpp `Dispatch`) refuses an op the build has no
+kernel for: `nms_impl: implementation for device cuda:0 not found.` (any `<op>_impl`), i.e. mmcv without its CUDA ops:
+extension-build-mismatch.
+A decoded image that is NaN: numpy warns `RuntimeWarning: invalid value encountered in cast` when it is cast to uint8,
+and the warnings module prints the source line under it (diffusers image_processor.py `images = (images *
+255).round().astype("uint8")`, the web UI's `x_sample.astype(np.uint8)`): the image comes out black, the fp16 VAE (or
+UNet) overflowed: half-precision-nan. The warning alone, or over another cast, says nothing.
 """
 
 from __future__ import annotations
@@ -420,15 +427,58 @@ def _compiled_ops_missing(m, rec, state):
     return error_event(m, rec, "extension_build_mismatch", "pytorch", detail, package=pkg)
 
 
+# mmcv's op dispatcher (mmcv/ops/csrc/common/pytorch_device_registry.hpp Dispatch: TORCH_CHECK(f_ptr != nullptr, name,
+# ": implementation for device ", device, " not found.")): the op was compiled without a kernel for that device
+@rule("mmcv-op-device", (": implementation for device ",),
+      r"(?<![\"'\w])(?P<msg>(?P<op>\w{1,80}_impl): implementation for device (?P<dev>[\w:]{1,40}) not found\.?)")
+def _mmcv_op_device(m, rec, state):
+    if not first_time(state, ("mmcv-op-device", m.group("op")), rec.loc.line):
+        return []
+    dev = m.group("dev")
+    detail = (f"mmcv's compiled op {m.group('op')} has no {dev.split(':')[0].upper()} implementation in the installed build "
+              f"(it was asked to run on {dev}): an mmcv without its CUDA ops (the lite package, a CPU-only wheel or build), or "
+              "one built for another CUDA / torch")
+    return error_event(m, rec, "extension_build_mismatch", "mmengine", detail, package="mmcv")
+
+
+# numpy's RuntimeWarning when NaN is cast to an integer type, shown by the warnings module with the source line under
+# it: diffusion post-processing (diffusers image_processor.py `images = (images * 255).round().astype("uint8")`,
+# stable-diffusion-webui processing.py `x_sample = x_sample.astype(np.uint8)`, a repo's own `(npimg * 255).astype(np.uint8)`)
+# turning a decoded image that is NaN into a black one
+@rule("nan-image-cast", ("invalid value encountered in cast",), r"RuntimeWarning: invalid value encountered in cast\b")
+def _nan_image_cast(m, rec, state):
+    state["nan_cast"] = rec.loc.line
+    return []
+
+
+_UINT8_CAST = re.compile(r"\.astype\(\s*(?:np\.|numpy\.)?[\"']?uint8[\"']?\s*\)")
+
+
+@rule("nan-image-cast-source", ("uint8",), r"^\s*(?P<msg>\S.*\.astype\(.*)$")
+def _nan_image_cast_source(m, rec, state):
+    seen = state.get("nan_cast")
+    if seen is None or rec.loc.line - seen != 1 or not _UINT8_CAST.search(rec.text):
+        return None
+    state.pop("nan_cast", None)
+    if not first_time(state, ("sd-nan", "image-cast"), rec.loc.line):
+        return []
+    return error_event(m, rec, "half_precision_nan", "diffusers",
+                       "the decoded image was NaN, so its cast to uint8 gave a black image (numpy's 'invalid value "
+                       "encountered in cast'): the VAE (SDXL's and Flux's are known to) or the UNet overflowed half precision",
+                       where="the VAE")
+
+
 PARSER = Parser(
     name="vision_checks",
     framework="diffusers",
     priority=39,  # before the dependency parser (40: xformers' caught import) and the generic exception parser (python, 80)
     description="Vision / diffusion stacks: stable-diffusion-webui's NaN check, ComfyUI's error report, kohya sd-scripts' "
                 "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist; "
-                "pycocotools' loadRes given results for other images; images Pillow / OpenCV cannot decode; mmcv / detectron2 imported without their compiled ops",
+                "pycocotools' loadRes given results for other images; images Pillow / OpenCV cannot decode; mmcv / detectron2 imported without their compiled ops, "
+                "mmcv ops without a kernel for the device, NaN images cast to uint8",
     rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
            _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception, _ultralytics_dataset_error,
            _bare_exception_header, _ultralytics_dataset_missing, _ultralytics_dataset_note, _ultralytics_dataset_download,
-           _ultralytics_download_failed, _yolov5_dataset_not_found, _coco_results_mismatch, _image_decode_failed, _compiled_ops_missing],
+           _ultralytics_download_failed, _yolov5_dataset_not_found, _coco_results_mismatch, _image_decode_failed, _compiled_ops_missing,
+           _mmcv_op_device, _nan_image_cast, _nan_image_cast_source],
 )
