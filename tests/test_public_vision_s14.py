@@ -1,7 +1,8 @@
 """Vision and diffusion stacks, blind public rounds of session 14 (3800-): mmcv-full's compiled ops built for another
 torch or missing, yacs' config-key checks under detectron2, mmdet's import-time mmcv version check, pycocotools' loadRes refusing detections for images the annotation file
 does not have, images Pillow / OpenCV cannot decode in a DataLoader worker; detectron2's missing-parameter notice for an
-ImageNet backbone as a healthy trap. Each is named by its own class instead of a generic uncaught exception (or nothing).
+ImageNet backbone as a healthy trap; COCO annotation files pycocotools cannot index, detectron2's dataset filtered to
+nothing, MSVC's type names in the convolution dtype check. Each is named by its own class instead of a generic uncaught exception (or nothing).
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
 the thread named in the comment.
@@ -42,6 +43,12 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3821.log", "extension-build-mismatch"),  # the same behind FaceChain's 'Error: '
     ("3822.log", "half-precision-nan"),  # diffusers' uint8 cast of a NaN image (SDXL's VAE in fp16)
     ("3823.log", "half-precision-nan"),  # a repo's own cast (Flux's VAE in fp16)
+    # round 4 (3830-3834), scored blind after the round-3 fixes
+    ("3830.log", "coco-annotations-invalid"),  # KeyError: 'categories' under pycocotools' getCatIds
+    ("3831.log", "coco-annotations-invalid"),  # KeyError: 'id' under createIndex
+    ("3832.log", "dataset-empty"),  # detectron2: '0 images left', the assertion cut
+    ("3833.log", "dtype-mismatch"),  # ComfyUI's logger line, MSVC's 'struct c10::Half'
+    ("3834.log", "dtype-mismatch"),
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
@@ -135,3 +142,20 @@ def test_mmcvs_inconsistent_device_check_is_not_a_missing_kernel(tmp_path) -> No
     # the Dispatch check before it: tensors on two devices (a usage error, not the build)
     line = "RuntimeError: nms_impl: at param 1, inconsistent device: cpu vs cuda:0"
     assert "extension-build-mismatch" not in ids(diagnose_lines(tmp_path, [line]))
+
+
+def test_a_projects_own_keyerror_on_a_coco_field_stays_generic(tmp_path) -> None:
+    # qqwweee/keras-yolo3#189: the script's own subscript, no pycocotools frame
+    lines = ['File "coco_annotation.py", line 11, in <module>', "    annotations = data['annotations']",
+             "KeyError: 'annotations'"]
+    assert "coco-annotations-invalid" not in ids(diagnose_lines(tmp_path, lines))
+
+
+def test_detectron2_removing_some_images_is_no_failure(tmp_path) -> None:
+    line = "[10/29 09:22:06 d2.data.build]: Removed 120 images with no usable annotations. 51261 images left."
+    assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+def test_the_empty_detectron2_dataset_says_how_many_were_removed() -> None:
+    summary = api.diagnose([str(PUBLIC / "3832.log")]).findings[0].summary
+    assert "51381" in summary and "detectron2" in summary

@@ -91,6 +91,11 @@ A decoded image that is NaN: numpy warns `RuntimeWarning: invalid value encounte
 and the warnings module prints the source line under it (diffusers image_processor.py `images = (images *
 255).round().astype("uint8")`, the web UI's `x_sample.astype(np.uint8)`): the image comes out black, the fp16 VAE (or
 UNet) overflowed: half-precision-nan. The warning alone, or over another cast, says nothing.
+pycocotools' COCO(annotation_file) indexes the json directly (coco.py `createIndex`: `dataset['annotations']`,
+`ann['image_id']`, `ann['id']`, `dataset['images']`, `dataset['categories']`; `getCatIds`: `self.dataset['categories']`):
+a file that is not a complete COCO instances file fails with a bare `KeyError: 'categories'` / `'id'` (or `TypeError:
+string indices must be integers` when a field is not a list of objects) under a pycocotools/coco.py frame:
+coco-annotations-invalid. The same KeyError without that frame is the code's own.
 """
 
 from __future__ import annotations
@@ -468,6 +473,47 @@ def _nan_image_cast_source(m, rec, state):
                        where="the VAE")
 
 
+# pycocotools' COCO(annotation_file) / getCatIds / loadRes index the json's fields directly (coco.py createIndex:
+# dataset['annotations'], ann['image_id'], ann['id'], dataset['images'], dataset['categories']; getCatIds:
+# self.dataset['categories']): a file without them fails with the bare KeyError (or a TypeError when a field is not a
+# list of objects), under a pycocotools/coco.py frame
+_COCO_FRAME = re.compile(r"pycocotools[/\\]coco\.pyc?(?:\", line \d+,| ) ?in (?P<fn>\w+)")
+_COCO_FIELDS = ("images", "annotations", "categories", "id", "image_id", "category_id", "bbox", "segmentation", "area",
+                "iscrowd", "file_name", "info", "licenses", "name", "type")
+_COCO_SPAN = 8
+
+
+@rule("pycocotools-frame", ("pycocotools",), r"pycocotools[/\\]coco\.py")
+def _pycocotools_frame(m, rec, state):
+    f = _COCO_FRAME.search(rec.text)
+    if f is not None:
+        state["coco_frame"] = (f.group("fn"), rec.loc.line)
+    return None  # a frame: other parsers read the traceback too
+
+
+@rule("coco-field-missing", ("KeyError: '", "indices must be integers"),
+      r"^\s*(?P<msg>KeyError: '(?P<key>\w{1,40})'(?=\s*$)|TypeError: (?P<what>string|list) indices must be integers\b)")
+def _coco_field_missing(m, rec, state):
+    held = state.get("coco_frame")
+    if held is None or not 0 < rec.loc.line - held[1] <= _COCO_SPAN:
+        return None
+    key = m.group("key")
+    if key is not None and key not in _COCO_FIELDS:
+        return None
+    state.pop("coco_frame", None)
+    if not first_time(state, ("coco-annotations",), rec.loc.line):
+        return []
+    fn = held[0]
+    if key is not None:
+        detail = (f"the annotation json has no '{key}' where pycocotools reads it (coco.py {fn}): the file is not a "
+                  "complete COCO instances file (images, annotations with id / image_id / category_id, categories)")
+    else:
+        detail = (f"a field of the annotation json is not the list of objects pycocotools expects (coco.py {fn}: "
+                  f"{m.group('what')} indices): the file is not in COCO format (annotations nested under another key, "
+                  "a dict where a list is expected)")
+    return error_event(m, rec, "coco_annotations_invalid", "pytorch", detail, field=key or "")
+
+
 PARSER = Parser(
     name="vision_checks",
     framework="diffusers",
@@ -475,10 +521,11 @@ PARSER = Parser(
     description="Vision / diffusion stacks: stable-diffusion-webui's NaN check, ComfyUI's error report, kohya sd-scripts' "
                 "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist; "
                 "pycocotools' loadRes given results for other images; images Pillow / OpenCV cannot decode; mmcv / detectron2 imported without their compiled ops, "
-                "mmcv ops without a kernel for the device, NaN images cast to uint8",
+                "mmcv ops without a kernel for the device, NaN images cast to uint8, COCO annotation files without the fields pycocotools reads",
     rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
            _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception, _ultralytics_dataset_error,
            _bare_exception_header, _ultralytics_dataset_missing, _ultralytics_dataset_note, _ultralytics_dataset_download,
            _ultralytics_download_failed, _yolov5_dataset_not_found, _coco_results_mismatch, _image_decode_failed, _compiled_ops_missing,
-           _mmcv_op_device, _nan_image_cast, _nan_image_cast_source],
+           _mmcv_op_device, _nan_image_cast, _nan_image_cast_source,
+           _pycocotools_frame, _coco_field_missing],
 )
