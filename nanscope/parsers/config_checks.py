@@ -20,6 +20,14 @@ The HF Trainer checks its options against each other before training (transforme
   which is not a round multiple of {eval}.`,
 - `You have set `args.eval_strategy` to {strategy} but you didn't pass an `eval_dataset` to `Trainer`. ...` (4.4x;
   `evaluation_strategy` before), and `Trainer: evaluation requires an eval_dataset.` (evaluate() with none).
+
+yacs (rbgirshick/yacs yacs/config.py; the CfgNode of detectron2's get_cfg() through fvcore, of maskrcnn-benchmark,
+AdelaiDet, FsDet, pytracking-style projects) merges a YAML file or command-line opts only into keys its defaults
+declare: `_merge_a_into_b` raises `KeyError("Non-existent config key: {full_key}")`, `merge_from_list` asserts
+`Non-existent key: {full_key}` (an `opts` override), a renamed key raises `Key {old} was renamed to {new}; please update
+your config.`, and `_check_and_coerce_cfg_value_type` raises `ValueError: Type mismatch ({type_b} vs. {type_a}) with values
+({b} vs. {a}) for config key: {full_key}`: a typo, a key of another release, or a project whose keys were never added
+(its add_*_config not called before merge_from_file, another detectron2 than the project's fork imported).
 """
 
 from __future__ import annotations
@@ -78,11 +86,34 @@ def _trainer_options(m, rec, state):
     return error_event(m, rec, "trainer_config_invalid", "hf", detail)
 
 
+# yacs' merge of a YAML / opts into the declared defaults; the raise / assert source lines carry '{}' instead of a key
+@rule("yacs-config-key", ("Non-existent config key: ", "Non-existent key: ", "; please update your config",
+                          ") for config key: "),
+      r"(?P<msg>Non-existent (?P<cfg>config )?key: (?P<key>[A-Za-z_][\w.]{0,200})"
+      r"|Key (?P<old>[A-Za-z_][\w.]{0,200}) was renamed to (?P<new>[A-Za-z_][\w.]{0,200}); please update your config\.?"
+      r"|Type mismatch \((?P<tb><class '\w+'>) vs\. (?P<ta><class '\w+'>)\) with values \(.{0,300}?\) for config key: "
+      r"(?P<tkey>[A-Za-z_][\w.]{0,200}))")
+def _yacs_config_key(m, rec, state):
+    if not first_time(state, ("config_invalid",), rec.loc.line):
+        return []
+    if m.group("key"):
+        where = "the config file" if m.group("cfg") else "the command-line opts"
+        detail = (f"{where} sets {m.group('key')}, a key the config's defaults (yacs CfgNode, e.g. detectron2's get_cfg()) do "
+                  "not declare: a typo, a key of another release, or a project's keys never added (its add_*_config not "
+                  "called before merge_from_file, or another detectron2 than the project's imported)")
+    elif m.group("old"):
+        detail = f"the config uses {m.group('old')}, which this release renamed to {m.group('new')}"
+    else:
+        detail = (f"the config gives {m.group('tkey')} a value of another type than its default ({m.group('ta')} for "
+                  f"{m.group('tb')})")
+    return error_event(m, rec, "trainer_config_invalid", "detectron2", detail)
+
+
 PARSER = Parser(
     name="config_checks",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
     description="Fine-tuning configs failing validation: HfArgumentParser's unused arguments, axolotl's pydantic models, "
-                "the HF Trainer's options that contradict each other",
-    rules=[_config_invalid, _trainer_options],
+                "the HF Trainer's options that contradict each other, yacs configs (detectron2) naming keys their defaults lack",
+    rules=[_config_invalid, _trainer_options, _yacs_config_key],
 )

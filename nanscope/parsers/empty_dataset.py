@@ -9,11 +9,17 @@
   `... check the data format.`) and, for pre-training, `Cannot find sufficient samples, consider increasing
   dataset size.`: every example was dropped by preprocessing (wrong columns / format, all longer than cutoff_len).
 
+- detectron2 detectron2/data/build.py `filter_images_with_only_crowd_annotations`: `Removed {n} images with no usable
+  annotations. {m} images left.` (info) and `get_detection_dataset_dicts`: `assert len(dataset_dicts), "No valid data
+  found in {names}."`: with 0 images left (every instance filtered out: no valid segmentation, category ids outside
+  the metadata) the training data is empty.
+
 A positive num_samples is another error (a wrong num_samples argument), not an empty dataset, and is not read.
 """
 
 from __future__ import annotations
 
+from nanscope.parsers._repeats import first_time
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.setup_checks import error_event
 
@@ -30,10 +36,27 @@ def _dataset_empty(m, rec, state):
                        "the DataLoader's sampler got a dataset of length 0: the data path or pattern matched no sample")
 
 
+# detectron2's dataset build: the info line with 0 images left, then (or alone) the assertion
+@rule("detectron2-no-valid-data", ("images with no usable annotations. 0 images left", "No valid data found in "),
+      r"(?P<msg>Removed (?P<n>\d+) images with no usable annotations\. 0 images left\.?"
+      r"|(?<![\"'])No valid data found in (?P<names>[^\s\"']{1,200}?)\.?$)")
+def _detectron2_no_valid_data(m, rec, state):
+    if not first_time(state, ("dataset_empty", "detectron2"), rec.loc.line):
+        return []
+    if m.group("n"):
+        detail = (f"detectron2 removed all {m.group('n')} images of the training set as having no usable annotations "
+                  "(their instances were filtered out: no valid segmentation for a mask model, crowd-only, or category "
+                  "ids outside the dataset's metadata)")
+    else:
+        detail = (f"detectron2 found no usable image in {m.group('names')}: every image was filtered out for having no "
+                  "usable annotations, or the registered dataset is empty")
+    return error_event(m, rec, "dataset_empty", "detectron2", detail)
+
+
 PARSER = Parser(
     name="empty_dataset",
     framework="pytorch",
     priority=40,  # before the generic exception parser (python, 80)
-    description="Training data with no samples (RandomSampler's num_samples=0, LLaMA-Factory's no valid samples)",
-    rules=[_dataset_empty],
+    description="Training data with no samples (RandomSampler's num_samples=0, LLaMA-Factory's no valid samples, detectron2's 0 images left)",
+    rules=[_dataset_empty, _detectron2_no_valid_data],
 )

@@ -366,8 +366,9 @@ _LOAD_FUNCS = frozenset(("load", "_load", "_legacy_load", "load_file", "_open_zi
 # ") and weight type (", weight.toString(), ") should be the same" (+ " or input should be a MKLDNN tensor and
 # weight is a dense tensor", and the same for "bias type"). The types name the device: torch.cuda.FloatTensor /
 # CUDAFloatType are on the GPU, torch.FloatTensor / CPUFloatType on the CPU; HalfTensor against FloatTensor on
-# one device is a dtype mismatch, not this.
-_TYPE_PAIR = re.compile(r"Input type \((?P<a>[\w.:]+)\) and (?:weight|bias) type \((?P<b>[\w.:]+)\) should be the same")
+# one device is a dtype mismatch, not this. Windows builds (MSVC's type names) print `struct c10::Half`.
+_TYPE_PAIR = re.compile(r"Input type \((?:struct |class )?(?P<a>[\w.:]+)\) and (?:weight|bias) type \((?:struct |class )?(?P<b>[\w.:]+)\) "
+                        r"should be the same")
 
 
 def _device_of(t: str) -> str:

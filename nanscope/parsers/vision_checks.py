@@ -66,6 +66,36 @@ that names no existing file or folder is taken for a dataset Ultralytics ships (
 missing path {dir}, attempting download...`, then ultralytics/utils/downloads.py `⚠️ Download failure, retrying {i}/{n}
 {url}...`, `❌ Failed to download {url}...` or `❌  Download failure for {url}. Retry limit reached.`): the last retry
 failing is the missing path (a download that succeeds says nothing).
+pycocotools' COCO.loadRes (cocodataset/cocoapi PythonAPI/pycocotools/coco.py, every release, and the forks that vendor it):
+`assert type(anns) == list, 'results in not an array of objects'` then `assert set(annsImgIds) == (set(annsImgIds) &
+set(self.getImgIds())), 'Results do not correspond to current coco set'`: the detections handed to the COCO evaluation
+name image ids the ground-truth annotation file does not have (another split's json, ids remapped by the data pipeline,
+a results file from another run): coco-results-mismatch. The assert's source line (the message in quotes) is no error.
+Images a data pipeline cannot decode: Pillow's Image.open (PIL/Image.py) raises `UnidentifiedImageError(f"cannot identify
+image file {fp!r}")` (7.0+; `OSError` / `IOError: cannot identify image file ...` before), ImageFile.load `OSError: image
+file is truncated ({n} bytes not processed)` (`image file is truncated` alone in old releases), `DecompressionBombError:
+Image size ({n} pixels) exceeds limit of {m} pixels, could be decompression bomb DOS attack.`; OpenCV's cvtColor /
+resize given the None that cv2.imread returns for a file it cannot read: `error: (-215:Assertion failed) !_src.empty()
+in function 'cvtColor'` (`!ssize.empty()` in 'resize'; 4.5.3+ qualify it, `'cv::cvtColor'`; 3.x before 3.4.3 print
+`(-215) !_src.empty() in function cvtColor` without quotes, 2.4 `OpenCV Error: Assertion failed (!_src.empty()) in
+cvtColor, file ...`): image-decode-failed (a file missing, empty, truncated, an LFS or cloud placeholder, or a format
+the library does not read).
+Packages imported without their compiled part: mmcv's ops load `mmcv._ext` (mmcv/utils/ext_loader.py
+`importlib.import_module('mmcv.' + name)`), so the lite mmcv or a build without ops fails `No module named 'mmcv._ext'`;
+detectron2, maskrcnn-benchmark and GroundingDINO import their `_C` the same way: extension-build-mismatch (the
+compiled extension does not fit this install).
+mmcv's op dispatcher (mmcv/ops/csrc/common/pytorch_device_registry.hpp `Dispatch`) refuses an op the build has no
+kernel for: `nms_impl: implementation for device cuda:0 not found.` (any `<op>_impl`), i.e. mmcv without its CUDA ops:
+extension-build-mismatch.
+A decoded image that is NaN: numpy warns `RuntimeWarning: invalid value encountered in cast` when it is cast to uint8,
+and the warnings module prints the source line under it (diffusers image_processor.py `images = (images *
+255).round().astype("uint8")`, the web UI's `x_sample.astype(np.uint8)`): the image comes out black, the fp16 VAE (or
+UNet) overflowed: half-precision-nan. The warning alone, or over another cast, says nothing.
+pycocotools' COCO(annotation_file) indexes the json directly (coco.py `createIndex`: `dataset['annotations']`,
+`ann['image_id']`, `ann['id']`, `dataset['images']`, `dataset['categories']`; `getCatIds`: `self.dataset['categories']`):
+a file that is not a complete COCO instances file fails with a bare `KeyError: 'categories'` / `'id'` (or `TypeError:
+string indices must be integers` when a field is not a list of objects) under a pycocotools/coco.py frame:
+coco-annotations-invalid. The same KeyError without that frame is the code's own.
 """
 
 from __future__ import annotations
@@ -328,14 +358,174 @@ def _yolov5_dataset_not_found(m, rec, state):
     return _dataset_event(rec, state, "", None, m.group("msg").strip(), m.group("type"))
 
 
+@rule("coco-results-mismatch", ("Results do not correspond to current coco set", "results in not an array of objects"),
+      r"(?P<msg>Results do not correspond to current coco set|results in not an array of objects)")
+def _coco_results_mismatch(m, rec, state):
+    before = rec.text[:m.start()]
+    if before.rstrip().endswith(("'", '"', ",")) or before.strip().startswith(("assert", "'", '"')):
+        return None  # the assert's source line in a traceback
+    if not first_time(state, ("coco-results",), rec.loc.line):
+        return []
+    if m.group("msg").startswith("results in"):
+        detail = ("pycocotools' loadRes was handed results that are not a list of detections (a dict such as a whole COCO "
+                  "json, or an empty / malformed results file)")
+    else:
+        detail = ("the detections handed to pycocotools' COCO evaluation (loadRes) name image ids that the ground-truth "
+                  "annotation file does not have: the predictions and the annotation json describe different images")
+    return error_event(m, rec, "coco_results_mismatch", "pytorch", detail)
+
+
+_IMAGE_DECODE = (
+    r"(?P<pil>cannot identify image file (?P<file>[^\n]{1,300}))"
+    r"|(?P<trunc>image file is truncated(?: \(\d+ bytes not processed\))?)"
+    r"|(?P<bomb>Image size \(\d+ pixels\) exceeds limit of \d+ pixels, could be decompression bomb DOS attack\.?)"
+    r"|(?P<cv>\(-215(?::Assertion failed)?\) !_?s(?:rc|size)\.empty\(\) in function '?(?P<fn>[\w:]+)'?"
+    r"|Assertion failed \(!_?s(?:rc|size)\.empty\(\)\) in (?P<fn2>[\w:]+))"
+)
+
+
+@rule("image-decode-failed", ("cannot identify image file", "image file is truncated", "could be decompression bomb",
+                              ".empty() in function ", ".empty()) in "),
+      r"(?<![\"'\w])(?:(?P<type>(?:\w+\.)*\w*(?:Error|Exception)): |error: )?(?:[^\n]{0,200}?)(?P<msg>" + _IMAGE_DECODE + ")")
+def _image_decode_failed(m, rec, state):
+    text = rec.text
+    head = text[:m.start("msg")]
+    if m.group("type") is None and "error" not in head.lower() and head.strip():
+        return None  # prose, or a source line quoting the message
+    if re.search(r"\b(?:raise|msg|message)\b[^\n]*[\"']\s*$", head) or head.rstrip().endswith(("'", '"', "(")):
+        return None
+    if not first_time(state, ("image-decode",), rec.loc.line):
+        return []
+    if m.group("pil"):
+        detail = (f"Pillow cannot decode the image file {m.group('file').strip()[:160]}: not an image it knows (empty, "
+                  "truncated, an HTML / LFS / cloud placeholder, or a format without a decoder)")
+    elif m.group("trunc"):
+        detail = "Pillow read an image file that ends early (a truncated or partly downloaded image)"
+    elif m.group("bomb"):
+        detail = "Pillow refused an image larger than Image.MAX_IMAGE_PIXELS (its decompression-bomb guard)"
+    else:
+        fn = (m.group("fn") or m.group("fn2") or "function").split("::")[-1]
+        detail = (f"OpenCV's {fn} got an empty image: cv2.imread returned None for a file that is missing, "
+                  "unreadable or not an image (the path the dataset built, or the file itself)")
+    return error_event(m, rec, "image_decode_failed", "pytorch", detail)
+
+
+# a package imported without its compiled part: OpenMMLab's ops (mmcv/ops/*.py ext_loader.load_ext('_ext', [...]):
+# importlib.import_module('mmcv._ext')), detectron2 / maskrcnn-benchmark / GroundingDINO's `from . import _C`
+_COMPILED = {"mmcv": "_ext", "mmcv_full": "_ext", "detectron2": "_C", "maskrcnn_benchmark": "_C", "groundingdino": "_C"}
+
+
+@rule("compiled-ops-missing", ("No module named 'mmcv._ext'", "._C'"),
+      r"(?<![\"'\w])(?:(?:\w+\.)*(?:ModuleNotFoundError|ImportError): )?(?P<msg>No module named '(?P<pkg>\w+)\.(?P<ext>_ext|_C)')")
+def _compiled_ops_missing(m, rec, state):
+    pkg, ext = m.group("pkg"), m.group("ext")
+    if _COMPILED.get(pkg) != ext:
+        return None
+    if not first_time(state, ("compiled-ops", pkg), rec.loc.line):
+        return []
+    if pkg.startswith("mmcv"):
+        detail = ("mmcv is installed without its compiled ops (mmcv._ext): the lite package (mmcv 1.x without -full, "
+                  "mmcv-lite), a wheel for another platform / torch / CUDA, or a source build without MMCV_WITH_OPS=1")
+    else:
+        detail = (f"{pkg}'s compiled extension ({pkg}.{ext}) is not built: the package was not compiled for this torch "
+                  "(pip install -e . / python setup.py build develop), or it is imported from a source folder without the build")
+    return error_event(m, rec, "extension_build_mismatch", "pytorch", detail, package=pkg)
+
+
+# mmcv's op dispatcher (mmcv/ops/csrc/common/pytorch_device_registry.hpp Dispatch: TORCH_CHECK(f_ptr != nullptr, name,
+# ": implementation for device ", device, " not found.")): the op was compiled without a kernel for that device
+@rule("mmcv-op-device", (": implementation for device ",),
+      r"(?<![\"'\w])(?P<msg>(?P<op>\w{1,80}_impl): implementation for device (?P<dev>[\w:]{1,40}) not found\.?)")
+def _mmcv_op_device(m, rec, state):
+    if not first_time(state, ("mmcv-op-device", m.group("op")), rec.loc.line):
+        return []
+    dev = m.group("dev")
+    detail = (f"mmcv's compiled op {m.group('op')} has no {dev.split(':')[0].upper()} implementation in the installed build "
+              f"(it was asked to run on {dev}): an mmcv without its CUDA ops (the lite package, a CPU-only wheel or build), or "
+              "one built for another CUDA / torch")
+    return error_event(m, rec, "extension_build_mismatch", "mmengine", detail, package="mmcv")
+
+
+# numpy's RuntimeWarning when NaN is cast to an integer type, shown by the warnings module with the source line under
+# it: diffusion post-processing (diffusers image_processor.py `images = (images * 255).round().astype("uint8")`,
+# stable-diffusion-webui processing.py `x_sample = x_sample.astype(np.uint8)`, a repo's own `(npimg * 255).astype(np.uint8)`)
+# turning a decoded image that is NaN into a black one
+@rule("nan-image-cast", ("invalid value encountered in cast",), r"RuntimeWarning: invalid value encountered in cast\b")
+def _nan_image_cast(m, rec, state):
+    state["nan_cast"] = rec.loc.line
+    return []
+
+
+_UINT8_CAST = re.compile(r"\.astype\(\s*(?:np\.|numpy\.)?[\"']?uint8[\"']?\s*\)")
+
+
+@rule("nan-image-cast-source", ("uint8",), r"^\s*(?P<msg>\S.*\.astype\(.*)$")
+def _nan_image_cast_source(m, rec, state):
+    seen = state.get("nan_cast")
+    if seen is None or rec.loc.line - seen != 1 or not _UINT8_CAST.search(rec.text):
+        return None
+    state.pop("nan_cast", None)
+    if not first_time(state, ("sd-nan", "image-cast"), rec.loc.line):
+        return []
+    return error_event(m, rec, "half_precision_nan", "diffusers",
+                       "the decoded image was NaN, so its cast to uint8 gave a black image (numpy's 'invalid value "
+                       "encountered in cast'): the VAE (SDXL's and Flux's are known to) or the UNet overflowed half precision",
+                       where="the VAE")
+
+
+# pycocotools' COCO(annotation_file) / getCatIds / loadRes index the json's fields directly (coco.py createIndex:
+# dataset['annotations'], ann['image_id'], ann['id'], dataset['images'], dataset['categories']; getCatIds:
+# self.dataset['categories']): a file without them fails with the bare KeyError (or a TypeError when a field is not a
+# list of objects), under a pycocotools/coco.py frame
+_COCO_FRAME = re.compile(r"pycocotools[/\\]coco\.pyc?(?:\", line \d+,| ) ?in (?P<fn>\w+)")
+_COCO_FIELDS = ("images", "annotations", "categories", "id", "image_id", "category_id", "bbox", "segmentation", "area",
+                "iscrowd", "file_name", "info", "licenses", "name", "type")
+_COCO_SPAN = 8
+
+
+@rule("pycocotools-frame", ("pycocotools",), r"pycocotools[/\\]coco\.py")
+def _pycocotools_frame(m, rec, state):
+    f = _COCO_FRAME.search(rec.text)
+    if f is not None:
+        state["coco_frame"] = (f.group("fn"), rec.loc.line)
+    return None  # a frame: other parsers read the traceback too
+
+
+@rule("coco-field-missing", ("KeyError: '", "indices must be integers"),
+      r"^\s*(?P<msg>KeyError: '(?P<key>\w{1,40})'(?=\s*$)|TypeError: (?P<what>string|list) indices must be integers\b)")
+def _coco_field_missing(m, rec, state):
+    held = state.get("coco_frame")
+    if held is None or not 0 < rec.loc.line - held[1] <= _COCO_SPAN:
+        return None
+    key = m.group("key")
+    if key is not None and key not in _COCO_FIELDS:
+        return None
+    state.pop("coco_frame", None)
+    if not first_time(state, ("coco-annotations",), rec.loc.line):
+        return []
+    fn = held[0]
+    if key is not None:
+        detail = (f"the annotation json has no '{key}' where pycocotools reads it (coco.py {fn}): the file is not a "
+                  "complete COCO instances file (images, annotations with id / image_id / category_id, categories)")
+    else:
+        detail = (f"a field of the annotation json is not the list of objects pycocotools expects (coco.py {fn}: "
+                  f"{m.group('what')} indices): the file is not in COCO format (annotations nested under another key, "
+                  "a dict where a list is expected)")
+    return error_event(m, rec, "coco_annotations_invalid", "pytorch", detail, field=key or "")
+
+
 PARSER = Parser(
     name="vision_checks",
     framework="diffusers",
     priority=39,  # before the dependency parser (40: xformers' caught import) and the generic exception parser (python, 80)
     description="Vision / diffusion stacks: stable-diffusion-webui's NaN check, ComfyUI's error report, kohya sd-scripts' "
-                "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist",
+                "optional imports, library attributes and Accelerator arguments another release lacks; xformers' Triton probe warning; Ultralytics / YOLOv5 data YAMLs naming paths that do not exist; "
+                "pycocotools' loadRes given results for other images; images Pillow / OpenCV cannot decode; mmcv / detectron2 imported without their compiled ops, "
+                "mmcv ops without a kernel for the device, NaN images cast to uint8, COCO annotation files without the fields pycocotools reads",
     rules=[_sd_nan_check, _comfyui_report_type, _comfyui_report_message, _kohya_import, _library_attribute,
            _accelerator_argument, _xformers_probe_warning, _xformers_probe_exception, _ultralytics_dataset_error,
            _bare_exception_header, _ultralytics_dataset_missing, _ultralytics_dataset_note, _ultralytics_dataset_download,
-           _ultralytics_download_failed, _yolov5_dataset_not_found],
+           _ultralytics_download_failed, _yolov5_dataset_not_found, _coco_results_mismatch, _image_decode_failed, _compiled_ops_missing,
+           _mmcv_op_device, _nan_image_cast, _nan_image_cast_source,
+           _pycocotools_frame, _coco_field_missing],
 )
