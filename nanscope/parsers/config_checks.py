@@ -20,6 +20,12 @@ The HF Trainer checks its options against each other before training (transforme
   which is not a round multiple of {eval}.`,
 - `You have set `args.eval_strategy` to {strategy} but you didn't pass an `eval_dataset` to `Trainer`. ...` (4.4x;
   `evaluation_strategy` before), and `Trainer: evaluation requires an eval_dataset.` (evaluate() with none).
+
+TRL's preference trainers refuse a reference model beside a PEFT config (trl/trainer/dpo_trainer.py, kto_trainer.py
+`__init__`, trl 0.7.11+): `You passed both a ref_model and a peft_config. For training PEFT adapters with DPO there is
+no need to pass a reference model. Please pass `ref_model=None` in case you want to train PEFT adapters.` (later
+`..., or pass a ref_model with `force_use_ref_model=True` in DPOTrainer's init. if you want to use a different
+ref_model.`): with LoRA the reference is the base model with the adapters disabled.
 """
 
 from __future__ import annotations
@@ -78,11 +84,22 @@ def _trainer_options(m, rec, state):
     return error_event(m, rec, "trainer_config_invalid", "hf", detail)
 
 
+@rule("trl-ref-model-peft", ("You passed both a ref_model and a peft_config",),
+      r"(?<![\"'])(?P<msg>You passed both a ref_model and a peft_config\. For training PEFT adapters with (?P<algo>\w+))")
+def _ref_model_with_peft(m, rec, state):
+    if not first_time(state, ("config", "ref-model-peft"), rec.loc.line):
+        return []
+    algo = m.group("algo")
+    detail = (f"{algo}Trainer got both a ref_model and a peft_config: with PEFT adapters the reference is the base model "
+              "with the adapters disabled, so pass ref_model=None (or force_use_ref_model=True for a different reference)")
+    return error_event(m, rec, "trainer_config_invalid", "trl", detail)
+
+
 PARSER = Parser(
     name="config_checks",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
     description="Fine-tuning configs failing validation: HfArgumentParser's unused arguments, axolotl's pydantic models, "
-                "the HF Trainer's options that contradict each other",
-    rules=[_config_invalid, _trainer_options],
+                "the HF Trainer's options that contradict each other, TRL's ref_model beside a peft_config",
+    rules=[_config_invalid, _trainer_options, _ref_model_with_peft],
 )

@@ -1,0 +1,74 @@
+"""Training stacks (HF Trainer / TRL / PEFT / LLaMA-Factory / OpenRLHF), the second trainer helper's blind public rounds of
+session 14 (3260-): generation configs that do not validate when a Trainer saves (each transformers release's wording),
+a base model's tokenizer without a chat template, TRL's DPOTrainer given a ref_model beside a peft_config, SFTTrainer's
+packing that yields no sequence; a DPO run whose logits metrics read nan as a healthy trap. Each is named by its own
+class instead of a generic uncaught exception.
+
+Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
+the thread (or the framework source) named in the comment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import diagnose_lines, ids
+from nanscope import api
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+@pytest.mark.parametrize("name, expected", [
+    # round 7 (3260-3266), scored blind
+    ("3260.log", "generate-arguments-invalid"),  # save_model -> generation_config.save_pretrained (4.37's wrapper message)
+    ("3261.log", "generate-arguments-invalid"),  # 4.38's inner 'ValueError: [UserWarning('`do_sample` is set to `False`...'
+    ("3262.log", "chat-template-missing"),  # OpenRLHF SFT on a base Llama 3.1 behind '[rankx]: '
+    ("3263.log", "trainer-config-invalid"),  # DPOTrainer: 'You passed both a ref_model and a peft_config.'
+    ("3264.log", "trainer-config-invalid"),  # the later wording naming force_use_ref_model
+    ("3265.log", "dataset-empty"),  # SFTTrainer(packing=True): 'Error occurred while packing the dataset.'
+])
+def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+@pytest.mark.parametrize("name", ["3266.log"])
+def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
+    # a DPO run whose loss, rewards and logps are finite; only its logits/chosen, logits/rejected metrics read nan
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_the_generation_config_flag_is_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3261.log")]).findings[0].summary
+    assert "temperature=0.9" in summary and "do_sample=False" in summary
+
+
+@pytest.mark.parametrize("line", [
+    # transformers 4.5x GenerationConfig.validate(strict=True) (QwenLM/Qwen3-ASR#210)
+    "ValueError: GenerationConfig is invalid: ",
+    # 4.32's raising validate() (deepspeedai/DeepSpeed#4107)
+    "ValueError: `do_sample` is set to `False`. However, temperature is set to 0.9 -- this flag is only used in "
+    "sample-based generation modes. Set `do_sample=True` or unset temperature to continue.",
+])
+def test_every_release_of_the_generation_config_check(tmp_path, line: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line])) == ["generate-arguments-invalid"]
+
+
+def test_the_generation_config_warning_alone_is_quiet(tmp_path) -> None:
+    line = ("UserWarning: `do_sample` is set to `False`. However, `top_p` is set to `0.6` -- this flag is only used in "
+            "sample-based generation modes. You should set `do_sample=True` or unset `top_p`.")
+    assert ids(diagnose_lines(tmp_path, [line])) == []
+
+
+def test_the_ref_model_check_names_the_trainer(tmp_path) -> None:
+    # trl kto_trainer.py's copy of the check
+    line = ("ValueError: You passed both a ref_model and a peft_config. For training PEFT adapters with KTO there is no "
+            "need to pass a reference model. Please pass `ref_model=None` in case you want to train PEFT adapters.")
+    report = diagnose_lines(tmp_path, [line])
+    assert ids(report) == ["trainer-config-invalid"] and "KTOTrainer" in report.findings[0].summary
+
+
+def test_the_packing_error_says_packing(tmp_path) -> None:
+    report = api.diagnose([str(PUBLIC / "3265.log")])
+    assert "packing=True" in report.findings[0].summary
