@@ -1,7 +1,9 @@
 """Training stacks (HF Trainer / TRL / PEFT / LLaMA-Factory / OpenRLHF), the second trainer helper's blind public rounds of
-session 14 (3260-): generation configs that do not validate when a Trainer saves (each transformers release's wording),
+session 14 (3260-): round 7, generation configs that do not validate when a Trainer saves (each transformers release's wording),
 a base model's tokenizer without a chat template, TRL's DPOTrainer given a ref_model beside a peft_config, SFTTrainer's
-packing that yields no sequence; a DPO run whose logits metrics read nan as a healthy trap. Each is named by its own
+packing that yields no sequence; a DPO run whose logits metrics read nan as a healthy trap. Round 8: the Trainer's
+checkpoint saves racing between ranks (transformers 4.49.dev's tmp-checkpoint rename, save_total_limit's rotation),
+QLoRA set-ups the Trainer or from_pretrained refuse; wandb's network retry loop as a trap. Each is named by its own
 class instead of a generic uncaught exception.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
@@ -28,14 +30,24 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3263.log", "trainer-config-invalid"),  # DPOTrainer: 'You passed both a ref_model and a peft_config.'
     ("3264.log", "trainer-config-invalid"),  # the later wording naming force_use_ref_model
     ("3265.log", "dataset-empty"),  # SFTTrainer(packing=True): 'Error occurred while packing the dataset.'
+    # round 8 (3270-3278), scored blind after the round-7 fixes
+    ("3270.log", "checkpoint-save-failed"),  # 4.49.dev's tmp-checkpoint rename onto another rank's checkpoint (ms-swift)
+    ("3271.log", "checkpoint-save-failed"),  # the same line alone behind '[rank5]: ' (TRL)
+    ("3272.log", "checkpoint-save-failed"),  # the same in a GRPO run, the chained traceback after it
+    ("3273.log", "checkpoint-save-failed"),  # save_total_limit's rotation run by two ranks, interleaved rmtree frames
+    ("3274.log", "quantized-model-no-adapter"),  # the Trainer's message without its exception type
+    ("3275.log", "bitsandbytes-setup-failed"),  # Trainer.__init__'s bitsandbytes>=0.37.0 check
+    ("3276.log", "trainer-config-invalid"),  # from_pretrained: load_in_8bit beside a quantization_config
+    ("3277.log", "model-returned-no-loss"),  # a trlx reward model returning only chosen_end_scores
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3266.log"])
+@pytest.mark.parametrize("name", ["3266.log", "3278.log"])
 def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
-    # a DPO run whose loss, rewards and logps are finite; only its logits/chosen, logits/rejected metrics read nan
+    # a DPO run whose loss, rewards and logps are finite; only its logits/chosen, logits/rejected metrics read nan;
+    # wandb's 'Network error (ConnectionError), entering retry loop.' after a finished epoch
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -72,3 +84,22 @@ def test_the_ref_model_check_names_the_trainer(tmp_path) -> None:
 def test_the_packing_error_says_packing(tmp_path) -> None:
     report = api.diagnose([str(PUBLIC / "3265.log")])
     assert "packing=True" in report.findings[0].summary
+
+
+def test_the_staging_rename_race_names_the_checkpoint(tmp_path) -> None:
+    report = api.diagnose([str(PUBLIC / "3271.log")])
+    assert "tmp-checkpoint-l6bxw431" in report.findings[0].summary
+
+
+@pytest.mark.parametrize("lines", [
+    # a rename of another kind of directory, and a missing file with no rotation frame before it
+    ["OSError: [Errno 39] Directory not empty: '/data/a' -> '/data/b'"],
+    ["FileNotFoundError: [Errno 2] No such file or directory: 'rng_state_3.pth'"],
+])
+def test_errno_lines_outside_the_trainers_bookkeeping_are_not_a_checkpoint_race(tmp_path, lines) -> None:
+    assert "checkpoint-save-failed" not in ids(diagnose_lines(tmp_path, lines))
+
+
+def test_the_bitsandbytes_check_says_what_the_trainer_needs() -> None:
+    summary = api.diagnose([str(PUBLIC / "3275.log")]).findings[0].summary
+    assert "bitsandbytes>=0.37.0" in summary and "CUDA library" not in summary

@@ -26,6 +26,10 @@ TRL's preference trainers refuse a reference model beside a PEFT config (trl/tra
 no need to pass a reference model. Please pass `ref_model=None` in case you want to train PEFT adapters.` (later
 `..., or pass a ref_model with `force_use_ref_model=True` in DPOTrainer's init. if you want to use a different
 ref_model.`): with LoRA the reference is the base model with the adapters disabled.
+
+A QLoRA set-up that gives the quantization twice (transformers modeling_utils.py `PreTrainedModel.from_pretrained`,
+4.30-4.3x): `You can't pass `load_in_4bit`or `load_in_8bit` as a kwarg when passing `quantization_config` argument at
+the same time.` (the missing space after the backtick is transformers' own).
 """
 
 from __future__ import annotations
@@ -95,11 +99,22 @@ def _ref_model_with_peft(m, rec, state):
     return error_event(m, rec, "trainer_config_invalid", "trl", detail)
 
 
+@rule("quantization-given-twice", ("as a kwarg when passing `quantization_config` argument",),
+      r"(?<![\"'])(?P<msg>You can't pass `load_in_4bit` ?or `load_in_8bit` as a kwarg when passing `quantization_config` argument)")
+def _quantization_twice(m, rec, state):
+    if not first_time(state, ("config", "quantization-twice"), rec.loc.line):
+        return []
+    detail = ("from_pretrained got load_in_4bit / load_in_8bit and a quantization_config at once: give the quantization "
+              "only in BitsAndBytesConfig(...) and drop the load_in_* keyword")
+    return error_event(m, rec, "trainer_config_invalid", "hf", detail)
+
+
 PARSER = Parser(
     name="config_checks",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
     description="Fine-tuning configs failing validation: HfArgumentParser's unused arguments, axolotl's pydantic models, "
-                "the HF Trainer's options that contradict each other, TRL's ref_model beside a peft_config",
-    rules=[_config_invalid, _trainer_options, _ref_model_with_peft],
+                "the HF Trainer's options that contradict each other, TRL's ref_model beside a peft_config, "
+                "from_pretrained's quantization given twice",
+    rules=[_config_invalid, _trainer_options, _ref_model_with_peft, _quantization_twice],
 )
