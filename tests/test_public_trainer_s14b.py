@@ -3,7 +3,9 @@ session 14 (3260-): round 7, generation configs that do not validate when a Trai
 a base model's tokenizer without a chat template, TRL's DPOTrainer given a ref_model beside a peft_config, SFTTrainer's
 packing that yields no sequence; a DPO run whose logits metrics read nan as a healthy trap. Round 8: the Trainer's
 checkpoint saves racing between ranks (transformers 4.49.dev's tmp-checkpoint rename, save_total_limit's rotation),
-QLoRA set-ups the Trainer or from_pretrained refuse; wandb's network retry loop as a trap. Each is named by its own
+QLoRA set-ups the Trainer or from_pretrained refuse; wandb's network retry loop as a trap. Round 9: FSDP units whose
+parameters mix requires_grad or dtypes (PEFT under FSDP), Trainer hooks called with another number of arguments
+(Unsloth's patches); report_to's v5 note as a trap. Each is named by its own
 class instead of a generic uncaught exception.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
@@ -39,15 +41,24 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3275.log", "bitsandbytes-setup-failed"),  # Trainer.__init__'s bitsandbytes>=0.37.0 check
     ("3276.log", "trainer-config-invalid"),  # from_pretrained: load_in_8bit beside a quantization_config
     ("3277.log", "model-returned-no-loss"),  # a trlx reward model returning only chosen_end_scores
+    # round 9 (3280-3286), scored blind after the round-8 fixes
+    ("3280.log", "fsdp-mixed-flat-params"),  # torch 2.0: '`FlatParameter` requires uniform `requires_grad`'
+    ("3281.log", "fsdp-mixed-flat-params"),  # the same under flat_param.py's frames (flan-alpaca + LoRA)
+    ("3282.log", "fsdp-mixed-flat-params"),  # 'Must flatten tensors with uniform dtype but got torch.bfloat16 and torch.float32'
+    ("319.log", "fsdp-mixed-flat-params"),  # session 9's cases, labelled uncaught-exception before the class
+    ("320.log", "fsdp-mixed-flat-params"),
+    ("3283.log", "grpo-batch-generations-mismatch"),  # the message printed before its frames (rl-swarm)
+    ("3284.log", "trainer-argument-unsupported"),  # '_unsloth_get_batch_samples() takes 3 positional arguments but 4 were given'
+    ("3285.log", "wandb-init-failed"),  # report_to's default reaching wandb without an API key
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
 
 
-@pytest.mark.parametrize("name", ["3266.log", "3278.log"])
+@pytest.mark.parametrize("name", ["3266.log", "3278.log", "3286.log"])
 def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
     # a DPO run whose loss, rewards and logps are finite; only its logits/chosen, logits/rejected metrics read nan;
-    # wandb's 'Network error (ConnectionError), entering retry loop.' after a finished epoch
+    # wandb's 'Network error (ConnectionError), entering retry loop.' after a finished epoch; report_to's v5 note
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
 
@@ -103,3 +114,27 @@ def test_errno_lines_outside_the_trainers_bookkeeping_are_not_a_checkpoint_race(
 def test_the_bitsandbytes_check_says_what_the_trainer_needs() -> None:
     summary = api.diagnose([str(PUBLIC / "3275.log")]).findings[0].summary
     assert "bitsandbytes>=0.37.0" in summary and "CUDA library" not in summary
+
+
+def test_torch_21s_wording_of_the_flat_parameter_check(tmp_path) -> None:
+    # huggingface/peft#1702 (torch 2.2's _flat_param.py)
+    report = diagnose_lines(tmp_path, ["ValueError: Must flatten tensors with uniform `requires_grad` when `use_orig_params=False`"])
+    assert ids(report) == ["fsdp-mixed-flat-params"] and "use_orig_params=False" in report.findings[0].summary
+
+
+def test_the_dtypes_fsdp_could_not_mix_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "3282.log")]).findings[0].summary
+    assert "torch.bfloat16 and torch.float32" in summary
+
+
+@pytest.mark.parametrize("line", [
+    "TypeError: collate_fn() takes 1 positional argument but 2 were given",
+    "    raise ValueError(\"`FlatParameter` requires uniform `requires_grad`\")",
+])
+def test_other_functions_and_source_lines_are_not_these_classes(tmp_path, line: str) -> None:
+    assert not {"trainer-argument-unsupported", "fsdp-mixed-flat-params"} & set(ids(diagnose_lines(tmp_path, [line])))
+
+
+def test_a_trainer_override_called_with_another_signature(tmp_path) -> None:
+    report = diagnose_lines(tmp_path, ["TypeError: MyTrainer.compute_loss() takes 3 positional arguments but 4 were given"])
+    assert ids(report) == ["trainer-argument-unsupported"] and "MyTrainer.compute_loss()" in report.findings[0].summary

@@ -31,6 +31,16 @@ every rank); some wrappers print the two sentences on two lines, so the second i
 seen. The optimizer states are saved as one partition per DP rank (zero_pp_rank_R_mp_rank_*_optim_states.pt) and cannot
 be re-sharded on load. The raise line (`raise ZeRORuntimeException("The checkpoint being loaded used a DP " ...`) is no
 error by itself.
+
+FSDP (use_orig_params=False) flattens the parameters of each wrapped unit into one FlatParameter, which must have one
+dtype, one requires_grad and one device; a PEFT model (frozen base weights beside trainable LoRA weights in the same
+layer, adapters in float32 beside a bfloat16 base) breaks that (torch/distributed/fsdp/flat_param.py, later
+_flat_param.py, `FlatParamHandle._init_flat_param` / `_validate_tensors_to_flatten`):
+- torch 1.12-2.0: `ValueError("`FlatParameter` requires uniform `requires_grad`")`, `"`FlatParameter` requires uniform
+  dtype but got {dtype} and {param.dtype}"`;
+- torch 2.1+: `Must flatten tensors with uniform `requires_grad` when `use_orig_params=False``, `Must flatten tensors
+  with uniform dtype but got {dtype} and {tensor.dtype}`, `Must flatten tensors on the same device but got both {a}
+  and {b}`.
 """
 
 from __future__ import annotations
@@ -72,11 +82,30 @@ def _zero_dp_world_size(m, rec, state):
     return error_event(m, rec, "checkpoint_world_size_mismatch", "deepspeed", detail, saved_world_size=saved, world_size=now)
 
 
+@rule("fsdp-flat-param-uniform", ("`FlatParameter` requires uniform ", "Must flatten tensors with uniform ",
+                                   "Must flatten tensors on the same device"),
+      r"(?<![\"'])(?P<msg>`FlatParameter` requires uniform (?P<what1>`requires_grad`|dtype)(?: but got (?P<a1>\S+) and (?P<b1>\S+))?"
+      r"|Must flatten tensors with uniform (?P<what2>`requires_grad`|dtype)(?: but got (?P<a2>\S+) and (?P<b2>\S+))?"
+      r"|Must flatten tensors on the same device but got both (?P<a3>\S+) and (?P<b3>\S+))")
+def _fsdp_flat_param(m, rec, state):
+    if not first_time(state, ("fsdp_flat_param",), rec.loc.line):
+        return []  # every rank raises it
+    what = m.group("what1") or m.group("what2") or "device"
+    a, b = (m.group("a1") or m.group("a2") or m.group("a3")), (m.group("b1") or m.group("b2") or m.group("b3"))
+    if what == "`requires_grad`":
+        detail = ("a wrapped module mixes frozen and trainable parameters (a PEFT / LoRA model) and FSDP was built with "
+                  "use_orig_params=False")
+    else:
+        detail = (f"a wrapped module's parameters have different {what}s{f' ({a} and {b})' if a and b else ''}, "
+                  "which one flat parameter cannot hold (LoRA weights in another dtype than the base model's, or a module left on another device)")
+    return error_event(m, rec, "fsdp_mixed_flat_params", "fsdp", detail, what=what.strip("`"))
+
+
 PARSER = Parser(
     name="zero_checks",
     framework="deepspeed",
     priority=40,  # before the generic exception parser (python, 80)
     description="DeepSpeed ZeRO set-up checks: sharded placeholder weights used outside the engine ('weight' must be 2-D), no_sync under ZeRO-2/3, "
-                "ZeRO checkpoints resumed on another data-parallel world size",
-    rules=[_weight_not_2d, _zero_no_sync, _zero_dp_world_size],
+                "ZeRO checkpoints resumed on another data-parallel world size, FSDP units whose parameters cannot be flattened together",
+    rules=[_weight_not_2d, _zero_no_sync, _zero_dp_world_size, _fsdp_flat_param],
 )
