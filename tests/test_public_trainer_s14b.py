@@ -5,7 +5,8 @@ packing that yields no sequence; a DPO run whose logits metrics read nan as a he
 checkpoint saves racing between ranks (transformers 4.49.dev's tmp-checkpoint rename, save_total_limit's rotation),
 QLoRA set-ups the Trainer or from_pretrained refuse; wandb's network retry loop as a trap. Round 9: FSDP units whose
 parameters mix requires_grad or dtypes (PEFT under FSDP), Trainer hooks called with another number of arguments
-(Unsloth's patches); report_to's v5 note as a trap. Each is named by its own
+(Unsloth's patches); report_to's v5 note as a trap. Round 10: reward models / value heads under ZeRO-3 (load_state_dict's
+size-mismatch lines without their head, F.linear on a flat weight), generate()'s max_length check without backticks. Each is named by its own
 class instead of a generic uncaught exception.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim from
@@ -50,6 +51,11 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3283.log", "grpo-batch-generations-mismatch"),  # the message printed before its frames (rl-swarm)
     ("3284.log", "trainer-argument-unsupported"),  # '_unsloth_get_batch_samples() takes 3 positional arguments but 4 were given'
     ("3285.log", "wandb-init-failed"),  # report_to's default reaching wandb without an API key
+    # round 10 (3290-3293), scored blind after the round-9 fixes
+    ("3290.log", "state-dict-mismatch"),  # a PPO ValueHead built as ZeRO-3 placeholders (torch.Size([0]))
+    ("3291.log", "state-dict-mismatch"),  # the size-mismatch lines pasted without load_state_dict's head
+    ("3292.log", "zero3-param-partitioned"),  # F.linear on a flat weight: 'size mismatch, got input (8192), mat (8192x4096), vec (16777216)'
+    ("3293.log", "prompt-exceeds-max-length"),  # generate()'s check glued twice, the backticks lost
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
@@ -138,3 +144,21 @@ def test_other_functions_and_source_lines_are_not_these_classes(tmp_path, line: 
 def test_a_trainer_override_called_with_another_signature(tmp_path) -> None:
     report = diagnose_lines(tmp_path, ["TypeError: MyTrainer.compute_loss() takes 3 positional arguments but 4 were given"])
     assert ids(report) == ["trainer-argument-unsupported"] and "MyTrainer.compute_loss()" in report.findings[0].summary
+
+
+def test_a_lone_size_mismatch_list_counts_its_lines() -> None:
+    summary = api.diagnose([str(PUBLIC / "3291.log")]).findings[0].summary
+    assert "2 size mismatch(es)" in summary and "head line not in the log" in summary
+
+
+def test_a_flat_linear_weight_names_the_matrix_it_was() -> None:
+    summary = api.diagnose([str(PUBLIC / "3292.log")]).findings[0].summary
+    assert "16777216 elements (4096 x 4096)" in summary
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: size mismatch, got input (3), mat (3x5), vec (4)",  # a plain shape bug, no flattened matrix
+    "    'size mismatch for {}: copying a param with shape {} from checkpoint, the shape in current model is {}.'",
+])
+def test_shape_errors_that_are_not_these_classes(tmp_path, line: str) -> None:
+    assert not {"zero3-param-partitioned", "state-dict-mismatch"} & set(ids(diagnose_lines(tmp_path, [line])))

@@ -14,6 +14,12 @@ embedding check refuses it:
 - aten/src/ATen/native/Embedding.cpp `embedding`: `TORCH_CHECK(weight.dim() == 2, "'weight' must be 2-D")`
   (every release since 1.0), printed as `RuntimeError: 'weight' must be 2-D` (also behind `[rankN]: `).
 
+- aten/src/ATen/native/Blas.cpp `addmv` (F.linear / matmul of a matrix with a 1-D weight): `TORCH_CHECK(mat.size(1) ==
+  vec.size(0) && ..., "size mismatch, got input (", self.size(0), "), mat (", mat.size(0), "x", mat.size(1), "), vec
+  (", vec.size(0), ")")`: a Linear whose weight is a flat 1-D vector of a whole matrix (vec a multiple of the hidden
+  size, e.g. `got input (8192), mat (8192x4096), vec (16777216)`, 4096 x 4096) ran on a ZeRO-3 / FSDP flat parameter
+  that was not gathered. Only that shape is read (a vec that is not a multiple of mat's columns is another bug).
+
 Printing the parameter shows the placeholder (`Parameter containing:` / `tensor([], device='cuda:1', ...)`).
 Only the raised form is read: the check's own source line (`"'weight' must be 2-D"` in quotes) is not.
 
@@ -55,6 +61,20 @@ from nanscope.parsers.setup_checks import error_event
 def _weight_not_2d(m, rec, state):
     return error_event(m, rec, "zero3_param_partitioned", "deepspeed",
                        "an embedding got a weight that is not 2-D: a ZeRO-3 / FSDP sharded placeholder used outside the engine's forward")
+
+
+@rule("linear-weight-flat", ("size mismatch, got input (",),
+      r"(?:RuntimeError|Error): (?P<msg>size mismatch, got input \((?P<inp>\d+)\), mat \((?P<rows>\d+)x(?P<cols>\d+)\), "
+      r"vec \((?P<vec>\d+)\))")
+def _linear_weight_flat(m, rec, state):
+    cols, vec = int(m.group("cols")), int(m.group("vec"))
+    if cols == 0 or vec <= cols or vec % cols:
+        return None  # not a flattened matrix: another shape bug, the generic reader's
+    if not first_time(state, ("zero3_flat_linear",), rec.loc.line):
+        return []
+    return error_event(m, rec, "zero3_param_partitioned", "deepspeed",
+                       f"a Linear layer got a flat 1-D weight of {vec} elements ({vec // cols} x {cols}) instead of its matrix: "
+                       "a ZeRO-3 / FSDP sharded parameter that was not gathered for this forward")
 
 
 @rule("zero-no-sync", ("no_sync context manager is incompatible with gradient partitioning logic of ZeRO stage",),
@@ -107,5 +127,5 @@ PARSER = Parser(
     priority=40,  # before the generic exception parser (python, 80)
     description="DeepSpeed ZeRO set-up checks: sharded placeholder weights used outside the engine ('weight' must be 2-D), no_sync under ZeRO-2/3, "
                 "ZeRO checkpoints resumed on another data-parallel world size, FSDP units whose parameters cannot be flattened together",
-    rules=[_weight_not_2d, _zero_no_sync, _zero_dp_world_size, _fsdp_flat_param],
+    rules=[_weight_not_2d, _linear_weight_flat, _zero_no_sync, _zero_dp_world_size, _fsdp_flat_param],
 )
