@@ -56,6 +56,9 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("3291.log", "state-dict-mismatch"),  # the size-mismatch lines pasted without load_state_dict's head
     ("3292.log", "zero3-param-partitioned"),  # F.linear on a flat weight: 'size mismatch, got input (8192), mat (8192x4096), vec (16777216)'
     ("3293.log", "prompt-exceeds-max-length"),  # generate()'s check glued twice, the backticks lost
+    # round 11 (3294-3295), scored blind after the round-10 fixes
+    ("3294.log", "dataset-empty"),  # axolotl: 'eval dataset split is too small for sample_packing.'
+    ("3295.log", "dataset-empty"),  # the same printed before its traceback
 ])
 def test_failure_is_named_by_its_class_not_a_generic_exception(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]

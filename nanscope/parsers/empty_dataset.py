@@ -12,6 +12,8 @@
   ConstantLengthDataset generator yielded nothing, datasets' DatasetGenerationError / SchemaInferenceError re-raised as
   `ValueError("Error occurred while packing the dataset. Make sure that your dataset has enough samples to at least
   yield one packed sequence.")` (too little text for one max_seq_length sequence, or a formatting that gives none).
+- axolotl src/axolotl/utils/data.py `prepare_dataset` (later utils/trainer.py): the eval split packs into no batch,
+  `raise ValueError("eval dataset split is too small for sample_packing. You should set `eval_sample_packing: False`. ")`.
 
 A positive num_samples is another error (a wrong num_samples argument), not an empty dataset, and is not read.
 """
@@ -23,11 +25,16 @@ from nanscope.parsers.setup_checks import error_event
 
 
 @rule("dataset-empty", ("but got num_samples=0", "Cannot find valid samples, check", "Cannot find sufficient samples, consider",
-                        "Error occurred while packing the dataset"),
+                        "Error occurred while packing the dataset", "dataset split is too small for sample_packing"),
       r"(?<![\"'])(?P<msg>num_samples should be a positive (?:integer|integeral) value, but got num_samples=0\b"
       r"|Cannot find (?P<lf>valid samples, check|sufficient samples, consider increasing dataset size)"
-      r"|(?P<packing>Error occurred while packing the dataset)\. Make sure that your dataset has enough samples)")
+      r"|(?P<packing>Error occurred while packing the dataset)\. Make sure that your dataset has enough samples"
+      r"|(?P<axolotl>eval dataset split is too small for sample_packing))")
 def _dataset_empty(m, rec, state):
+    if m.group("axolotl"):
+        detail = ("the eval split is too small to pack one batch with sample_packing: set eval_sample_packing: false "
+                  "or give the evaluation more data (val_set_size)")
+        return error_event(m, rec, "dataset_empty", "axolotl", detail)
     if m.group("packing"):
         detail = ("SFTTrainer's packing (packing=True) produced no packed sequence: the dataset's text does not fill one "
                   "max_seq_length sequence, or the text field / formatting_func yields no text")
