@@ -16,6 +16,13 @@ The class decides, not the argument: any argument of a `*Trainer`, `*TrainingArg
 `*Config` class. Before Python 3.10 the message names no class; then only the arguments those releases are
 known to have removed are read (the list below), since `__init__() got an unexpected keyword argument 'x'`
 is otherwise any class at all. A source line quoting the template is not the error (a quote before it).
+
+The positional form (CPython Python/getargs.c, Objects/call.c): `TypeError: {name}() takes {n} positional arguments
+but {m} were given`: the training loop calls a method of the trainer with more (or fewer) arguments than the
+override or the patch a wrapper installed takes, e.g. Unsloth's `_unsloth_get_batch_samples() takes 3 positional
+arguments but 4 were given` when transformers' loop passes get_batch_samples a device (a transformers newer than the
+Unsloth release). Read only for a `*Trainer` class's method, a Trainer hook the library calls on overrides
+(compute_loss, get_batch_samples, training_step, prediction_step, ...) or an `_unsloth_` patch.
 """
 
 from __future__ import annotations
@@ -72,10 +79,38 @@ def _unexpected_argument(m, rec, state):
                       fields={"detail": detail, "argument": arg, "callee": where})
 
 
+# Trainer hooks transformers' loop calls on a subclass's override (their signatures changed between releases)
+_TRAINER_HOOKS = {"compute_loss", "get_batch_samples", "training_step", "prediction_step", "_get_train_sampler",
+                  "_prepare_inputs", "create_optimizer", "log", "_save", "_maybe_log_save_evaluate"}
+
+
+@rule("trainer-positional-count", ("positional argument",),
+      r"\(\) takes (?P<n>\d+|from \d+ to \d+) positional arguments? but (?P<m>\d+) (?:were|was) given")
+def _positional_count(m, rec, state):
+    callee = _CALLEE.search(rec.text[max(0, m.start() - 200):m.start()])
+    if callee is None:
+        return None
+    cls, fn = callee.group(2), callee.group(3)
+    if not ((cls is not None and cls.endswith("Trainer")) or fn in _TRAINER_HOOKS or fn.startswith("_unsloth_")):
+        return None
+    start = m.start() - len(callee.group(1))
+    before = rec.text[:start].rstrip()
+    if before and not before.endswith(("TypeError:", "Error:")):
+        return None
+    where = f"{cls}.{fn}()" if cls else f"{fn}()"
+    patched = " (an Unsloth patch of the Trainer)" if fn.startswith("_unsloth_") else ""
+    detail = (f"the training loop called {where}{patched} with {m.group('m')} positional arguments but it takes "
+              f"{m.group('n')}: the installed transformers calls it with another signature than the override or patch "
+              "was written for (install the releases that go together)")
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="hf", error="trainer_argument_unsupported",
+                      message=rec.text[start:].strip()[:400], exc_type="TypeError",
+                      fields={"detail": detail, "argument": "positional", "callee": where})
+
+
 PARSER = Parser(
     name="api_changes",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80), which would call this an uncaught TypeError
-    description="Trainers and their configs refusing a keyword argument another release removed or renamed",
-    rules=[_unexpected_argument],
+    description="Trainers and their configs refusing a keyword argument another release removed or renamed, Trainer hooks called with another number of arguments",
+    rules=[_unexpected_argument, _positional_count],
 )

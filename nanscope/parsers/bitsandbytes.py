@@ -10,6 +10,11 @@ bitsandbytes-foundation/bitsandbytes bitsandbytes/cextension.py (and cuda_setup/
   `Could not load bitsandbytes native library: {error}` (logged before the traceback).
 - afterwards, the first 8-bit optimizer step with no native library: `AttributeError: 'NoneType' object has no
   attribute 'cadam32bit_grad_fp32'` (the library handle is None).
+The HF Trainer's own check of the bitsandbytes release (huggingface/transformers src/transformers/trainer.py
+Trainer.__init__, 4.26-4.35): a model loaded in 8-bit (or 4-bit) whose `_is_quantized_training_enabled` is not set,
+which from_pretrained sets only when bitsandbytes>=0.37.0 is installed: `ValueError: The model you want to train is
+loaded in 8-bit precision.  if you want to fine-tune an 8-bit model, please make sure that you have installed
+`bitsandbytes>=0.37.0`. ` (a remote-code model quantized by its own code never gets the flag either).
 A source line shown in rich's box (`│ ❱ 20 │ raise RuntimeError('''` ... `│  21 │ CUDA Setup failed ...`) is the
 code, not the error: a line with the box's bar is not read. One failure, many lines: one event.
 """
@@ -45,10 +50,22 @@ def _bnb_setup(m, rec, state):
                       message=rec.text[m.start("msg"):].strip()[:400], exc_type=None, fields={"detail": detail})
 
 
+@rule("trainer-bnb-too-old", ("The model you want to train is loaded in 8-bit precision",),
+      r"(?<![\"'])(?P<msg>The model you want to train is loaded in 8-bit precision\.)")
+def _trainer_bnb_check(m, rec, state):
+    if not first_time(state, ("bnb_setup",), rec.loc.line):
+        return []
+    detail = ("the Trainer will not fine-tune the 8-bit / 4-bit model: from_pretrained did not enable quantized training, "
+              "which it does only with bitsandbytes>=0.37.0 (an older bitsandbytes, or a remote-code model that quantized itself)")
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework="hf", error="bitsandbytes_setup_failed",
+                      message=rec.text[m.start("msg"):].strip()[:400], exc_type="ValueError" if "ValueError" in rec.text else None,
+                      fields={"detail": detail})
+
+
 PARSER = Parser(
     name="bitsandbytes",
     framework="bitsandbytes",
     priority=40,  # before the generic exception parser (python, 80)
-    description="bitsandbytes failing to load its CUDA library (CUDA Setup failed, native library not found)",
-    rules=[_bnb_setup],
+    description="bitsandbytes failing to load its CUDA library (CUDA Setup failed, native library not found), the Trainer's check for bitsandbytes>=0.37",
+    rules=[_bnb_setup, _trainer_bnb_check],
 )

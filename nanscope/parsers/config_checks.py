@@ -28,6 +28,16 @@ declare: `_merge_a_into_b` raises `KeyError("Non-existent config key: {full_key}
 your config.`, and `_check_and_coerce_cfg_value_type` raises `ValueError: Type mismatch ({type_b} vs. {type_a}) with values
 ({b} vs. {a}) for config key: {full_key}`: a typo, a key of another release, or a project whose keys were never added
 (its add_*_config not called before merge_from_file, another detectron2 than the project's fork imported).
+
+TRL's preference trainers refuse a reference model beside a PEFT config (trl/trainer/dpo_trainer.py, kto_trainer.py
+`__init__`, trl 0.7.11+): `You passed both a ref_model and a peft_config. For training PEFT adapters with DPO there is
+no need to pass a reference model. Please pass `ref_model=None` in case you want to train PEFT adapters.` (later
+`..., or pass a ref_model with `force_use_ref_model=True` in DPOTrainer's init. if you want to use a different
+ref_model.`): with LoRA the reference is the base model with the adapters disabled.
+
+A QLoRA set-up that gives the quantization twice (transformers modeling_utils.py `PreTrainedModel.from_pretrained`,
+4.30-4.3x): `You can't pass `load_in_4bit`or `load_in_8bit` as a kwarg when passing `quantization_config` argument at
+the same time.` (the missing space after the backtick is transformers' own).
 """
 
 from __future__ import annotations
@@ -109,11 +119,33 @@ def _yacs_config_key(m, rec, state):
     return error_event(m, rec, "trainer_config_invalid", "detectron2", detail)
 
 
+@rule("trl-ref-model-peft", ("You passed both a ref_model and a peft_config",),
+      r"(?<![\"'])(?P<msg>You passed both a ref_model and a peft_config\. For training PEFT adapters with (?P<algo>\w+))")
+def _ref_model_with_peft(m, rec, state):
+    if not first_time(state, ("config", "ref-model-peft"), rec.loc.line):
+        return []
+    algo = m.group("algo")
+    detail = (f"{algo}Trainer got both a ref_model and a peft_config: with PEFT adapters the reference is the base model "
+              "with the adapters disabled, so pass ref_model=None (or force_use_ref_model=True for a different reference)")
+    return error_event(m, rec, "trainer_config_invalid", "trl", detail)
+
+
+@rule("quantization-given-twice", ("as a kwarg when passing `quantization_config` argument",),
+      r"(?<![\"'])(?P<msg>You can't pass `load_in_4bit` ?or `load_in_8bit` as a kwarg when passing `quantization_config` argument)")
+def _quantization_twice(m, rec, state):
+    if not first_time(state, ("config", "quantization-twice"), rec.loc.line):
+        return []
+    detail = ("from_pretrained got load_in_4bit / load_in_8bit and a quantization_config at once: give the quantization "
+              "only in BitsAndBytesConfig(...) and drop the load_in_* keyword")
+    return error_event(m, rec, "trainer_config_invalid", "hf", detail)
+
+
 PARSER = Parser(
     name="config_checks",
     framework="hf",
     priority=40,  # before the generic exception parser (python, 80)
     description="Fine-tuning configs failing validation: HfArgumentParser's unused arguments, axolotl's pydantic models, "
-                "the HF Trainer's options that contradict each other, yacs configs (detectron2) naming keys their defaults lack",
-    rules=[_config_invalid, _trainer_options, _yacs_config_key],
+                "the HF Trainer's options that contradict each other, yacs configs (detectron2) naming keys their defaults lack, "
+                "TRL's ref_model beside a peft_config, from_pretrained's quantization given twice",
+    rules=[_config_invalid, _trainer_options, _yacs_config_key, _ref_model_with_peft, _quantization_twice],
 )

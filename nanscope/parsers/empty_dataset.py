@@ -8,6 +8,12 @@
   utils.py): `RuntimeError("Cannot find valid samples, check `data/README.md` for the data format.")` (later
   `... check the data format.`) and, for pre-training, `Cannot find sufficient samples, consider increasing
   dataset size.`: every example was dropped by preprocessing (wrong columns / format, all longer than cutoff_len).
+- trl trl/trainer/sft_trainer.py `SFTTrainer._prepare_packed_dataloader` (trl 0.7-0.11, packing=True): the
+  ConstantLengthDataset generator yielded nothing, datasets' DatasetGenerationError / SchemaInferenceError re-raised as
+  `ValueError("Error occurred while packing the dataset. Make sure that your dataset has enough samples to at least
+  yield one packed sequence.")` (too little text for one max_seq_length sequence, or a formatting that gives none).
+- axolotl src/axolotl/utils/data.py `prepare_dataset` (later utils/trainer.py): the eval split packs into no batch,
+  `raise ValueError("eval dataset split is too small for sample_packing. You should set `eval_sample_packing: False`. ")`.
 
 - detectron2 detectron2/data/build.py `filter_images_with_only_crowd_annotations`: `Removed {n} images with no usable
   annotations. {m} images left.` (info) and `get_detection_dataset_dicts`: `assert len(dataset_dicts), "No valid data
@@ -24,10 +30,21 @@ from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.setup_checks import error_event
 
 
-@rule("dataset-empty", ("but got num_samples=0", "Cannot find valid samples, check", "Cannot find sufficient samples, consider"),
+@rule("dataset-empty", ("but got num_samples=0", "Cannot find valid samples, check", "Cannot find sufficient samples, consider",
+                        "Error occurred while packing the dataset", "dataset split is too small for sample_packing"),
       r"(?<![\"'])(?P<msg>num_samples should be a positive (?:integer|integeral) value, but got num_samples=0\b"
-      r"|Cannot find (?P<lf>valid samples, check|sufficient samples, consider increasing dataset size))")
+      r"|Cannot find (?P<lf>valid samples, check|sufficient samples, consider increasing dataset size)"
+      r"|(?P<packing>Error occurred while packing the dataset)\. Make sure that your dataset has enough samples"
+      r"|(?P<axolotl>eval dataset split is too small for sample_packing))")
 def _dataset_empty(m, rec, state):
+    if m.group("axolotl"):
+        detail = ("the eval split is too small to pack one batch with sample_packing: set eval_sample_packing: false "
+                  "or give the evaluation more data (val_set_size)")
+        return error_event(m, rec, "dataset_empty", "axolotl", detail)
+    if m.group("packing"):
+        detail = ("SFTTrainer's packing (packing=True) produced no packed sequence: the dataset's text does not fill one "
+                  "max_seq_length sequence, or the text field / formatting_func yields no text")
+        return error_event(m, rec, "dataset_empty", "trl", detail)
     if m.group("lf"):
         detail = ("preprocessing kept no sample of the training data (the dataset's columns or format do not match its "
                   "dataset_info entry, or every example was filtered out)")
@@ -57,6 +74,6 @@ PARSER = Parser(
     name="empty_dataset",
     framework="pytorch",
     priority=40,  # before the generic exception parser (python, 80)
-    description="Training data with no samples (RandomSampler's num_samples=0, LLaMA-Factory's no valid samples, detectron2's 0 images left)",
+    description="Training data with no samples (RandomSampler's num_samples=0, LLaMA-Factory's no valid samples, detectron2's 0 images left, trl's packing that yields no sequence)",
     rules=[_dataset_empty, _detectron2_no_valid_data],
 )

@@ -18,8 +18,15 @@ Templates (huggingface/transformers, quoted from source via the search index):
       exceptions. Fix these issues to save the configuration.\\n\\nThrown during validation:\\n" + str(exc))
       (4.32-4.33 said the same as a UserWarning, `... This warning will be raised to an exception ...`, and skipped
       the save: no failure.)
+      The inner exception it wraps, printed first in the chained traceback (4.38-4.39 `raise
+      ValueError(str([w.message for w in caught_warnings]))`): `ValueError: [UserWarning('`do_sample` is set to
+      `False`. However, `temperature` is set to `0.9` -- this flag is only used in sample-based generation modes. ...')]`;
+      4.5x `GenerationConfig.validate(strict=True)`: `raise ValueError("GenerationConfig is invalid: \\n" + info_message)`
+      -> `ValueError: GenerationConfig is invalid: ` with `- `temperature`: ...` lines after it; 4.32's short-lived
+      raising validate(): `ValueError: `do_sample` is set to `False`. However, temperature is set to 0.9 -- ... Set
+      `do_sample=True` or unset temperature to continue.`
 The validation warnings themselves (`do_sample` is set to `False`. However, `temperature` is set to ...) are
-warnings: generate() ignores the parameter and goes on.
+warnings: generate() ignores the parameter and goes on; only the ValueError wordings are read.
 """
 
 from __future__ import annotations
@@ -37,13 +44,17 @@ _EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|E
 @rule(
     "generate-arguments",
     ("are not used by the model: [", "has to be a strictly positive", "`top_p` has to be a float > 0 and < 1",
-     "The generation config instance is invalid -- "),
+     "The generation config instance is invalid -- ", "ValueError: [UserWarning(", "ValueError: `do_sample` is set to `False`",
+     "GenerationConfig is invalid:"),
     r"The following `model_kwargs` are not used by the model: (?P<unused>\[[^\]]*\])"
     r"|`(?P<param>temperature|top_k)` (?:\(=(?P<pv>[^)]*)\) )?has to be a strictly positive (?:float|integer)"
     r"(?:, but is (?P<pv2>\S+))?"
     r"|`top_p` has to be a float > 0 and < 1, but is (?P<topp>\S+)"
     r"|(?P<config>The generation config instance is invalid) -- `\.validate\(\)` throws warnings and/or exceptions\."
-    r"(?P<tail>.*)",
+    r"(?P<tail>.*)"
+    r"|(?<![\"'])ValueError: (?:\[UserWarning\(['\"])?`do_sample` is set to `False`\. However, `?(?P<flag>\w+)`? is set to "
+    r"`?(?P<fv>[\w.+-]+)"
+    r"|(?<![\"'])ValueError: (?P<strict>GenerationConfig is invalid):",
 )
 def _generate_args(m, rec, state):
     if m.group("config") and "This warning will be raised" in m.group("tail"):
@@ -61,6 +72,10 @@ def _generate_args(m, rec, state):
     elif m.group("topp"):
         what = "top_p"
         detail = f"generate() refused top_p={m.group('topp').rstrip('.')}: it must be between 0 and 1"
+    elif m.group("flag"):
+        what = "generation_config"
+        detail = (f"the generation config does not validate: {m.group('flag')}={m.group('fv').rstrip('.')} is set with "
+                  "do_sample=False (a sampling parameter greedy decoding does not use), so it was not saved")
     else:
         what = "generation_config"
         detail = "the generation config does not validate (sampling parameters that contradict do_sample), so it was not saved"

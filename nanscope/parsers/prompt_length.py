@@ -16,6 +16,7 @@ Templates (quoted from source via the search index and from the threads):
       ValueError(f"Input length of {input_ids_string} is {input_ids_length}, but `max_length` is set to
       {generation_config.max_length}. This can lead to unexpected behavior. You should consider increasing
       `max_length` or, better yet, setting `max_new_tokens`.")
+      (a paste through markdown can lose the backticks around max_length: they are optional)
   abetlen/llama-cpp-python llama.py _create_completion: raise ValueError(f"Requested tokens ({n}) exceed context
       window of {n_ctx}") (its server prints the same as `Exception: ...` and answers the request: no failure).
 """
@@ -37,7 +38,7 @@ _EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|E
     ("prompt (length ", "is longer than the model's context length", "Input length of ", "exceed context window of "),
     r"The (?:decoder|encoder) prompt \(length (?P<vn>\d+)\) is longer than the maximum model length of (?P<vmax>\d+)"
     r"|The input \((?P<sn>\d+) tokens\) is longer than the model's context length \((?P<smax>\d+) tokens\)"
-    r"|(?P<hexc>ValueError): Input length of \w+ is (?P<hn>\d+), but `max_length` is set to (?P<hmax>\d+)"
+    r"|(?P<hexc>ValueError): Input length of \w+ is (?P<hn>\d+), but `{0,2}max_length`{0,2} is set to (?P<hmax>\d+)"
     r"|(?P<lexc>ValueError): Requested tokens \((?P<ln>\d+)\) exceed context window of (?P<lmax>\d+)",
 )
 def _too_long(m, rec, state):

@@ -806,9 +806,26 @@ def _count_state_dict(ev: ErrorEvent, text: str) -> bool:
 def _state_dict_problem(m, rec, state):
     held = state.get("pending")
     if held is None or held.error != "state_dict_mismatch" or rec.loc.line - held.loc.line > 2000:
+        if m.group("size") and _lone_size_mismatch(rec.text):
+            # the list pasted without its `Error(s) in loading state_dict for X:` head: torch's own line is the failure
+            out = _release(state)
+            ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="python", error="state_dict_mismatch",
+                            message="load_state_dict (its head line not in the log):", exc_type=None,
+                            fields={"size_mismatch": 0, "missing": 0, "unexpected": 0})
+            _count_state_dict(ev, rec.text)
+            state["pending"] = ev  # the other keys it lists follow, one line each
+            return out
         return None
     _count_state_dict(held, rec.text)
     return []
+
+
+# torch/nn/modules/module.py's whole size-mismatch line (tab-indented under the head), read alone when the head was
+# not pasted: nothing else prints `copying a param with shape ... from checkpoint, the shape in current model is`.
+def _lone_size_mismatch(text: str) -> bool:
+    line = text.lstrip()
+    return (line.startswith("size mismatch for ") and ": copying a param with shape " in line
+            and " from checkpoint, the shape in current model is " in line)
 
 
 # torch/serialization.py _get_wo_message puts the unpickler's own error on a line of its own: "Please file an

@@ -454,6 +454,42 @@ def _save_frame(m, rec, state):
     return None
 
 
+# The HF Trainer's checkpoint bookkeeping racing between ranks (huggingface/transformers src/transformers/trainer.py):
+#   4.49.0.dev's staging save (transformers#35580, reverted after #36076): every rank wrote into a
+#     tmp-checkpoint-<random> directory and renamed it, `os.renames(output_dir, checkpoint_dir)` in _save_checkpoint;
+#     the second rank's rename finds the checkpoint made: `OSError: [Errno 39] Directory not empty:
+#     '.../tmp-checkpoint-djiermq4' -> '.../checkpoint-100'`.
+#   save_total_limit's _rotate_checkpoints: `shutil.rmtree(checkpoint)` (later `shutil.rmtree(checkpoint,
+#     ignore_errors=True)`) run by more than one process deletes the same old checkpoint; the loser's rmtree meets a
+#     file already gone, `FileNotFoundError: [Errno 2] No such file or directory: 'rng_state_3.pth'` (or
+#     `OSError: [Errno 39] Directory not empty`), its frames under the rotation's frame or source line.
+_ROTATION_SPAN = 60
+
+
+@rule("checkpoint-rotation-frame", ("in _rotate_checkpoints", "shutil.rmtree(checkpoint"),
+      r'File "[^"]*trainer\.py", line \d+, in _rotate_checkpoints\b|^\s*shutil\.rmtree\(checkpoint(?:, ignore_errors=True)?\)\s*$')
+def _rotation_frame(m, rec, state):
+    state["rotating_line"] = rec.loc.line
+    return None
+
+
+@rule("checkpoint-staging-rename", ("Directory not empty: '", "No such file or directory: '"),
+      r"(?<![\"'])(?:OSError|FileNotFoundError): \[Errno (?P<errno>2|39)\] (?:Directory not empty|No such file or directory): "
+      r"'(?P<src>[^']*)'(?: -> '(?P<dst>[^']*)')?")
+def _staging_rename(m, rec, state):
+    rotating = state.get("rotating_line")
+    staging = m.group("dst") is not None and "tmp-checkpoint-" in m.group("src")
+    if not staging and (rotating is None or rec.loc.line - rotating > _ROTATION_SPAN):
+        return None
+    if not first_time(state, ("checkpoint_race",), rec.loc.line):
+        return []
+    if staging:
+        return _err(rec, "checkpoint_save_failed", {"cause": "staging_rename_race", "saving": True,
+                                                    "file": m.group("dst")})
+    state.pop("rotating_line", None)
+    return _err(rec, "checkpoint_save_failed", {"cause": "rotation_race", "saving": True, "file": m.group("src")})
+
+
 # ENOSPC as each runtime words it (and EDQUOT, errno 122 on Linux: `[Errno 122] Disk quota exceeded`, the
 # user's quota rather than the disk): Python's OSError `[Errno 28] No space left on device`, Rust's io::Error
 # through safetensors (`I/O error: No space left on device (os error 28)`; older Debug form
@@ -1104,7 +1140,7 @@ PARSER = Parser(
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions and scheduling, fatal-signal reports, NVML / container-hook / NVIDIA kernel module GPU availability, PCIe AER, kernel storage errors, file-descriptor limits",
     rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _srun_step_aborted, _killed, _shell_crash, _zsh_crash, _bar_killed, _ide_exit,
-           _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _checkpoint_write, _shm_exhausted, _exit_137, _died_with_fault, _slurmctld_complete, _submitit,
+           _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _rotation_frame, _staging_rename, _checkpoint_write, _shm_exhausted, _exit_137, _died_with_fault, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
            _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
