@@ -42,6 +42,7 @@ class Cascade(Machine):
         self.torn_down: list = []
         self.exits: list = []
         self.coll_unnamed: list = []  # collateral lines that name no rank (Horovod's shut-down without a tag)
+        self.own_unranked = False  # a process's own primary error on a line that names no rank
 
     def feed(self, ev: Event, emit: Emit) -> None:
         if ev.rank is None:
@@ -52,6 +53,8 @@ class Cascade(Machine):
                 # only a lost peer says it is another process's failure; an NCCL error naming no rank may be
                 # a process's own
                 self.coll_unnamed.append(ev)
+            elif self.primary(ev) and getattr(ev, "error", None) not in _EXIT_RECORDS:
+                self.own_unranked = True
             return
         if self.primary(ev):
             if getattr(ev, "error", None) in _EXIT_RECORDS:
@@ -77,8 +80,8 @@ class Cascade(Machine):
             # returned a non-zero exit code ... the job has been aborted") over ranks that only lost
             # their peers: a cascade whose first rank the input does not show.
             said = next((e for e in self.torn_down if (getattr(e, "fields", None) or {}).get("process_failed")), None)
-            if said is None or not (self.coll_ranks or self.coll_unnamed):
-                return
+            if said is None or not (self.coll_ranks or self.coll_unnamed) or self.own_unranked:
+                return  # (a process's own error in the log is the finding: a cascade could name no rank to add)
             # (over collateral lines that name no rank too: Horovod's "has been shut down" on every survivor
             # under an mpirun without --tag-output)
             others = sorted(self.coll_ranks)
