@@ -75,12 +75,10 @@ class Ahead:
     def __iter__(self) -> Iterator:
         self._thread = threading.Thread(target=self._run, name="nanscope-read-ahead", daemon=True)
         self._thread.start()
-        done = False
         try:
             while True:
                 got = self._q.get()
                 if got is _END:
-                    done = True
                     break
                 if got.__class__ is _Failed:
                     raise got.error
@@ -93,9 +91,9 @@ class Ahead:
                 except queue.Empty:
                     pass
                 self._thread.join(timeout=0.05)
-            self._merge(complete_read=done)
+            self._merge()
 
-    def _merge(self, complete_read: bool) -> None:
+    def _merge(self) -> None:
         """The reader's counts into the input's (also after an early stop: what it read was read)."""
         t, s = self.target, self.info
         t.lines = s.lines
