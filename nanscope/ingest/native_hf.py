@@ -193,16 +193,18 @@ class HFLane:
                 table[c] = (1, got[0], got[1], got[2])
         good = table[code, 0].astype(bool) & fits
         streams: list = [_OWN]  # a stream's id is its index here
+        ids: dict = {_OWN: 0}  # (Origins are frozen: equal ones are one stream)
         kid = np.zeros(n, dtype=np.int64)
         for j in np.flatnonzero(np.fromiter((b"\r" not in r for r in rows), dtype=bool, count=n)).tolist():
             k = self._stream(rows[j])  # (a line with a \r is the input's own, read or not)
             if k is False:
                 good[j] = False  # (a prefix the lane does not take: the line stays per line)
                 continue
-            if k is not _OWN:
-                kid[j] = next((x for x, s in enumerate(streams) if s == k), len(streams))
-                if kid[j] == len(streams):
-                    streams.append(k)
+            got = ids.get(k)
+            if got is None:
+                got = ids[k] = len(streams)
+                streams.append(k)
+            kid[j] = got
         walk = np.ones(n, dtype=bool)  # the rows where a segment may start or a stream turn dirty
         walk[1:] = ~good[1:] | ~good[:-1] | (kid[1:] != kid[:-1])
         cuts: list = []
