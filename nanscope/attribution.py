@@ -133,6 +133,14 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
             root.confidence = "low"
             root.decided_by = (f"tier 4: ranks {fmt_ranks(sorted(tied))} all reported {root.id} in the same second; "
                                f"the log cannot tell which was first")
+        elif (alike := _summary_alike(root)) is not None:
+            tied = set(alike[0])
+            root.initiating_rank = None
+            root.confidence = "low"
+            root.decided_by = (f"tier 4: torchrun's summary lists ranks {fmt_ranks(alike[0])} all exiting with status "
+                               f"{alike[1]} at {alike[2].replace('_', ' ')} and no error file: the order of its entries "
+                               f"(and which one it calls the root cause) is the order the agent noticed the exits, not "
+                               f"which worker failed first. Next time: {NEXT_TIME}")
         elif raising is not None:
             root.initiating_rank = raising
             root.confidence = "medium"
@@ -647,6 +655,25 @@ def _mismatch_culprit(f: Finding) -> Optional[tuple]:
                             f"{fmt_ranks(sorted(r for r in ops if r != odd[0]))} run another collective")
     return None, (f"tier 4: the mismatch report names ranks {fmt_ranks(sorted(ops))}; the reporter is not the culprit "
                   f"and the log cannot tell which side of the pair took the other code path")
+
+
+def _summary_alike(f: Finding) -> Optional[tuple]:
+    """(ranks, exit status, time) when f is made of torchrun's summary entries alone (ChildFailedError's
+    `rank : N (local_rank: M)` blocks) for two ranks or more that all exited with the same status in the
+    same second and wrote no error file: the summary then says nothing of which came first (the agent
+    stamps each failure when it notices it, to the second, and lists the others in no order of time).
+    None otherwise."""
+    evs = [m.events[0] for m in f.matches if m.events]
+    if len(evs) < 2 or any(getattr(ev, "error", None) != "child_failed" or ev.framework != "torchrun" for ev in evs):
+        return None
+    kinds = {(ev.exitcode, (ev.fields or {}).get("time"), (ev.fields or {}).get("error_file")) for ev in evs}
+    ranks = sorted({ev.rank for ev in evs if ev.rank is not None})
+    if len(kinds) != 1 or len(ranks) < 2:
+        return None
+    code, t, err = next(iter(kinds))
+    if t is None or err is not None:
+        return None
+    return ranks, code, t
 
 
 def _same_time_ranks(f: Finding) -> set:

@@ -42,9 +42,16 @@ class _Stream:
         self.counted = False  # every step so far is a count of step lines: the log printed no step number
 
 
+# torchrun's records of its workers (the agent's `failed (exitcode: N) local_rank: M` line, its ChildFailedError
+# table's `rank      : N (local_rank: M)` entries): once one is in the input, srun's tasks are the nodes' agents
+# (srun starting one torchrun per node), so srun's `task N` that follows is a node's launcher, not rank N.
+_AGENT_RECORDS = ("child_failed", "worker_failed")
+
+
 class Streams:
     def __init__(self) -> None:
         self._streams: dict[Any, _Stream] = {}
+        self._elastic_agent = False  # a torchrun agent's record of a worker was read
 
     def _get(self, ev: Event) -> _Stream:
         st = self._streams.get(ev.stream)
@@ -63,6 +70,8 @@ class Streams:
         if ev.kind == "metrics_rows":
             yield from self.process_rows(ev)
             return
+        if ev.kind != "step":
+            self._srun_under_agent(ev)
         st = self._get(ev)
         if isinstance(ev, StepEvent):
             st.steps_seen += 1
@@ -114,6 +123,24 @@ class Streams:
             if ev.new_scale is not None:
                 _scale_range(st.summary, ev.new_scale)
         yield ev
+
+    def _srun_under_agent(self, ev: Event) -> None:
+        """srun numbers its tasks by SLURM_PROCID, a rank only when srun starts the workers themselves. After
+        a torchrun agent's record of a worker (its table, its `failed (exitcode ...)` line) srun's task is a
+        node's agent (`srun: error: host: task 0: Exited with exit code 1` is node 0's torchrun exiting after
+        its worker failed): the task number goes to `fields.agent_task(s)`, the event names no rank."""
+        fields = getattr(ev, "fields", None)
+        if ev.framework == "torchrun":
+            if getattr(ev, "error", None) in _AGENT_RECORDS:
+                self._elastic_agent = True
+            return
+        if not self._elastic_agent or not fields or fields.get("source") != "srun":
+            return
+        if ev.kind == "error" and ev.rank is not None:
+            ev.fields = {**fields, "agent_task": ev.rank}
+            ev.rank = None
+        elif fields.get("stopped_ranks"):
+            ev.fields = {**fields, "agent_tasks": fields["stopped_ranks"], "stopped_ranks": []}
 
     def process_batch(self, b: StepBatch) -> Iterator[Any]:
         """process() for a whole StepBatch: the same ledger, in array operations. Yields the batch

@@ -495,6 +495,16 @@ def _nccl_id_fill(ev: ErrorEvent, err: Optional[str]) -> ErrorEvent:
     ev.error = "peer_connection_lost" if lost else "collective_timeout"
     default = err is None or "keys:" not in err or "default_pg" in err
     fields = dict(ev.fields or {}, store_error=err)
+    if lost and ev.rank != 0:
+        # the store is one TCPStore for every group (a PrefixStore per group over it), served by the job's rank 0
+        # (init_method env:// or tcp://) or by the torchrun agent on rank 0's node: its connection reset / closed
+        # under a waiting rank is that process going away first (torch's own words: "a possible application
+        # crash on rank 0")
+        fields["dead_peer_rank"] = 0
+        why = err.split(". This may indicate")[0].rstrip(".")
+        fields["dead_peer_why"] = (f"rank {ev.rank if ev.rank is not None else fields.get('pg_rank')}'s read of rank "
+                                   f"0's ncclUniqueId from the c10d store failed ('{why}'): the store is served by rank "
+                                   f"0's process (or the launcher on its node), which went away first")
     if err is not None and "default_pg" in err and not lost:
         # only a key of the default group says the root is the job's rank 0 (another group's [0] is
         # that group's first member; the older wording's key '0' does not say which group)
