@@ -29,7 +29,9 @@ def to_float(s: Optional[str]) -> Optional[float]:
     try:
         return float(s)
     except ValueError:
-        return _SPECIAL.get(s.lower())
+        s = s.lower()
+        # Lightning's padded `nan.0` / `inf.0` / `-inf.`, or a sentence's full stop after the value
+        return _SPECIAL.get(s[:-2] if s.endswith(".0") else s[:-1] if s.endswith(".") else s)
 
 
 INT64_MAX = 2**63 - 1

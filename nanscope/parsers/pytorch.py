@@ -49,7 +49,9 @@ from nanscope.model import StepEvent, WarningEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 
-NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
+# A non-finite value may carry Lightning's padding (its progress bar's Tqdm.format_num pads every float to five
+# characters: nan -> `nan.0`, inf -> `inf.0`, -inf -> `-inf.`) or a sentence's full stop (`Training Loss: nan.`).
+NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:nan|inf(?:inity)?)(?:\.0?)?)"
 KEY = r"grad[ _]norm|loss[ _]scale|lm[ _]loss|train[ _]loss|[A-Za-z_][\w./]*"
 SEP = r"[ \t]*[:=][ \t]*|[ \t]+"
 PAIR = re.compile(rf"(?<![\w./])(?P<key>{KEY})(?:{SEP})(?P<val>{NUM})(?![\w.])", re.I)
@@ -124,19 +126,33 @@ def _after_stamp(text: str) -> Optional[str]:
 
 
 _NUMBERED_LOSS = re.compile(r"loss_?\d{1,2}")
+# A label padded to a column before its colon, `LOSS     :  nan` (speech-recognition-primer's
+# `print("LOSS     : ", loss)` under `print("Epoch    : ", epoch)`): a script's aligned print of one value a line,
+# not prose (`the loss: nan`) and not a config dump (YAML and INI put no blanks before the colon).
+# wandb's run summary at the end of a run (wandb_run.py's footer: `Run summary:`, then one `{key:>{width}} {value}`
+# row per summary key behind the printer's `wandb: ` prefix): `wandb:     loss nan`. The history rows above it hold
+# sparklines, not numbers, so only the summary's last values are read.
+_WANDB_ROW = re.compile(r"^[ \t]{0,16}wandb:[ \t]{1,64}")
+_ALIGNED_LABEL = re.compile(r"^[ \t]{0,16}[A-Za-z_]\w{0,63}[ \t]{2,32}:")
 
 
 def _loss_record(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]:
     """{"loss": 0} for a logging record whose whole message is one loss pair (`train loss:nan`), or a line that
     is nothing but one numbered loss (`loss3  : 977.22`, VT-ADL's `print(' loss3  :', loss3.item())`: scripts
-    that print their losses one a line number them), else None."""
+    that print their losses one a line number them) or one loss under a label padded to a column
+    (`LOSS     :  nan`), or a row of wandb's run summary (`wandb:     loss nan`), else None."""
     if len(keys) != 1:
         return None
     if _NUMBERED_LOSS.fullmatch(keys[0]) and only_pairs(text):
         return {"loss": 0}
     if keys[0] not in LOSS_KEYS:
         return None
+    if _ALIGNED_LABEL.match(text) and only_pairs(text):
+        return {"loss": 0}
     rest = _after_stamp(text)
+    if rest is None:
+        w = _WANDB_ROW.match(text)
+        rest = text[w.end():] if w is not None else None
     if rest is None or not only_pairs(rest):
         return None
     return {"loss": 0}

@@ -339,6 +339,30 @@ def _lightning(m, rec, state):
     return []
 
 
+# A bar wrapped at its bar by the terminal or the paste: `Epoch 0:  71%|████████▏` alone on a line, then
+# `| 5880/8295 [04:01<01:39, 24.37it/s, v_num=0, ..., train_loss_step=nan.0` on the next (its `]` lost at the
+# paste's edge, sb-ai-lab/RePlay#90). The head is kept for one line; the tail, joined to it, is read as the bar.
+@rule("lightning-bar-head", ("Epoch ",), r"^Epoch \d+:\s*\d+%\|[^|\[\]]*$", match_start=True)
+def _lightning_head(m, rec, state):
+    state["lt_head"] = (rec.loc.line, rec.text.rstrip())
+    return None  # nothing to read yet; the other readers may still take the line
+
+
+@rule(
+    "lightning-bar-tail",
+    ("it/s,", "s/it,"),
+    r"^\|\s*\d+/(?:\d+|\?)\s*\[[^\]]*?(?:it/s|s/it),[^\]]*(?:\][ \t]*)?$",
+    match_start=True,
+)
+def _lightning_tail(m, rec, state):
+    head = state.pop("lt_head", None)
+    if head is None or head[0] != rec.loc.line - 1:
+        return None
+    text = head[1] + rec.text.strip()
+    bar = _lightning.regex.match(text if text.endswith("]") else text + "]")
+    return _lightning.build(bar, rec, state) if bar is not None else None
+
+
 @rule("lightning-no-loss", ("`training_step` returned `None`",), r"`training_step` returned `None`\. If this was on purpose")
 def _lightning_no_loss(m, rec, state):
     # lightning/pytorch/loops/optimization/automatic.py (pytorch_lightning/loops/optimization/
@@ -709,5 +733,5 @@ PARSER = Parser(
     priority=25,  # before hf.py's tqdm rule (30), which would claim Lightning bars without an event
     description="torchtitan, OLMo, fairseq, Lightning/NeMo, mmcv/mmengine, DeiT, timm, detectron2, YOLO and MXNet step lines",
     rules=[_spawn_process, _torchtitan, _olmo_header, _olmo_grad, _olmo_loss, _fairseq_json, _fairseq_inner, _fairseq_summary, _fairseq_epoch_json,
-           _fairseq_overflow, _fairseq_min, _fairseq_inconsistent, _fairseq_gn_table, _fairseq_gn_row, _tf_nan_hook, _lightning_no_loss, _lightning_early_stop, _lightning, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _detectron2_proposals, _own_loss_check, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo_nonfinite, _yolo, _mxnet, _nanogpt_eval],
+           _fairseq_overflow, _fairseq_min, _fairseq_inconsistent, _fairseq_gn_table, _fairseq_gn_row, _tf_nan_hook, _lightning_no_loss, _lightning_early_stop, _lightning, _lightning_head, _lightning_tail, _nemo2, _mmcv, _deit, _progress_meter, _loss_stopping, _detectron2_anomaly, _detectron2_proposals, _own_loss_check, _deit_averaged, _timm, _tacotron2, _torchtune, _yolo_nonfinite, _yolo, _mxnet, _nanogpt_eval],
 )
