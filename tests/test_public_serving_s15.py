@@ -51,3 +51,16 @@ def test_vllms_spawn_warning_about_the_guard_is_quiet(tmp_path) -> None:
 def test_the_operator_is_in_the_summary() -> None:
     summary = api.diagnose([str(PUBLIC / "4004.log")]).findings[0].summary
     assert "memory_efficient_attention_forward" in summary
+
+
+# round 2 (4010-4011), scored blind after the round-1 fixes
+@pytest.mark.parametrize("name", ["4010.log", "4011.log"])
+def test_round_2_a_spawned_childs_reimport_into_llm_is_a_missing_main_guard(name: str) -> None:
+    # TRL's judge_tldr example, a tensor-parallel benchmark: the excerpts stop before the exception line
+    assert ids(api.diagnose([str(PUBLIC / name)])) == ["multiprocessing-main-guard-missing"]
+
+
+def test_a_reimport_without_a_frame_that_starts_processes_is_quiet(tmp_path) -> None:
+    # 4011's re-import frames, then the script's module-level frame alone (an import error in the re-run module)
+    lines = (PUBLIC / "4011.log").read_text(encoding="utf-8").splitlines()[:18]
+    assert ids(diagnose_lines(tmp_path, lines)) == []

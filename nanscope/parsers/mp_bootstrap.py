@@ -21,6 +21,12 @@ added in 3.12):
 The message starts on the line after `RuntimeError:` (its text begins with a newline), so the type line alone
 says nothing; the rule reads the message's own lines (any of its first three, for an excerpt whose head is cut)
 and reports it once.
+
+Without the message (an excerpt that stops inside the child's traceback) the frames say it: the child's
+spawn.py `prepare` -> `_fixup_main_from_path(data['init_main_from_path'])` re-runs the main module through runpy,
+and a frame right after it starts processes again: vLLM's `entrypoints/llm.py ... in __init__` (LLM() at module
+level), its engines' from_engine_args, or multiprocessing's own `process.py ... in start`. The re-import alone
+(an import error in the re-run module) is no evidence.
 """
 
 from __future__ import annotations
@@ -50,10 +56,42 @@ def _bootstrapping(m, rec, state):
     )
 
 
+_REIMPORT_WINDOW = 40  # lines from the child's re-import frame to the frame that starts processes again
+
+
+@rule("spawn-reimport", ("_fixup_main_from_path(data",), r"^\s*_fixup_main_from_path\(data\[['\"]init_main_from_path")
+def _reimport(m, rec, state):
+    state["spawn_reimport"] = rec.loc.line
+    return []
+
+
+@rule(
+    "spawn-reimport-starts-again",
+    ("vllm/entrypoints/llm.py", "multiprocessing/process.py", "async_llm_engine.py"),
+    r'^\s*File "[^"]*(?:/vllm/entrypoints/llm\.py", line \d+, in __init__'
+    r'|/vllm/engine/async_llm_engine\.py", line \d+, in from_engine_args'
+    r'|/multiprocessing/process\.py", line \d+, in start)',
+)
+def _starts_again(m, rec, state):
+    seen = state.get("spawn_reimport")
+    if seen is None or rec.loc.line - seen > _REIMPORT_WINDOW:
+        return None
+    state.pop("spawn_reimport", None)
+    if not first_time(state, ("multiprocessing_main_guard_missing",), rec.loc.line):
+        return []
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="multiprocessing_main_guard_missing",
+        message=rec.text.strip()[:400], exc_type=None,
+        fields={"detail": "a spawned child process re-ran the main module (spawn.py _fixup_main_from_path), whose "
+                          "module-level code starts the engine / processes again (no `if __name__ == '__main__':` "
+                          "guard around the entry code)"},
+    )
+
+
 PARSER = Parser(
     name="mp_bootstrap",
     framework=FW,
-    priority=40,  # before the generic exception parser (python, 80)
+    priority=39,  # before the engines (40), whose frames these are, and python's exception reader (80)
     description="Python multiprocessing: a spawned child re-imports a main module that starts processes (no __main__ guard)",
-    rules=[_bootstrapping],
+    rules=[_bootstrapping, _reimport, _starts_again],
 )
