@@ -36,9 +36,28 @@ def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)]))[0] == expected
 
 
-def test_a_nan_loss_sentence_between_tensorboard_warnings_is_still_found() -> None:
-    # 4111 (NVlabs/wetectron#83): tensorboardX's warnings come first; the per-epoch sentence is not read yet
-    assert "tensorboard-nonfinite-value" in ids(api.diagnose([str(PUBLIC / "4111.log")]))
+def test_a_nan_loss_sentence_between_tensorboard_warnings_is_the_failure() -> None:
+    # 4111 (NVlabs/wetectron#83): tensorboardX's warnings come first; the script's per-epoch record
+    # `Epoch : 0 finished. Training Loss: nan. Validation Loss: nan` is the NaN loss, epoch by epoch
+    report = api.diagnose([str(PUBLIC / "4111.log")])
+    assert ids(report)[0] == "nan-persistent"
+    assert report.findings[0].first_step == 0
+
+
+def test_an_epoch_record_with_a_finite_loss_is_a_healthy_step(tmp_path) -> None:
+    r = diagnose_lines(tmp_path, [
+        f"Epoch : {e} finished. Training Loss: {2.5 - e / 10:.3f}. Validation Loss: {2.7 - e / 10:.3f}" for e in range(8)
+    ])
+    assert ids(r) == []
+
+
+def test_prose_that_mentions_an_epoch_later_is_no_step_line(tmp_path) -> None:
+    # the epoch counter must open the record; a sentence about a loss is not one
+    r = diagnose_lines(tmp_path, [
+        "We saw the loss: nan once in epoch 3 of an earlier run, unrelated.",
+        "Training finished.",
+    ])
+    assert ids(r) == []
 
 
 @pytest.mark.parametrize("name", ["4113.log"])

@@ -195,7 +195,7 @@ def _step_from(text: str, rec):
         fields.setdefault(norm_key(p.group("key")), p.group("val"))
     keys = list(fields)
     lead = _lead(text)
-    where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and only_pairs(text) else None)
+    where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and _epoch_record(text) else None)
              or (classify(keys + ["step"]) if lead is not None else None) or _loss_record(text, keys))
     components = where is None
     if components:
@@ -220,6 +220,16 @@ def _step_from(text: str, rec):
         grad_norm=to_float(got.get("grad_norm")), lr=to_float(got.get("lr")), loss_scale=to_float(got.get("loss_scale")),
         tokens_per_s=to_float(got.get("tokens_per_s")), epoch=epoch, raw_fields=fields,
     )
+
+
+def _epoch_record(text: str) -> bool:
+    """A line of nothing but pairs, or one that opens with its epoch counter (after any logging stamp): the
+    per-epoch record scripts print at an epoch's end, `Epoch : 0 finished. Training Loss: nan. Validation
+    Loss: nan` (NVlabs/wetectron#83), where the words between the pairs are the record's, not prose."""
+    if only_pairs(text):
+        return True
+    m = PAIR.match((_after_stamp(text) or text).lstrip())
+    return m is not None and norm_key(m.group("key")) == "epoch"
 
 
 def _lead(text: str) -> Optional["re.Match[str]"]:
