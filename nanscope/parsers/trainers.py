@@ -462,6 +462,7 @@ def _deit(m, rec, state):
     )
 
 
+_BARE_METER = re.compile(r"(?<![\w@.\-])(?P<k>[A-Za-z][\w@.\-]*)[ \t]+(?P<v>" + _F + r")(?=[ \t]+[A-Za-z]|[ \t]*\.?$)")
 _METER = re.compile(r"(?<![\w@.\-])(?P<k>[A-Za-z][\w@.\-]*)[ \t]+(?P<v>" + _F + r")[ \t]+\([ \t]*(?P<avg>" + _F + r")[ \t]*\)")
 
 
@@ -472,6 +473,12 @@ _METER = re.compile(r"(?<![\w@.\-])(?P<k>[A-Za-z][\w@.\-]*)[ \t]+(?P<v>" + _F + 
 )
 def _progress_meter(m, rec, state):
     meters = {p.group("k"): p.group("v") for p in _METER.finditer(m.group("rest"))}
+    if not any(k.lower().endswith("loss") for k in meters):
+        # copies that print the losses' current values alone beside timing meters (hszhao/semseg's tool/train.py
+        # and its forks: `Data 0.000 (0.001) Batch 0.449 (0.448) Remain 69:01:09 MainLoss 0.0000 ... Loss nan
+        # Accuracy 0.0000.`, liuzhengzhe/3D-to-2D-Distillation-for-Indoor-Scene-Parsing#4)
+        meters.update((p.group("k"), p.group("v")) for p in _BARE_METER.finditer(m.group("rest"))
+                      if p.group("k").lower().endswith("loss"))
     key = next((k for k in meters if k.lower() == "loss"), None) or next((k for k in meters if k.lower().endswith("loss")), None)
     if key is None:
         return None
