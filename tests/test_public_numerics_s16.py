@@ -30,6 +30,11 @@ def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)]))[0] == expected
 
 
+def test_a_steady_pretraining_log_stays_clean() -> None:
+    # 4604: LLaMA-Factory's Trainer dicts, loss 1.71-1.82 (hiyouga/LlamaFactory#3529)
+    assert ids(api.diagnose([str(PUBLIC / "4604.log")])) == []
+
+
 def test_semseg_losses_without_averages_are_numbered_by_the_progress_counter() -> None:
     # `Epoch: [1/50][1500/11134]`: epoch 1 of 11,134 iterations, iteration 1500 -> step 1 * 11134 + 1500
     report = api.diagnose([str(PUBLIC / "4600.log")])
