@@ -25,6 +25,7 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("4601.log", "nan-persistent"),
     ("4602.log", "nan-persistent"),
     ("4603.log", "nan-persistent"),
+    ("4605.log", "cudnn-init-failed"),  # JAX: XlaRuntimeError: FAILED_PRECONDITION: DNN library initialization failed
 ])
 def test_failure_is_named_by_its_class(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)]))[0] == expected
@@ -57,3 +58,21 @@ def test_a_progress_line_without_a_loss_is_no_step(tmp_path) -> None:
         f"Epoch: [1/50][{i}/11134] Data 0.000 (0.001) Batch nan (0.448) Remain 69:01:09 Accuracy 0.0000." for i in range(10, 60, 10)
     ])
     assert ids(r) == []
+
+
+def test_a_running_average_turned_nan_dates_the_first_bad_step() -> None:
+    # 507 (FCOS under maskrcnn_benchmark): `iter: 40  loss: 23.3687 (nan)`, the median finite, the global
+    # average already nan: a NaN loss entered by iteration 40; every loss is nan (nan) from 60
+    report = api.diagnose([str(PUBLIC / "507.log")])
+    assert ids(report)[0] == "nan-persistent"
+    assert report.findings[0].first_step == 40
+
+
+def test_an_average_that_stays_nan_after_one_bad_step_is_no_persistent_nan(tmp_path) -> None:
+    # the global average keeps a skipped step's NaN for the rest of the run; the medians are finite again
+    lines = [f"2020-12-28 12:36:34,561 fcos_core.trainer INFO: eta: 7 days, 9:22:30  iter: {i}  loss: {2.5 - i / 1000:.4f} ({2.6 - i / 1000:.4f})  "
+             f"loss_cls: 1.2059 (1.2410)  time: 3.4431 (3.5479)  data: 0.0109 (0.0280)  lr: 0.003333  max mem: 9314" for i in range(20, 220, 20)]
+    lines += [f"2020-12-28 12:36:34,561 fcos_core.trainer INFO: eta: 7 days, 9:22:30  iter: {i}  loss: {2.3 - i / 1000:.4f} (nan)  "
+              f"loss_cls: 1.2059 (nan)  time: 3.4431 (3.5479)  data: 0.0109 (0.0280)  lr: 0.003333  max mem: 9314" for i in range(220, 620, 20)]
+    found = ids(diagnose_lines(tmp_path, lines))
+    assert "nan-persistent" not in found

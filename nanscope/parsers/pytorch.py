@@ -174,7 +174,7 @@ def _loss_components(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]
 
 @rule("step-line", ("loss", "Loss", "LOSS", "xent:"), PAIR.pattern, re.I)
 def _step(m: "re.Match[str]", rec, state):
-    return _step_from(rec.text, rec)
+    return _step_from(rec.text, rec, state)
 
 
 # A stats dict printed with repr-quoted keys and values: PaddleDetection 0.x's tools/train.py
@@ -189,10 +189,21 @@ def _quoted_pairs(m: "re.Match[str]", rec, state):
     return _step_from(_QUOTED_PAIR.sub(r"\g<key>: \g<val>", rec.text), rec)
 
 
-def _step_from(text: str, rec):
+# A meter's value printed with its running average in parentheses (maskrcnn_benchmark's and torchvision's
+# MetricLogger: `loss: 23.3687 (nan)`, median then global average; AverageMeter: `Loss 2.13 (nan)`): an average
+# is non-finite only once a non-finite value entered it, so the loss went non-finite by the first such line (a global
+# average stays nan after a step the loss scaler skipped, so only the first one is news: later lines give their value).
+_AVG_NONFINITE = re.compile(r"[ \t]*\([ \t]*(?P<avg>[-+]?(?:nan|inf))[ \t]*\)", re.I)
+
+
+def _step_from(text: str, rec, state: Optional[dict] = None):
     fields: dict[str, str] = {}
+    ends: dict[str, int] = {}
     for p in PAIR.finditer(text):
-        fields.setdefault(norm_key(p.group("key")), p.group("val"))
+        key = norm_key(p.group("key"))
+        if key not in fields:
+            fields[key] = p.group("val")
+            ends[key] = p.end()
     keys = list(fields)
     lead = _lead(text)
     where = (classify(keys) or (classify(keys, only_pairs=True) if "epoch" in fields and _epoch_record(text) else None)
@@ -204,6 +215,11 @@ def _step_from(text: str, rec):
             return None
     vals = list(fields.values())
     got = {fld: vals[i] for fld, i in where.items() if i < len(vals)}
+    if "loss" in where and where["loss"] < len(vals):
+        avg = _AVG_NONFINITE.match(text, ends[keys[where["loss"]]])
+        if avg is not None and state is not None and not state.get("loss_avg_nonfinite"):
+            state["loss_avg_nonfinite"] = True
+            got["loss"] = avg.group("avg")
     step = to_int(got.get("step"))
     epoch = to_float(got.get("epoch"))
     if step is None and lead is not None:
