@@ -1,0 +1,83 @@
+"""Who failed first in multi-rank logs, blind public round 4200- (session 16): watchdog time-outs under Ray's
+`(WorkerDict pid=...)` with a sub-group's own rank after the global `[rank7]:`, under a collector's date stamp,
+with a rank's c10 record glued to a tqdm bar (`... 5727.61s/it][rank0]:[E1202 ...`); torchrun's c10d
+rendezvous client socket timing out; an OOM behind `[rank2]: `; a finished nccl-tests run and 32 ranks'
+`Init COMPLETE` as healthy traps.
+
+Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
+from the thread named in the comment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ids
+from nanscope import api
+from nanscope.ingest.prefixes import peel
+from nanscope.model import Origin
+
+PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
+
+
+@pytest.mark.parametrize("name, expected, rank", [
+    ("4200.log", "collective-timeout", None),  # global rank 7 is rank 1 of mesh_sp: the waiting rank, no culprit
+    ("4201.log", "collective-timeout", None),  # the dump signal `from  rank 4`; rank 7's own EP-group watchdog
+    ("4202.log", "peer-connection-lost", None),  # the agent's client socket never reached the c10d store
+    ("4203.log", "collective-timeout", None),
+    ("4204.log", "collective-timeout", None),
+    ("4205.log", "collective-timeout", None),
+    ("4208.log", "cuda-oom", 2),
+    ("4209.log", "collective-timeout", None),
+])
+def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].initiating_rank == rank
+
+
+@pytest.mark.parametrize("name", ["4206.log", "4207.log"])
+def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_a_sub_groups_rank_is_not_the_global_rank() -> None:
+    # verl-project/verl#5414: `[rank7]:[E226 ...] [Rank 1] Watchdog caught ...` is global rank 7, rank 1 of mesh_sp
+    f = api.diagnose([str(PUBLIC / "4200.log")]).findings[0]
+    assert f.ranks == [7]
+
+
+@pytest.mark.parametrize("name, ranks", [
+    ("4203.log", [1, 7]),  # rank 1's record glued to `Epoch 0: ... [00:00<?, ?it/s]` (modelscope/DiffSynth-Studio#458)
+    ("4209.log", [0, 1, 2, 3]),  # rank 0's glued to `... 6/15000 [10:46:01<23855:30:25, 5727.61s/it]` (ms-swift#6877)
+])
+def test_a_record_glued_to_a_tqdm_bar_is_its_ranks(name: str, ranks: list) -> None:
+    f = api.diagnose([str(PUBLIC / name)]).findings[0]
+    assert f.ranks == ranks
+    # every rank that timed out is in the input: none is 'never seen' (4209 named rank 0 so before)
+    assert "never appears in the input" not in (f.decided_by or "")
+
+
+def test_a_glued_record_takes_the_prefix_rank_not_the_groups(tmp_path) -> None:
+    # the c10 header after `[rank3]:` opens a record whatever came before it on the line; `[Rank 1]` in the
+    # message is the process group's own rank (fields['pg_rank'])
+    line = ("hello [rank3]:[E318 07:39:53.713449198 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=610, OpType=COALESCED, NumelIn=56320, NumelOut=450560, "
+            "Timeout(ms)=600000) ran for 600007 milliseconds before timing out.")
+    msg, origin = peel(line, Origin())
+    assert origin.rank == 3 and msg.startswith("[E318 07:39:53")
+    log = tmp_path / "job.log"
+    log.write_text(line + "\n", encoding="utf-8")
+    assert api.diagnose([str(log)]).findings[0].ranks == [3]
+
+
+@pytest.mark.parametrize("line", [
+    "see [rank3]: for details",  # a rank prefix without c10's header is prose
+    "Epoch 0: 100%|##########| 5/5 [00:01<00:00, 4.1it/s][rank0] done",  # no colon: a user's tag, not torch's
+    "copied [rank1]:[E1206 is not a header] here",
+])
+def test_no_glued_record_without_c10s_header(line: str) -> None:
+    msg, origin = peel(line, Origin())
+    assert msg == line and origin.rank is None
