@@ -1,4 +1,4 @@
-"""Who failed first in multi-rank logs, blind public round 4200- (session 16): watchdog time-outs under Ray's
+"""Who failed first in multi-rank logs, blind public rounds 4200- (session 16): watchdog time-outs under Ray's
 `(WorkerDict pid=...)` with a sub-group's own rank after the global `[rank7]:`, under a collector's date stamp,
 with a rank's c10 record glued to a tqdm bar (`... 5727.61s/it][rank0]:[E1202 ...`); torchrun's c10d
 rendezvous client socket timing out; an OOM behind `[rank2]: `; a finished nccl-tests run and 32 ranks'
@@ -31,6 +31,12 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("4205.log", "collective-timeout", None),
     ("4208.log", "cuda-oom", 2),
     ("4209.log", "collective-timeout", None),
+    # round 8 (4210-4215), scored blind after round 7's fix
+    ("4210.log", "collective-timeout", None),  # rank 1 only observed rank 3's dump signal: no error of its own
+    ("4211.log", "collective-timeout", None),
+    ("4212.log", "collective-timeout", None),
+    ("4213.log", "collective-timeout", None),  # `what():  [Rank 6] NCCL watchdog thread terminated`, no prefix
+    ("4214.log", "collective-timeout", None),  # an NCCL RAS report with no error beside rank 118's time-out
 ])
 def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -38,9 +44,15 @@ def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     assert report.findings[0].initiating_rank == rank
 
 
-@pytest.mark.parametrize("name", ["4206.log", "4207.log"])
+@pytest.mark.parametrize("name", ["4206.log", "4207.log", "4215.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+@pytest.mark.parametrize("name, ranks", [("4210.log", [3]), ("4213.log", [6]), ("4214.log", [118])])
+def test_the_ranks_that_waited_are_the_ones_named(name: str, ranks: list) -> None:
+    f = api.diagnose([str(PUBLIC / name)]).findings[0]
+    assert f.ranks == ranks and f.initiating_rank is None
 
 
 def test_a_sub_groups_rank_is_not_the_global_rank() -> None:
