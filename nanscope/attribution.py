@@ -217,7 +217,14 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                     tiers[id(f)] = 3
                     continue
                 lone = _lone_abort(f, findings)
-                if lone is not None:
+                stopped = (f.matches[0].events[0].fields or {}).get("others_stopped") if lone is not None else None
+                if lone is not None and stopped:
+                    f.decided_by = (f"tier 4: rank {lone} is the worker torchrun saw fail, by SIGABRT, while the {stopped} "
+                                    f"other(s) it then stopped were still running: its process aborted itself, either "
+                                    f"the NCCL watchdog after a collective timed out (then another rank stalled) or a "
+                                    f"native abort in rank {lone} (a device-side assert, a C++ exception); the input "
+                                    f"shows neither. Next time: rank {lone}'s own output (torchrun --tee 3 --log-dir DIR)")
+                elif lone is not None:
                     f.decided_by = (f"tier 4: rank {lone} is the only worker that failed, by SIGABRT: its process aborted "
                                     f"itself, either the NCCL watchdog after a collective timed out (then another rank "
                                     f"stalled) or a native abort in rank {lone}; the input shows neither. Next time: "
@@ -578,8 +585,9 @@ def _lone_abort(f: Finding, findings: list) -> Optional[int]:
     evs = [ev for m in f.matches for ev in m.events[:1]]
     if len(evs) != 1 or getattr(evs[0], "signal", None) != "SIGABRT" or evs[0].rank is None:
         return None
-    if not (getattr(evs[0], "fields", None) or {}).get("only_failure"):
-        return None
+    fields = getattr(evs[0], "fields", None) or {}
+    if not fields.get("only_failure") and not fields.get("others_stopped"):
+        return None  # (the agent's first failure, logged after it stopped the workers still running, counts)
     for g in findings:
         for m in g.matches:
             if any(getattr(ev, "error", None) in _WATCHDOG_ERRORS for ev in m.events):

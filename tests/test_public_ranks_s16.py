@@ -93,3 +93,55 @@ def test_a_glued_record_takes_the_prefix_rank_not_the_groups(tmp_path) -> None:
 def test_no_glued_record_without_c10s_header(line: str) -> None:
     msg, origin = peel(line, Origin())
     assert msg == line and origin.rank is None
+
+
+# round 9 (4216-4221), scored blind after round 7's fix
+@pytest.mark.parametrize("name, expected, rank", [
+    ("4216.log", "collective-timeout", None),  # ranks 0,1,3 wait; rank 2 unseen is a hint, not a claim
+    ("4217.log", "collective-timeout", None),
+    ("4218.log", "cuda-device-assert", None),  # NCCL's `[1]` is a CUDA device index, not a rank
+    ("4219.log", "cuda-device-assert", 1),  # rank 1's watchdog died on its own process's device-side assert
+    ("4220.log", "worker-terminated", None),  # a lone SIGABRT: the watchdog's or a native abort
+    ("4221.log", "process-killed", 1),  # SIGKILL, the others stopped by the agent after it
+])
+def test_round_9_first_failure_and_rank(name: str, expected: str, rank) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].initiating_rank == rank
+
+
+def test_the_agents_first_failure_after_it_stopped_the_others_is_a_lone_abort() -> None:
+    # deepspeedai/Megatron-DeepSpeed#207: seven `Sending process P closing signal SIGTERM`, then `failed
+    # (exitcode: -6) local_rank: 0`: PContext._poll stops the workers still running, then logs the first failure
+    f = api.diagnose([str(PUBLIC / "4220.log")]).findings[0]
+    assert f.initiating_rank is None
+    assert "rank 0 is the worker torchrun saw fail, by SIGABRT, while the 7 other(s)" in f.decided_by
+    assert "device-side assert" in f.decided_by
+
+
+_STOPPED = ("W0811 10:33:49.342481 140 torch/distributed/elastic/multiprocessing/api.py:858] Sending process 101 "
+            "closing signal SIGTERM\n"
+            "W0811 10:33:49.342605 140 torch/distributed/elastic/multiprocessing/api.py:858] Sending process 102 "
+            "closing signal SIGTERM\n")
+
+
+def test_a_watchdog_line_keeps_the_abort_unexplained(tmp_path) -> None:
+    # with a collective timeout in the input the abort is as likely the watchdog's after a stall elsewhere
+    log = tmp_path / "job.log"
+    log.write_text(
+        "[rank1]:[E1006 15:30:19.943734533 ProcessGroupNCCL.cpp:655] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600042 "
+        "milliseconds before timing out.\n" + _STOPPED +
+        "E0811 10:34:02.121527 140 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: -6) "
+        "local_rank: 0 (pid: 100) of binary: /usr/bin/python\n", encoding="utf-8")
+    report = api.diagnose([str(log)])
+    assert all("torchrun saw fail" not in (f.decided_by or "") for f in report.findings)
+
+
+def test_a_stopped_worker_is_not_the_agents_own_failure(tmp_path) -> None:
+    # the failure line names a pid the agent itself just sent SIGTERM: no claim that the others were still running
+    log = tmp_path / "job.log"
+    log.write_text(_STOPPED + "E0811 10:34:02.121527 140 torch/distributed/elastic/multiprocessing/api.py:833] failed "
+                   "(exitcode: -6) local_rank: 1 (pid: 101) of binary: /usr/bin/python\n", encoding="utf-8")
+    report = api.diagnose([str(log)])
+    assert all("torchrun saw fail" not in (f.decided_by or "") for f in report.findings)
