@@ -279,7 +279,9 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
     # A cascade (a rank died, the launcher stopped the others) whose first line is the same process death
     # another finding reads with its cause (mpirun's `exited on signal 9 (Killed)` as process-killed, torchrun's
     # `exitcode: -11` as worker-segfault) is the story around that death: the death and what caused it come first.
-    firsts = {_first_line(f) for f in top if f.sig.match["machine"] != "cascade" and _died_of(f)}
+    # (any of the finding's deaths: a shell's `Segmentation fault (core dumped)` first, then the launcher's
+    # `rank 0 exited with code 139`, which the cascade starts from, are one death)
+    firsts = {ln for f in top if f.sig.match["machine"] != "cascade" and _died_of(f) for ln in _death_lines(f)}
     around = {id(f) for f in top if f.sig.match["machine"] == "cascade" and _first_line(f) in firsts}
 
     def order(f: Finding) -> tuple:
@@ -297,6 +299,12 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
 def _first_line(f: Finding) -> tuple:
     ev = f.matches[0].events[0]
     return ev.loc.source, ev.loc.line
+
+
+def _death_lines(f: Finding) -> set:
+    """The lines of f's matches that are a process's death by a signal or an exit status."""
+    return {(ev.loc.source, ev.loc.line) for m in f.matches for ev in m.events[:1]
+            if getattr(ev, "signal", None) or getattr(ev, "exitcode", None) is not None}
 
 
 def _died_of(f: Finding) -> bool:

@@ -145,3 +145,39 @@ def test_a_stopped_worker_is_not_the_agents_own_failure(tmp_path) -> None:
                    "(exitcode: -6) local_rank: 1 (pid: 101) of binary: /usr/bin/python\n", encoding="utf-8")
     report = api.diagnose([str(log)])
     assert all("torchrun saw fail" not in (f.decided_by or "") for f in report.findings)
+
+
+# round 10 (4222-4224), scored blind after round 9's fix
+@pytest.mark.parametrize("name, expected, rank", [
+    ("4222.log", "worker-segfault", 2),  # the agent stopped seven, then logged local_rank 2's -11
+    ("4223.log", "worker-segfault", 0),  # PALS: `rank 0 exited with code 139` (128 + SIGSEGV), rank 1 SIGTERM after
+    ("4224.log", "remote-launch-failed", None),  # pdsh names a host, not a rank
+])
+def test_round_10_first_failure_and_rank(name: str, expected: str, rank) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].initiating_rank == rank
+
+
+def test_pals_exit_status_names_the_rank_and_the_signal_teardown_is_collateral() -> None:
+    report = api.diagnose([str(PUBLIC / "4223.log")])
+    cascade = next(f for f in report.findings if f.id == "rank-crash-cascade")
+    assert cascade.initiating_rank == 0 and cascade.collateral_ranks == [1]
+
+
+@pytest.mark.parametrize("line, rank, exitcode, signal", [
+    ("x1000c0s0b0n0: rank 3 exited with code 1", 3, 1, None),  # the program's own status
+    ("rank 5 exited with code 134", 5, None, "SIGABRT"),  # 128 + 6 through a shell, host prefix off
+])
+def test_pals_exit_status_lines(tmp_path, line: str, rank: int, exitcode, signal) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(line + "\n", encoding="utf-8")
+    evs = [e for e in api.events([str(log)]) if e.kind == "error"]
+    assert len(evs) == 1 and evs[0].rank == rank
+    assert evs[0].exitcode == exitcode and evs[0].signal == signal
+
+
+def test_a_clean_pals_exit_is_no_failure(tmp_path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("x1000c0s0b0n0: rank 0 exited with code 0\n", encoding="utf-8")
+    assert ids(api.diagnose([str(log)])) == []
