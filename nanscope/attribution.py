@@ -217,7 +217,14 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                     tiers[id(f)] = 3
                     continue
                 lone = _lone_abort(f, findings)
-                if lone is not None:
+                stopped = (f.matches[0].events[0].fields or {}).get("others_stopped") if lone is not None else None
+                if lone is not None and stopped:
+                    f.decided_by = (f"tier 4: rank {lone} is the worker torchrun saw fail, by SIGABRT, while the {stopped} "
+                                    f"other(s) it then stopped were still running: its process aborted itself, either "
+                                    f"the NCCL watchdog after a collective timed out (then another rank stalled) or a "
+                                    f"native abort in rank {lone} (a device-side assert, a C++ exception); the input "
+                                    f"shows neither. Next time: rank {lone}'s own output (torchrun --tee 3 --log-dir DIR)")
+                elif lone is not None:
                     f.decided_by = (f"tier 4: rank {lone} is the only worker that failed, by SIGABRT: its process aborted "
                                     f"itself, either the NCCL watchdog after a collective timed out (then another rank "
                                     f"stalled) or a native abort in rank {lone}; the input shows neither. Next time: "
@@ -272,7 +279,9 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
     # A cascade (a rank died, the launcher stopped the others) whose first line is the same process death
     # another finding reads with its cause (mpirun's `exited on signal 9 (Killed)` as process-killed, torchrun's
     # `exitcode: -11` as worker-segfault) is the story around that death: the death and what caused it come first.
-    firsts = {_first_line(f) for f in top if f.sig.match["machine"] != "cascade" and _died_of(f)}
+    # (any of the finding's deaths: a shell's `Segmentation fault (core dumped)` first, then the launcher's
+    # `rank 0 exited with code 139`, which the cascade starts from, are one death)
+    firsts = {ln for f in top if f.sig.match["machine"] != "cascade" and _died_of(f) for ln in _death_lines(f)}
     around = {id(f) for f in top if f.sig.match["machine"] == "cascade" and _first_line(f) in firsts}
 
     def order(f: Finding) -> tuple:
@@ -290,6 +299,12 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
 def _first_line(f: Finding) -> tuple:
     ev = f.matches[0].events[0]
     return ev.loc.source, ev.loc.line
+
+
+def _death_lines(f: Finding) -> set:
+    """The lines of f's matches that are a process's death by a signal or an exit status."""
+    return {(ev.loc.source, ev.loc.line) for m in f.matches for ev in m.events[:1]
+            if getattr(ev, "signal", None) or getattr(ev, "exitcode", None) is not None}
 
 
 def _died_of(f: Finding) -> bool:
@@ -578,8 +593,9 @@ def _lone_abort(f: Finding, findings: list) -> Optional[int]:
     evs = [ev for m in f.matches for ev in m.events[:1]]
     if len(evs) != 1 or getattr(evs[0], "signal", None) != "SIGABRT" or evs[0].rank is None:
         return None
-    if not (getattr(evs[0], "fields", None) or {}).get("only_failure"):
-        return None
+    fields = getattr(evs[0], "fields", None) or {}
+    if not fields.get("only_failure") and not fields.get("others_stopped"):
+        return None  # (the agent's first failure, logged after it stopped the workers still running, counts)
     for g in findings:
         for m in g.matches:
             if any(getattr(ev, "error", None) in _WATCHDOG_ERRORS for ev in m.events):

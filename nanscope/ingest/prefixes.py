@@ -1,7 +1,10 @@
 """Peel launcher prefixes off a line and learn which process printed it.
 
 Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
-  [rank3]:                  torch's global-rank prefix (exception hook, c10 logging)
+  [rank3]:                  torch's global-rank prefix (exception hook, c10 logging); also where a
+                            c10 record (`[rank3]:[E1206 21:12:01.858423203 File.cpp:N] ...`) was
+                            glued after another write that ended without a newline (a tqdm bar:
+                            `... 6/15000 [10:46:01<23855:30:25, 5727.61s/it][rank0]:[E1202 ...`)
   [default3]: [trainer3]:   torchrun --tee / log_line_prefix_template: a *local* rank
   [3]:                      torchrun with log_line_prefix_template="[${rank}]:"
   [trainer0|0]:             a log_line_prefix_template of two of ${role_name}, ${rank}, ${local_rank}
@@ -102,6 +105,12 @@ _PREFIX = re.compile(
     """,
     re.X,
 )
+
+# torch's rank prefix, then the header c10's logger (c10/util/Logging.cpp, glog's format: level letter,
+# month (unpadded: `E318`, `E1206`) and day, hh:mm:ss.micro, file:line) opens every record with: nothing but a record's start looks so, so
+# found after other text on the line it is where a process's record starts (the text before it, a
+# bar or a partial print that ended without a newline, is another write)
+_GLUED_C10 = re.compile(r"\[rank(?P<n>\d+)\]:(?=\[[EWIF]\d{3,4} \d\d:\d\d:\d\d)")
 
 _SGLANG_TAG = re.compile(r"([A-Z_]+?)(\d+)")
 _STAGED_WORKER = re.compile(r"_(?:DP|PP)\d")
@@ -349,7 +358,11 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             if r is not None:
                 rank = int(r)
     if not found:
-        return text, base
+        glued = _GLUED_C10.search(text, 1) if "]:[" in text else None
+        if glued is None:
+            return text, base
+        # a c10 record glued after another write: the record is the process's (see _GLUED_C10)
+        rank, pos = int(glued.group("n")), glued.end()
     node = base.node
     if local is None:
         local = base.local_rank  # a torchelastic attempt_K/<local rank>/ file under a node folder

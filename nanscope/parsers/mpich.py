@@ -9,6 +9,11 @@ saforem2/ezpz#210; PALS is not open source, so the threads are the template's on
   x4001c5s4b0n0.hsn.cm.aurora.alcf.anl.gov: rank 0 died from signal 15
   (without the host when the launcher's prefix is off or cut: `rank 0 died from signal 11 and dumped core`)
   After the first death PALS stops the others: they die from SIGTERM (15) or SIGKILL (9), in order after it.
+  A process that exits (rather than dies of a signal) is reported with its exit status (intel/pti-gpu#69,
+  `mpiexec -n 2 -ppn 2 --pmi=pmix`, a wrapper script between PALS and Python):
+  hostname: rank 0 exited with code 139
+  hostname: rank 1 died from signal 15
+  A shell in between turns a signal N into the status 128 + N (139: SIGSEGV), as for Hydra's EXIT CODE below.
 
 MPICH2 mpd (src/pm/mpd/mpiexec.py, 1.0 - 1.4; `job_aborted_early`):
   print 'rank %d in job %s caused collective abort of all ranks' % (msg['rank'], msg['jobid'])
@@ -96,6 +101,23 @@ def _pals_died(m, rec, state):
     host = rec.text[: m.start()].strip() or None
     return _death(rec, state, int(m.group("rank")), int(m.group("sig")), "pals",
                   node=host or rec.origin.node, core_dumped=m.group("core") is not None)
+
+
+@rule("pals-rank-exited", ("exited with code",),
+      r"(?:^|: )rank (?P<rank>\d+) exited with code (?P<code>\d+)\s*$")
+def _pals_exited(m, rec, state):
+    code = int(m.group("code"))
+    if code == 0:
+        return []  # a clean exit
+    host = rec.text[: m.start()].strip() or None
+    rank = int(m.group("rank"))
+    if code > 128 and code - 128 in SIGNALS:
+        return _death(rec, state, rank, code - 128, "pals", node=host or rec.origin.node, exit_status=code)
+    first = not state.get("mpich_fault_seen")
+    state["mpich_fault_seen"] = True
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="worker_failed", message=rec.text.strip(),
+                      exitcode=code, rank=rank, fields={"source": "pals", "first_observed": first,
+                                                        "node": host or rec.origin.node})
 
 
 @rule("mpd-collective-abort", ("caused collective abort of all ranks",),
@@ -206,6 +228,6 @@ PARSER = Parser(
     name="mpich",
     framework=FW,
     priority=12,
-    description="MPICH-family launchers: HPE Cray PALS `rank N died from signal S`, mpd's collective abort, Hydra's BAD TERMINATION banner and exit string, a process's own MPI_Abort",
-    rules=[_mpi_abort, _pals_died, _mpd_abort, _mpd_exit, _hydra_banner, _hydra_running_at, _hydra_banner_exit, _hydra_exit],
+    description="MPICH-family launchers: HPE Cray PALS `rank N died from signal S` / `exited with code C`, mpd's collective abort, Hydra's BAD TERMINATION banner and exit string, a process's own MPI_Abort",
+    rules=[_mpi_abort, _pals_died, _pals_exited, _mpd_abort, _mpd_exit, _hydra_banner, _hydra_running_at, _hydra_banner_exit, _hydra_exit],
 )

@@ -51,11 +51,18 @@ def _agent_failed(m, rec, state):
     o = rec.origin
     lr = int(m.group("lr") or m.group("lr2"))
     single_node = o.node is None and o.rank is None and o.local_rank is None
+    pid = int(m.group("pid") or m.group("pid2"))
     ev = ErrorEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", error="worker_failed", message=rec.text,
         exitcode=code, signal=signal_of(code), rank=lr if single_node else None,
-        fields={"local_rank": lr, "pid": int(m.group("pid") or m.group("pid2"))},
+        fields={"local_rank": lr, "pid": pid},
     )
+    # PContext._poll (torch/distributed/elastic/multiprocessing/api.py) notices the failed workers, calls
+    # close() - `Sending process P closing signal SIGTERM` for every worker still running - and only then
+    # logs the first failure: the workers it just stopped were alive when this one had exited on its own
+    stopped = state.pop("closing_pids", None)
+    if stopped and pid not in stopped:
+        ev.fields["others_stopped"] = len(stopped)
     if o.rank is not None and o.local_rank is None and o.node is None:
         # A launcher label in front of the agent's own line (`1: E... failed (exitcode: -11)
         # local_rank: 0`, srun --label with one torchrun per node): the agent is not a worker, so the
@@ -146,6 +153,7 @@ def _spawn_signal(m, rec, state):
 @rule("closing-signal", ("closing signal", "via signal "),
       r"Sending process (?P<pid>\d+) (?:the )?closing signal (?P<sig>SIG\w+)|Closing process (?P<pid2>\d+) via signal (?P<sig2>SIG\w+)")
 def _closing(m, rec, state):
+    state.setdefault("closing_pids", set()).add(int(m.group("pid") or m.group("pid2")))
     return LifecycleEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", action="teardown",
         fields={"pid": int(m.group("pid") or m.group("pid2")), "signal": m.group("sig") or m.group("sig2")},

@@ -58,10 +58,11 @@ def test_only_the_collector_relayed_excerpts_among_the_bundled_real_logs_are_tak
     syslog lines are no wrapper: of every log in sample_logs/ (framework output and public
     excerpts) only those read through a collector are: 1813 (stable-diffusion-webui-forge), 1938
     (Ollama) and 2231 (the kubelet's glog lines) through journalctl, 1917 (vLLM) and 2196 (TGI)
-    through a container runtime's RFC 3339 stamp."""
+    through a container runtime's RFC 3339 stamp, 4201 (Megatron's `[rank7]:` records) under a
+    collector's `Oct 22 03:18:42 ` date and time."""
     wrapped = {p.name: w.name for p in sorted(Path(SAMPLES).rglob("*.log")) if (w := learn_wrapper(p.read_bytes()[: 1 << 20]))}
     assert wrapped == {"1813.log": "syslog", "1917.log": "date-time", "1938.log": "syslog", "2196.log": "date-time",
-                       "2231.log": "syslog"}
+                       "2231.log": "syslog", "4201.log": "ts"}
 
 
 def test_the_journald_excerpt_reads_its_exception_behind_the_stamp():
