@@ -19,3 +19,9 @@ def fmt_ranks(ranks: Iterable[Any]) -> str:
         if r is not None:
             start = prev = r
     return ",".join(out)
+
+
+def rank_phrase(ranks: Iterable[Any]) -> str:
+    """[3] -> 'rank 3', [0,1,2,3] -> 'ranks 0-3': the ranks as a noun phrase that agrees in number."""
+    rs = sorted({r for r in ranks if r is not None})
+    return f"rank {rs[0]}" if len(rs) == 1 else f"ranks {fmt_ranks(rs)}"

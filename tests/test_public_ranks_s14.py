@@ -113,7 +113,7 @@ def test_the_rank_a_dump_signal_came_from_is_the_one_that_timed_out() -> None:
     # PrimeIntellect-ai/prime-rl#3186 (3722.log): rank 0 only received the signal; rank 13 timed out (and waited:
     # it is no culprit either)
     report = api.diagnose([str(PUBLIC / "3722.log")])
-    assert "Ranks 13 timed out" in report.findings[0].summary
+    assert "Rank 13 timed out" in report.findings[0].summary
     assert report.findings[0].initiating_rank is None
 
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from nanscope.model import Diagnostic, Event, Evidence, Finding
-from nanscope.rankset import fmt_ranks  # noqa: F401 - also imported from here by older code
+from nanscope.rankset import fmt_ranks, rank_phrase  # noqa: F401 - fmt_ranks also imported from here by older code
 from nanscope.signatures.machines import Match
 from nanscope.signatures import predicates
 from nanscope.signatures.schema import Signature
@@ -368,6 +368,12 @@ def _step_words(step: Optional[int], last: Optional[int], counted: bool) -> dict
     return {"at_step": at, "step_from": f" at the {_ordinal(step)} step line{note}", "step_through": ""}
 
 
+def _subject(ranks: list) -> str:
+    if not ranks:
+        return "ranks (not named in the log)"
+    return rank_phrase(ranks)
+
+
 def build_finding(agg: Aggregate) -> Finding:
     sig = agg.sig
     matches = agg.ordered()
@@ -383,6 +389,8 @@ def build_finding(agg: Aggregate) -> Finding:
               else f"{first.step} (counted: the log prints no step numbers)") if first.step is not None else "?",
         nranks=len(ranks),
         where=(f" on rank {ranks[0]}" if len(ranks) == 1 else f" on ranks {fmt_ranks(ranks)}") if ranks else "",
+        # `{Subject} timed out`: the ranks as a subject that agrees in number ("Rank 3", "Ranks 0-3")
+        subject=_subject(ranks), Subject=_subject(ranks).capitalize(),
         **_step_words(first.step, first.extras.get("last_step"), getattr(ev0, "step_counted", False)),
     )
     for k in ("good_ranks", "bad_ranks"):
