@@ -68,3 +68,29 @@ def test_the_hermes_parser_without_its_tokens_is_tool_calling(tmp_path) -> None:
     # vllm-project/vllm#9304's title: the parser's tokens are not in glm-4 / MiniCPM3 / Llama 3.1's vocabulary
     line = "RuntimeError: Hermes 2 Pro Tool parser could not locate tool call start/end tokens in the tokenizer!"
     assert ids(diagnose_lines(tmp_path, [line])) == ["tool-calling-misconfigured"]
+
+
+# round 2 (4310-4315), scored blind after the round-1 fixes
+@pytest.mark.parametrize("name, expected", [
+    ("4310.log", "tool-calling-misconfigured"),  # sglang#9102: 'Unsupported tool_call_parser: None' in its traceback
+    ("4311.log", "tool-calling-misconfigured"),  # Roo-Code#10259: the same message in an agent's 500
+    ("4312.log", "cli-argument-invalid"),  # sgl-project.github.io#17: argparse refusing 'llama4'
+    ("4313.log", "attention-softcap-unsupported"),  # vllm#7060: 'Please use Flashinfer backend for models with ...'
+    ("4314.log", "attention-softcap-unsupported"),  # vllm#6218: 0.5.1's 'withlogits_soft_cap' in the worker, ROCm
+])
+def test_round_2_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+def test_round_2_gemma2_loading_with_flashinfer_stays_clean() -> None:
+    assert ids(api.diagnose([str(PUBLIC / "4315.log")])) == []
+
+
+def test_sglang_without_a_parser_says_the_flag_is_missing() -> None:
+    summary = api.diagnose([str(PUBLIC / "4310.log")]).findings[0].summary
+    assert "SGLang" in summary and "--tool-call-parser" in summary
+
+
+def test_sglangs_quoted_raise_is_no_finding(tmp_path) -> None:
+    # python/sglang/srt/function_call/function_call_parser.py, as a traceback's source line shows it
+    assert ids(diagnose_lines(tmp_path, ['    raise ValueError(f"Unsupported tool_call_parser: {tool_call_parser}")'])) == []

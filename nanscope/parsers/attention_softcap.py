@@ -15,6 +15,12 @@ Templates (vllm-project/vllm, quoted from source via the search index):
       (same shape: "FlexAttention does not support logits soft cap yet.", "TRTLLM attention does not support
       logits soft cap.", "CacheOnlyAttention does not support logits soft cap yet.", "HPC attention backend does
       not support logits soft cap.", "TRITON_PAGED does not support logits soft capping yet.")
+  vLLM 0.5.1-0.5.3, before its FlashAttention had soft-capping: vllm/attention/backends/flash_attn.py (and
+      xformers.py, the worker's model_runner.py) refused a model whose config sets attn_logit_softcapping on any
+      backend but FlashInfer (raised in the profiling run, determine_num_available_blocks):
+      raise ValueError("Please use Flashinfer backend for models with logits_soft_cap (i.e., Gemma-2). Otherwise,
+      the output might be wrong. Set Flashinfer backend by export VLLM_ATTENTION_BACKEND=FLASHINFER.")
+      (0.5.1 concatenated "models with" "logits_soft_cap" without the space: `models withlogits_soft_cap`)
   Dao-AILab/flash-attention hopper/flash_api.cpp (and vllm-flash-attn's FA3 build) mha_fwd:
       TORCH_CHECK(params.softcap == 0.0, "This flash attention build does not support tanh softcapping.");
       (built with FLASHATTENTION_DISABLE_SOFTCAP; vLLM's Hopper default FA3 for Gemma 2, vllm#25502)
@@ -39,21 +45,25 @@ _IN_LITERAL = re.compile(r"""["'][\w .-]*$""")
 @rule(
     "attention-softcap-unsupported",
     ("does not support attention logits soft capping", "does not support logits soft cap",
-     "does not support tanh softcapping"),
+     "does not support tanh softcapping", "Please use Flashinfer backend for models with"),
     r"(?<![^\s:])(?P<msg>(?P<backend>[A-Za-z][\w.-]*(?: [A-Za-z][\w.-]*){0,3}) does not support "
     r"(?:attention )?logits soft[ -]?cap(?:ping)?\b"
-    r"|(?P<fa>This flash attention build) does not support tanh softcapping)",
+    r"|(?P<fa>This flash attention build) does not support tanh softcapping"
+    r"|(?P<fi>Please use Flashinfer backend for models with ?logits_soft_cap\b))",
 )
 def _softcap(m, rec, state):
     if _IN_LITERAL.search(rec.text[:m.start("msg")]) or "slightly off" in rec.text[m.end():]:
         return []  # the raise's source line in a traceback; a backend that drops the cap and goes on
     if not first_time(state, ("attention_softcap_unsupported",), rec.loc.line):
         return []  # every layer / worker says it: the first is the failure
-    if m.group("fa"):
-        backend = "FlashAttention (a build without soft-capping)"
+    if m.group("fi"):
+        backend = "not FlashInfer"
+        detail = ("this vLLM applies the model's attention logit soft-capping only with the FlashInfer backend, and "
+                  "another backend was selected (FlashInfer not installed, VLLM_ATTENTION_BACKEND not FLASHINFER, or a "
+                  "platform without FlashInfer)")
     else:
-        backend = m.group("backend")
-    detail = f"the {backend} attention backend has no attention logit soft-capping, which the model's layers use"
+        backend = "FlashAttention (a build without soft-capping)" if m.group("fa") else m.group("backend")
+        detail = f"the {backend} attention backend has no attention logit soft-capping, which the model's layers use"
     return error_event(m, rec, "attention_softcap_unsupported", FW, detail, backend=backend)
 
 
