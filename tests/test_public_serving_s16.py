@@ -94,3 +94,17 @@ def test_sglang_without_a_parser_says_the_flag_is_missing() -> None:
 def test_sglangs_quoted_raise_is_no_finding(tmp_path) -> None:
     # python/sglang/srt/function_call/function_call_parser.py, as a traceback's source line shows it
     assert ids(diagnose_lines(tmp_path, ['    raise ValueError(f"Unsupported tool_call_parser: {tool_call_parser}")'])) == []
+
+
+# round 3 (4320-4322), scored blind after the round-2 fixes
+@pytest.mark.parametrize("name, expected", [
+    ("4320.log", "kv-cache-blocks-exhausted"),  # TGI#1356: the router relaying the shard's block allocator
+    ("4321.log", "cuda-oom"),  # ollama#8597: cudaMalloc of 45 GB on an L40S, the CUDA0 buffer
+])
+def test_round_3_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)])) == [expected]
+
+
+def test_the_blocks_asked_and_free_are_in_the_summary() -> None:
+    summary = api.diagnose([str(PUBLIC / "4320.log")]).findings[0].summary
+    assert "107" in summary and "only 4" in summary
