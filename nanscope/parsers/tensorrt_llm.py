@@ -54,6 +54,12 @@ TensorRT's runtime (IRuntime::deserializeCudaEngine, every release 5-10) says, i
 TensorRT-LLM's runtime (cpp/tensorrt_llm/runtime/tllmRuntime.cpp) wraps it:
     [TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine (.../tllmRuntime.cpp:74)
 and Triton's TensorRT backend then reports the model `UNAVAILABLE: Internal: unable to create TensorRT engine`.
+TensorRT-LLM's plugins read their own fields back in their deserializing constructors and check that they used
+up exactly the bytes the engine stored for them (cpp/tensorrt_llm/plugins/*/…Plugin.cpp, `Plugin(void const* data,
+size_t length)`); fields added or reordered between releases break the count:
+    TLLM_CHECK(d == a + length);   -> [TensorRT-LLM][ERROR] Assertion failed: d == a + length (.../gptAttentionCommon.cpp:320)
+    TLLM_CHECK_WITH_INFO(d == a + length, "Expected length (%d) != real length (%d). This is often caused by using
+        different TensorRT-LLM version to build engine and run engine.", ...)          (later releases)
 
 Engines built for tp x pp (x cp) ranks that are run in an MPI world of another size (the usual case: a
 multi-GPU engine started as one process, without `mpirun -n <tp*pp>`; Triton started without
@@ -140,14 +146,17 @@ def _engine_build(m, rec, state):
     "engine-incompatible",
     ("The engine plan file is not compatible with this version of TensorRT", "Engine deserialization failed",
      "Deserialize the cuda engine failed", "Failed to deserialize cuda engine", "tag does not match",
-     "The engine plan file is generated on an incompatible device", "Assertion engine->deserialize("),
+     "The engine plan file is generated on an incompatible device", "Assertion engine->deserialize(",
+     "Assertion failed: d == a + length", "!= real length ("),
     r"The engine plan file is not compatible with this version of TensorRT, expecting library version "
     r"(?P<want>[\d.]+) got (?P<got>[\d.]+)"
     r"|The engine plan file is generated on an incompatible device, expecting compute (?P<cwant>\d+\.\d+) got compute"
     r" (?P<cgot>\d+\.\d+)"
     r"|(?P<deser>Engine deserialization failed|Deserialize the cuda engine failed|Failed to deserialize cuda engine"
     r"|Assertion engine->deserialize\()"
-    r"|(?P<tag>Magic|Version) tag does not match",
+    r"|(?P<tag>Magic|Version) tag does not match"
+    r"|(?P<plugin>Assertion failed: d == a \+ length \((?P<where>[^)\s]*?(?P<file>\w+)\.cpp):\d+\)"
+    r"|Expected length \(\d+\) != real length \(\d+\))",
 )
 def _engine_incompatible(m, rec, state):
     if not first_time(state, ("trt_engine_incompatible",), rec.loc.line):
@@ -158,6 +167,10 @@ def _engine_incompatible(m, rec, state):
     elif m.group("cwant"):
         why = (f"the engine was built for another GPU architecture (expecting compute {m.group('cwant')}, this GPU is "
                f"compute {m.group('cgot')}): engines run only on the GPU model they were built on")
+    elif m.group("plugin"):
+        what = f"the {m.group('file')} plugin" if m.group("file") else "a TensorRT-LLM plugin"
+        why = (f"{what} could not read its fields back from the engine (their stored length does not match what this "
+               "release reads): the engine was built with another TensorRT-LLM version than the one running it")
     elif m.group("tag"):
         why = ("the file's header is not this TensorRT's "
                + ("engine format (another release built it)" if m.group("tag") == "Version" else

@@ -46,6 +46,16 @@ The server's warm-up (server/text_generation_server/models/flash_causal_lm.py wa
 (later releases count `batch.to_pb().current_tokens` / `num_tokens`; some catch any exception); the launcher
 then logs `Method Warmup encountered an error.` and the router `Error: Warmup(Generation("Not enough memory
 to handle 4096 prefill tokens. ..."))`. It is a CUDA OOM at start-up with the budget that caused it.
+
+While serving, the shard's paged KV cache is a fixed pool of blocks; the router batches requests up to
+--max-batch-total-tokens (inferred from the memory left after the warm-up, or set by the user), and when a
+batch needs more blocks than are free the shard's block allocator fails it
+(server/text_generation_server/models/cache_manager.py CacheManager.allocate, 1.x):
+    assert len(free_block_indices) >= blocks, (
+        f"Out of available cache blocks: asked {blocks}, only {len(free_block_indices)} free blocks")
+the router relaying it per request (`Server error: Out of available cache blocks: asked 107, only 4 free
+blocks`, `Request failed during generation: Server error: ...`). Ascend's MindIE / ATB model runner, which copied
+the allocator, logs the same words with a trailing period.
 """
 
 from __future__ import annotations
@@ -135,10 +145,24 @@ def _warmup_oom(m, rec, state):
     )
 
 
+@rule("kv-cache-blocks", ("Out of available cache blocks: asked ",),
+      r"Out of available cache blocks: asked (?P<asked>\d+), only (?P<free>\d+) free blocks")
+def _kv_blocks(m, rec, state):
+    if not first_time(state, ("kv_cache_blocks_exhausted",), rec.loc.line):
+        return []  # the shard's assertion, the router's relay, every request that follows
+    asked, free = int(m.group("asked")), int(m.group("free"))
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework=FW, error="kv_cache_blocks_exhausted", message=rec.text.strip(),
+        fields={"asked": asked, "free": free,
+                "detail": (f"a batch needed {asked} KV cache blocks and only {free} were free: the router's batch "
+                           "budget is larger than the cache the shard allocated")},
+    )
+
+
 PARSER = Parser(
     name="tgi",
     framework=FW,
     priority=40,
-    description="text-generation-inference: a shard that failed or died of a signal, a warm-up out of memory, the router's panic",
-    rules=[_shard_failed, _shard_raised, _launcher_exit, _signaled, _warmup_oom, _rust_panic],
+    description="text-generation-inference: a shard that failed or died of a signal, a warm-up out of memory, the KV cache out of blocks, the router's panic",
+    rules=[_shard_failed, _shard_raised, _launcher_exit, _signaled, _warmup_oom, _kv_blocks, _rust_panic],
 )
