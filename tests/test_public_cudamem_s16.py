@@ -82,3 +82,32 @@ def test_a_head_without_its_tail_is_nothing(tmp_path) -> None:
         "step 10 done, wrote 5520758552 bytes",
     ])
     assert ids(r) == []
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("4420.log", "cuda-driver-mismatch"),
+    ("4421.log", "cuda-driver-mismatch"),
+    ("4422.log", "cublas-error"),
+    ("4423.log", "cublas-error"),
+    ("4424.log", "cuda-oom"),
+    ("4425.log", "cuda-oom"),
+    ("4426.log", "cuda-oom"),
+    ("4427.log", "process-killed"),
+    ("4429.log", "cuda-driver-mismatch"),
+])
+def test_round_two_failure_is_named_by_its_class(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)]))[0] == expected
+
+
+def test_numba_low_occupancy_warning_is_healthy() -> None:
+    assert ids(api.diagnose([str(PUBLIC / "4428.log")])) == []
+
+
+def test_cntk_cublas_failure_without_a_status_name_is_read_by_its_code(tmp_path) -> None:
+    # CNTK releases whose CudaErrString<cublasStatus_t> prints a pointer to cublas_api.h instead of the name
+    # (a line built from that template): 13 is CUBLAS_STATUS_EXECUTION_FAILED
+    r = diagnose_lines(tmp_path, [
+        "CUBLAS failure 13: (see cublas_api.h & look for cublasStatus_t or CUBLAS_STATUS_xxx) ; GPU=0 ; hostname=h ; expr=cublasSgemm(x)",
+    ])
+    assert ids(r) == ["cublas-error"]
+    assert "CUBLAS_STATUS_EXECUTION_FAILED" in r.findings[0].summary

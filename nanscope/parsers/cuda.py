@@ -374,13 +374,31 @@ def _runtime_cuda_error(m, rec, state):
 #   a.shape=(", ...) (batch_matmul_op: "Blas xGEMMBatched launch failed", "Blas xGEMV launch failed").
 #   Caffe's CUBLAS_CHECK (include/caffe/util/device_alternate.hpp): glog CHECK_EQ(status, CUBLAS_STATUS_SUCCESS) << " "
 #   << cublasGetErrorString(status): `Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0)  CUBLAS_STATUS_EXECUTION_FAILED`.
-@rule("other-cublas", ("failed to create cublas handle: ", " launch failed", "CUBLAS_STATUS_"),
+#   CNTK's CUDA_CALL / CUBLAS_CALL (Source/Math/GPUMatrix.cu ThrowOnError) and onnxruntime's CudaCall / RocmCall
+#   (core/providers/cuda/cuda_call.cc, rocm/rocm_call.cc): "%s failure %d: %s ; GPU=%d ; hostname=%s ; expr=%s" (onnxruntime
+#   adds "; file=...; line=..." and "; %s"), libName "CUBLAS" (ROCm: "HIPBLAS" / "ROCBLAS"): `CUBLAS failure 13:
+#   CUBLAS_STATUS_EXECUTION_FAILED ; GPU=1 ; hostname=... ; expr=cublas_gemm(...)`. Some CNTK releases print no status
+#   name for cuBLAS (`CUBLAS failure 13: (see cublas_api.h & look for cublasStatus_t or CUBLAS_STATUS_xxx) ; ...`):
+#   the number is cublasStatus_t's (cublas_api.h), read by its name. 3 (ALLOC_FAILED) is memory: not this rule's.
+_CUBLAS_CODES = {1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED", 7: "CUBLAS_STATUS_INVALID_VALUE",
+                 8: "CUBLAS_STATUS_ARCH_MISMATCH", 11: "CUBLAS_STATUS_MAPPING_ERROR", 13: "CUBLAS_STATUS_EXECUTION_FAILED",
+                 14: "CUBLAS_STATUS_INTERNAL_ERROR", 15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR"}
+
+
+@rule("other-cublas", ("failed to create cublas handle: ", " launch failed", "CUBLAS_STATUS_", "BLAS failure "),
       r"failed to create cublas handle: (?P<handle>CUBLAS_STATUS_(?!ALLOC_FAILED)[A-Z_]+)"
       r"|(?<![\w-])Blas (?P<op>GEMM|xGEMMBatched|xGEMV|SGEMM|GEMV|GEMMBatched) launch failed"
-      r"|\(\d+ vs\. \d+\)\s+(?P<glog>CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)[A-Z_]+)")
+      r"|\(\d+ vs\. \d+\)\s+(?P<glog>CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)[A-Z_]+)"
+      r"|\b(?P<lib>CUBLAS|HIPBLAS|ROCBLAS) failure (?P<code>\d+): (?P<named>(?:CU|HIP|ROC)BLAS_STATUS_[A-Z_]+)?[^;]{0,120}"
+      r" ; GPU=-?\d+")
 def _other_cublas(m, rec, state):
     status = m.group("handle") or m.group("glog")
-    if m.group("handle"):
+    if m.group("lib"):
+        status = m.group("named") or (_CUBLAS_CODES.get(int(m.group("code"))) if m.group("lib") == "CUBLAS" else None)
+        if status is not None and status.endswith("_ALLOC_FAILED"):
+            return None
+        err = f"{m.group('lib')} failure {m.group('code')}" + (f": {status}" if status else "")
+    elif m.group("handle"):
         err = f"failed to create cublas handle: {status}"
     elif m.group("op"):
         err = f"Blas {m.group('op')} launch failed"
