@@ -111,3 +111,9 @@ def test_cntk_cublas_failure_without_a_status_name_is_read_by_its_code(tmp_path)
     ])
     assert ids(r) == ["cublas-error"]
     assert "CUBLAS_STATUS_EXECUTION_FAILED" in r.findings[0].summary
+
+
+def test_a_request_of_bytes_is_not_zero_gib() -> None:
+    # pinokiocomputer/pinokio#941: `Tried to allocate 256 bytes on shared pool`
+    report = api.diagnose([str(PUBLIC / "4425.log")])
+    assert "tried to allocate 256 bytes" in report.findings[0].summary

@@ -194,7 +194,7 @@ def _oom(m, rec, state):
             fields["process_in_use_gib"] = _gib(proc, "proc")
     if not first_time(state, ("oom", fields.get("tried_gib"), fields.get("gpu")), rec.loc.line):
         return []
-    fields["detail"] = _oom_detail(fields)
+    fields["detail"] = _oom_detail(fields, m)
     fields.update(_phase(state, rec.loc.line))
     return _error(rec, "cuda_oom", fields)
 
@@ -229,7 +229,7 @@ def _mps_oom(m, rec, state):
     if not first_time(state, ("oom", fields.get("tried_gib"), "mps"), rec.loc.line):
         return []
     if d is not None:
-        fields["detail"] = (f"Apple GPU (MPS): tried to allocate {fields['tried_gib']:.2f} GiB with "
+        fields["detail"] = (f"Apple GPU (MPS): tried to allocate {_request(fields['tried_gib'], d)} with "
                             f"{fields['allocated_gib']:.2f} GiB allocated by MPS and {fields['other_gib']:.2f} GiB by "
                             f"others, of {fields['allowed_gib']:.2f} GiB allowed")
     else:
@@ -286,11 +286,19 @@ def _fairseq_oom(m, rec, state):
                                     "detail": f"the trainer caught a CUDA out-of-memory error ({m.group('what')})"})
 
 
-def _oom_detail(f: dict) -> str:
+def _request(gib: float, m: "Optional[re.Match[str]]" = None) -> str:
+    """A request's size: in GiB, or as the allocator printed it where that reads 0.00 GiB (`Tried to allocate
+    256 bytes`, `20.00 MiB`: the fields keep GiB rounded to 6 places)."""
+    if gib >= 0.005 or m is None or m.group("tried") is None:
+        return f"{gib:.2f} GiB"
+    return f"{m.group('tried')} {m.group('tried_u')}"
+
+
+def _oom_detail(f: dict, m: "Optional[re.Match[str]]" = None) -> str:
     """The numbers that matter, in one line (the allocator's own message runs to 400 characters)."""
     if f.get("driver"):
         return "CUDA error: out of memory (a CUDA call failed, not PyTorch's caching allocator)"
-    out = f"tried to allocate {f['tried_gib']:.2f} GiB"
+    out = f"tried to allocate {_request(f['tried_gib'], m)}"
     if f.get("free_gib") is not None and f.get("total_gib") is not None:
         out += f" with {f['free_gib']:.2f} GiB free of {f['total_gib']:.2f} GiB on GPU {f['gpu']}"
     if f.get("reserved_unallocated_gib"):
