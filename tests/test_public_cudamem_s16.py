@@ -117,3 +117,8 @@ def test_a_request_of_bytes_is_not_zero_gib() -> None:
     # pinokiocomputer/pinokio#941: `Tried to allocate 256 bytes on shared pool`
     report = api.diagnose([str(PUBLIC / "4425.log")])
     assert "tried to allocate 256 bytes" in report.findings[0].summary
+
+
+@pytest.mark.parametrize("name", ["4440.log", "4441.log", "4442.log", "4443.log"])
+def test_xla_illegal_address_is_an_illegal_memory_access(name: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)]))[0] == "cuda-illegal-memory-access"
