@@ -194,7 +194,7 @@ def _oom(m, rec, state):
             fields["process_in_use_gib"] = _gib(proc, "proc")
     if not first_time(state, ("oom", fields.get("tried_gib"), fields.get("gpu")), rec.loc.line):
         return []
-    fields["detail"] = _oom_detail(fields)
+    fields["detail"] = _oom_detail(fields, m)
     fields.update(_phase(state, rec.loc.line))
     return _error(rec, "cuda_oom", fields)
 
@@ -229,7 +229,7 @@ def _mps_oom(m, rec, state):
     if not first_time(state, ("oom", fields.get("tried_gib"), "mps"), rec.loc.line):
         return []
     if d is not None:
-        fields["detail"] = (f"Apple GPU (MPS): tried to allocate {fields['tried_gib']:.2f} GiB with "
+        fields["detail"] = (f"Apple GPU (MPS): tried to allocate {_request(fields['tried_gib'], d)} with "
                             f"{fields['allocated_gib']:.2f} GiB allocated by MPS and {fields['other_gib']:.2f} GiB by "
                             f"others, of {fields['allowed_gib']:.2f} GiB allowed")
     else:
@@ -286,11 +286,19 @@ def _fairseq_oom(m, rec, state):
                                     "detail": f"the trainer caught a CUDA out-of-memory error ({m.group('what')})"})
 
 
-def _oom_detail(f: dict) -> str:
+def _request(gib: float, m: "Optional[re.Match[str]]" = None) -> str:
+    """A request's size: in GiB, or as the allocator printed it where that reads 0.00 GiB (`Tried to allocate
+    256 bytes`, `20.00 MiB`: the fields keep GiB rounded to 6 places)."""
+    if gib >= 0.005 or m is None or m.group("tried") is None:
+        return f"{gib:.2f} GiB"
+    return f"{m.group('tried')} {m.group('tried_u')}"
+
+
+def _oom_detail(f: dict, m: "Optional[re.Match[str]]" = None) -> str:
     """The numbers that matter, in one line (the allocator's own message runs to 400 characters)."""
     if f.get("driver"):
         return "CUDA error: out of memory (a CUDA call failed, not PyTorch's caching allocator)"
-    out = f"tried to allocate {f['tried_gib']:.2f} GiB"
+    out = f"tried to allocate {_request(f['tried_gib'], m)}"
     if f.get("free_gib") is not None and f.get("total_gib") is not None:
         out += f" with {f['free_gib']:.2f} GiB free of {f['total_gib']:.2f} GiB on GPU {f['gpu']}"
     if f.get("reserved_unallocated_gib"):
@@ -374,13 +382,31 @@ def _runtime_cuda_error(m, rec, state):
 #   a.shape=(", ...) (batch_matmul_op: "Blas xGEMMBatched launch failed", "Blas xGEMV launch failed").
 #   Caffe's CUBLAS_CHECK (include/caffe/util/device_alternate.hpp): glog CHECK_EQ(status, CUBLAS_STATUS_SUCCESS) << " "
 #   << cublasGetErrorString(status): `Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0)  CUBLAS_STATUS_EXECUTION_FAILED`.
-@rule("other-cublas", ("failed to create cublas handle: ", " launch failed", "CUBLAS_STATUS_"),
+#   CNTK's CUDA_CALL / CUBLAS_CALL (Source/Math/GPUMatrix.cu ThrowOnError) and onnxruntime's CudaCall / RocmCall
+#   (core/providers/cuda/cuda_call.cc, rocm/rocm_call.cc): "%s failure %d: %s ; GPU=%d ; hostname=%s ; expr=%s" (onnxruntime
+#   adds "; file=...; line=..." and "; %s"), libName "CUBLAS" (ROCm: "HIPBLAS" / "ROCBLAS"): `CUBLAS failure 13:
+#   CUBLAS_STATUS_EXECUTION_FAILED ; GPU=1 ; hostname=... ; expr=cublas_gemm(...)`. Some CNTK releases print no status
+#   name for cuBLAS (`CUBLAS failure 13: (see cublas_api.h & look for cublasStatus_t or CUBLAS_STATUS_xxx) ; ...`):
+#   the number is cublasStatus_t's (cublas_api.h), read by its name. 3 (ALLOC_FAILED) is memory: not this rule's.
+_CUBLAS_CODES = {1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED", 7: "CUBLAS_STATUS_INVALID_VALUE",
+                 8: "CUBLAS_STATUS_ARCH_MISMATCH", 11: "CUBLAS_STATUS_MAPPING_ERROR", 13: "CUBLAS_STATUS_EXECUTION_FAILED",
+                 14: "CUBLAS_STATUS_INTERNAL_ERROR", 15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR"}
+
+
+@rule("other-cublas", ("failed to create cublas handle: ", " launch failed", "CUBLAS_STATUS_", "BLAS failure "),
       r"failed to create cublas handle: (?P<handle>CUBLAS_STATUS_(?!ALLOC_FAILED)[A-Z_]+)"
       r"|(?<![\w-])Blas (?P<op>GEMM|xGEMMBatched|xGEMV|SGEMM|GEMV|GEMMBatched) launch failed"
-      r"|\(\d+ vs\. \d+\)\s+(?P<glog>CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)[A-Z_]+)")
+      r"|\(\d+ vs\. \d+\)\s+(?P<glog>CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)[A-Z_]+)"
+      r"|\b(?P<lib>CUBLAS|HIPBLAS|ROCBLAS) failure (?P<code>\d+): (?P<named>(?:CU|HIP|ROC)BLAS_STATUS_[A-Z_]+)?[^;]{0,120}"
+      r" ; GPU=-?\d+")
 def _other_cublas(m, rec, state):
     status = m.group("handle") or m.group("glog")
-    if m.group("handle"):
+    if m.group("lib"):
+        status = m.group("named") or (_CUBLAS_CODES.get(int(m.group("code"))) if m.group("lib") == "CUBLAS" else None)
+        if status is not None and status.endswith("_ALLOC_FAILED"):
+            return None
+        err = f"{m.group('lib')} failure {m.group('code')}" + (f": {status}" if status else "")
+    elif m.group("handle"):
         err = f"failed to create cublas handle: {status}"
     elif m.group("op"):
         err = f"Blas {m.group('op')} launch failed"
