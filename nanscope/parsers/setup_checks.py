@@ -404,12 +404,23 @@ def _best_metric_missing(m, rec, state):
     return error_event(mk, rec, "monitored_metric_missing", "hf", detail, metric=metric, callback="metric_for_best_model")
 
 
+# torch.tensor() over a ragged nested list (torch/csrc/utils/tensor_new.cpp internal_new_from_data / compute_sizes:
+# "expected sequence of length {n} at dim {d} (got {m})", every release): BatchEncoding.convert_to_tensors's as_tensor
+# raises it first, and the `Unable to create tensor ...` ValueError is raised from it (a paste may hold only this one).
 @rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
-                           "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got "),
+                           "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got ",
+                           "expected sequence of length "),
       _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b"
+      r"|expected sequence of length (?P<l0>\d+) at dim (?P<dim>\d+) \(got (?P<l1>\d+)\)"
       r"|stack expects each tensor to be equal size, but got (?P<s0>\[[\d, ]*\]) at entry \d+ and (?P<s1>\[[\d, ]*\]) at entry \d+"
       r"|Cannot batch tensors with different shapes in component \d+\.(?P<tf>)(?: First element had shape (?P<a>\[[\d,]*\]) and element \d+ had shape (?P<b>\[[\d,]*\]))?)")
 def _batch_not_padded(m, rec, state):
+    if m.group("l0"):
+        if not first_time(state, ("batch", "ragged"), rec.loc.line):
+            return []  # the same ragged batch again a few lines on (a re-raise, a DataLoader worker): one failure
+        return error_event(m, rec, "batch_not_padded", "pytorch",
+                           f"torch.tensor got a nested list whose rows differ in length ({m.group('l0')} and {m.group('l1')} at "
+                           f"dim {m.group('dim')}): the sequences of the batch (labels, input_ids) were not padded to one length")
     if m.group("s0"):
         return error_event(m, rec, "batch_not_padded", "pytorch",
                            f"torch.stack (the DataLoader's collate) got samples of different shapes ({m.group('s0')} and {m.group('s1')}): "
