@@ -4,7 +4,9 @@ checkpointing with no graph, class labels outside the head, load_state_dict of a
 DataParallel's `module.` keys (the key lists read without their head), a tokenizer.json too new for tokenizers,
 `evaluation_strategy` removed from TrainingArguments, ragged labels torch.tensor cannot stack, and a NaN evaluation
 loss in the eval dict and in the end-of-run metrics block; noisy losses and 'Some weights ... newly initialized'
-warnings as healthy traps.
+warnings as healthy traps. Round 2 (4520-): the AMP scaler refusing fp16 gradients, PEFT without default target
+modules, index_select's device-side assert for token ids past the vocabulary (CUDA's wording and ROCm's HIP wording);
+the tokenizer's sequence-length warning as a trap.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
 from the thread named in the comment.
@@ -44,7 +46,31 @@ def test_the_first_finding_names_the_failure(name: str, expected: str) -> None:
     assert report.findings[0].initiating_rank is None  # no log of the round shows a rank
 
 
-@pytest.mark.parametrize("name", ["4508.log", "4509.log", "4512.log", "4513.log"])
+@pytest.mark.parametrize("name, expected", [
+    ("4520.log", "amp-fp16-params"),
+    ("4521.log", "peft-target-modules-not-found"),  # 'Please specify `target_modules` in `peft_config`'
+    ("4522.log", "peft-target-modules-not-found"),
+    ("4523.log", "cuda-device-assert"),  # indexSelectLargeIndex, then 'Fatal Python error: Aborted'
+    ("4524.log", "cuda-device-assert"),
+    ("4525.log", "cuda-device-assert"),  # ROCm: "Indexing.hip:1292: ...: Device-side assertion `...' failed."
+    ("4526.log", "cuda-device-assert"),
+])
+def test_round_2_first_finding(name: str, expected: str) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].initiating_rank is None
+
+
+def test_rocm_assert_is_one_failure_with_its_kernel(tmp_path) -> None:
+    # mosaicml/composer#2758: one line per failing GPU thread, HIP's wording
+    line = ("/pytorch/aten/src/ATen/native/hip/Indexing.hip:1292: indexSelectLargeIndex: Device-side assertion "
+            "`srcIndex < srcSelectDimSize' failed.")
+    report = diagnose_lines(tmp_path, [line] * 4)
+    assert ids(report) == ["cuda-device-assert"]
+    assert "Indexing.hip:1292" in report.findings[0].summary
+
+
+@pytest.mark.parametrize("name", ["4508.log", "4509.log", "4512.log", "4513.log", "4527.log", "4528.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
