@@ -6,7 +6,8 @@ DataParallel's `module.` keys (the key lists read without their head), a tokeniz
 loss in the eval dict and in the end-of-run metrics block; noisy losses and 'Some weights ... newly initialized'
 warnings as healthy traps. Round 2 (4520-): the AMP scaler refusing fp16 gradients, PEFT without default target
 modules, index_select's device-side assert for token ids past the vocabulary (CUDA's wording and ROCm's HIP wording);
-the tokenizer's sequence-length warning as a trap.
+the tokenizer's sequence-length warning as a trap. Round 3 (4530-): datasets failing to build the training data
+(pyarrow's JSON parse error in a notebook's exception chain), a NaN DeepSpeech fine-tune; the FLOPs warning as a trap.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
 from the thread named in the comment.
@@ -70,7 +71,24 @@ def test_rocm_assert_is_one_failure_with_its_kernel(tmp_path) -> None:
     assert "Indexing.hip:1292" in report.findings[0].summary
 
 
-@pytest.mark.parametrize("name", ["4508.log", "4509.log", "4512.log", "4513.log", "4527.log", "4528.log"])
+@pytest.mark.parametrize("name, expected", [
+    ("4530.log", "dataset-load-failed"),
+    ("4531.log", "dataset-load-failed"),
+    ("4532.log", "dataset-load-failed"),  # ArrowInvalid: JSON parse error ... under a DatasetGenerationError header
+    ("4533.log", "nan-persistent"),
+])
+def test_round_3_first_finding(name: str, expected: str) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].initiating_rank is None
+
+
+def test_the_notebook_chain_is_one_dataset_failure() -> None:
+    # findalexli/mllm-dpo#2: ArrowInvalid, then ArrowTypeError, then DatasetGenerationError - one failure
+    assert ids(api.diagnose([str(PUBLIC / "4532.log")])) == ["dataset-load-failed"]
+
+
+@pytest.mark.parametrize("name", ["4508.log", "4509.log", "4512.log", "4513.log", "4527.log", "4528.log", "4534.log"])
 def test_healthy_runs_of_the_round_stay_clean(name: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
