@@ -7,7 +7,8 @@ loss in the eval dict and in the end-of-run metrics block; noisy losses and 'Som
 warnings as healthy traps. Round 2 (4520-): the AMP scaler refusing fp16 gradients, PEFT without default target
 modules, index_select's device-side assert for token ids past the vocabulary (CUDA's wording and ROCm's HIP wording);
 the tokenizer's sequence-length warning as a trap. Round 3 (4530-): datasets failing to build the training data
-(pyarrow's JSON parse error in a notebook's exception chain), a NaN DeepSpeech fine-tune; the FLOPs warning as a trap.
+(pyarrow's JSON parse error in a notebook's exception chain), a NaN DeepSpeech fine-tune; the FLOPs warning as a trap. Round 4 (4540-): accelerate refusing a model that device_map='auto' split over GPUs in a
+distributed launch.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
 from the thread named in the comment.
@@ -86,6 +87,23 @@ def test_round_3_first_finding(name: str, expected: str) -> None:
 def test_the_notebook_chain_is_one_dataset_failure() -> None:
     # findalexli/mllm-dpo#2: ArrowInvalid, then ArrowTypeError, then DatasetGenerationError - one failure
     assert ids(api.diagnose([str(PUBLIC / "4532.log")])) == ["dataset-load-failed"]
+
+
+@pytest.mark.parametrize("name", ["4540.log", "4541.log", "4542.log"])
+def test_round_4_device_map_in_a_distributed_launch(name: str) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report) == ["device-map-distributed"]  # one failure, however often the traceback repeats it
+    assert report.findings[0].initiating_rank is None
+
+
+def test_the_quantized_wording_stays_its_own_class(tmp_path) -> None:
+    report = diagnose_lines(tmp_path, [
+        "ValueError: You can't train a model that has been loaded in 8-bit precision on multiple devices in any "
+        "distributed mode. In order to use 8-bit models that have been loaded across multiple GPUs the solution is to "
+        "use Naive Pipeline Parallelism. Therefore you should not specify that you are under any distributed regime in "
+        "your accelerate config.",
+    ])
+    assert ids(report) == ["quantized-model-device-map"]
 
 
 @pytest.mark.parametrize("name", ["4508.log", "4509.log", "4512.log", "4513.log", "4527.log", "4528.log", "4534.log"])

@@ -447,6 +447,21 @@ def _quantized_device_map(m, rec, state):
     return error_event(m, rec, "quantized_model_device_map", "accelerate", detail)
 
 
+# accelerate's Accelerator.prepare / prepare_model (0.20+): a model whose hf_device_map spans several devices
+# (from_pretrained(device_map='auto' / 'balanced'), naive model parallelism) cannot be wrapped for DDP / FSDP /
+# DeepSpeed: `You can't train a model that has been loaded with `device_map='auto'` in any distributed mode. Please
+# rerun your script specifying `--num_processes=1` or by launching with `python {{myscript.py}}`.` (every release
+# since; ACCELERATE_BYPASS_DEVICE_MAP=true skips it). The Trainer calls prepare, so it is the Trainer's error too.
+@rule("device-map-distributed", ("in any distributed mode",),
+      _TYPE + r"(?P<msg>You can't train a model that has been loaded with `device_map='(?P<map>[\w-]{1,20})'` in any distributed mode)")
+def _device_map_distributed(m, rec, state):
+    if not first_time(state, ("device_map", "distributed"), rec.loc.line):
+        return []  # the same refusal again a few lines on (a chained or repeated traceback)
+    return error_event(m, rec, "device_map_distributed", "accelerate",
+                       "the model was loaded split over several GPUs (device_map='auto', naive model parallelism) and the "
+                       "job runs distributed (DDP / FSDP / DeepSpeed), which needs one whole copy per process")
+
+
 # the message is the KeyError's quoted argument: here the quote before it is the exception's, and the
 # source line that builds it (`f'{obj_type} is not in the {registry.name} registry')`) has no KeyError
 @rule("registry-type", (" registry'", " registry. Please check whether the value of"),
@@ -533,6 +548,6 @@ PARSER = Parser(
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _linker_no_libcuda, _extension_build, _model_no_loss,
            _trainer_batch_empty, _fp16_no_cuda, _max_steps_required, _tokenizer_input_invalid,
            _gradient_checkpointing_unsupported, _best_metric_missing,
-           _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
+           _batch_not_padded, _quantized_device_map, _device_map_distributed, _registry_type, _model_registry,
            _hf_not_accessible],
 )
