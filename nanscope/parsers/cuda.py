@@ -672,6 +672,16 @@ def _assert_bare(m, rec, state):
     return _device_assert(m.groupdict(), rec, state)
 
 
+# ROCm's device-side assert (HIP's __assert_fail in hip/amd_detail/amd_device_functions.h, every ROCm release:
+# "%s:%u: %s: Device-side assertion `%s' failed.\n" - a closing quote, not a backtick, and no block / thread):
+# `/pytorch/aten/src/ATen/native/hip/Indexing.hip:1292: indexSelectLargeIndex: Device-side assertion
+# `srcIndex < srcSelectDimSize' failed.` (PyTorch's hipified kernels, one line per failing thread).
+@rule("device-assert-hip", ("Device-side assertion `",),
+      r"(?<!\S)(?P<file>\S+?):(?P<line>\d+): (?P<func>[^`\n]{1,600}?): Device-side assertion `(?P<assertion>[^\n]{0,4096})' failed")
+def _assert_hip(m, rec, state):
+    return _device_assert(m.groupdict(), rec, state)
+
+
 def _device_assert(g: dict, rec, state):
     path = g.get("file")
     kernel_file = re.split(r"[\\/]", path)[-1] if path else None
@@ -681,7 +691,7 @@ def _device_assert(g: dict, rec, state):
         loc=rec.loc, text=rec.text, framework=FW, error="cuda_device_assert", message=rec.text.strip(),
         fields={"assertion": g["assertion"], "kernel_file": kernel_file, "kernel_path": path,
                 "kernel_line": int(g["line"]) if g.get("line") else None, "function": g.get("func"),
-                "block": g["block"], "thread": g["thread"]},
+                "block": g.get("block"), "thread": g.get("thread")},
     )
 
 
@@ -1003,7 +1013,7 @@ PARSER = Parser(
     priority=30,
     description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, Triton kernels past the GPU's resources, cuBLAS and cuDNN status errors, ops the MPS backend lacks, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
     rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _ur_oom, _cublas_alloc, _other_cublas, _other_oom, _ecc, _nvlink,
-           _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _assert_bare, _xid,
+           _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _assert_bare, _assert_hip, _xid,
            _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cudnn,
            _thc_cublas, _mps_op, _mps_float64, _cuda_error],
 )

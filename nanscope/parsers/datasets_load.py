@@ -73,6 +73,28 @@ def _generation(m, rec, state):
     return _event(m, rec, state, detail, "generate")
 
 
+# pyarrow's JSON reader under the json loader (packaged_modules/json/json.py `paj.read_json`; arrow/cpp/src/arrow/json
+# parser.cc / converter.cc): `pyarrow.lib.ArrowInvalid: JSON parse error: Column(/id) changed from object to array in
+# row 0`, `... JSON parse error: Missing a name for object member. in row 12`. datasets re-raises it when its
+# json.load fallback fails too, so as an exception line (a traceback's, a notebook's chain) it is the load failure.
+@rule("datasets-arrow-json", ("ArrowInvalid: JSON parse error: ",),
+      _TYPE + r"(?:^|[\s(])(?:pyarrow\.lib\.)?ArrowInvalid: (?P<msg>JSON parse error: (?P<why>[^\n]{1,300}))$")
+def _arrow_json(m, rec, state):
+    return _event(m, rec, state, f"pyarrow could not parse a JSON data file ({m.group('why').strip()[:200]}): not one "
+                                 "object per line with the same fields and types", "json")
+
+
+# A notebook (IPython) prints the exception's class before the traceback: `DatasetGenerationError
+# Traceback (most recent call last)` (the class padded to 42 columns), and the message only at the end - a paste
+# cut before it still names the failure.
+@rule("datasets-generation-notebook", ("DatasetGenerationError ", "DatasetGenerationCastError "),
+      r"^(?P<msg>(?:datasets\.(?:builder|exceptions)\.)?DatasetGeneration(?P<cast>Cast)?Error) {2,}Traceback \(most recent call last\)")
+def _generation_notebook(m, rec, state):
+    detail = ("the data files do not all have the same columns (datasets cannot cast them to one schema)" if m.group("cast")
+              else "datasets failed while generating the dataset from its files (the reader's error is above it)")
+    return _event(m, rec, state, detail, "generate")
+
+
 @rule("datasets-empty", ("Please pass `features` or at least one example when writing data",),
       _TYPE + r"(?P<msg>Please pass `features` or at least one example when writing data)")
 def _empty(m, rec, state):
@@ -112,5 +134,5 @@ PARSER = Parser(
     priority=40,  # before the generic exception parser (python, 80)
     description="Hugging Face datasets failing to build the data: unreadable files, mixed columns, empty splits, missing files, "
                 "and the fine-tuning wrappers' dataset registries (dataset_info.json)",
-    rules=[_read_file, _json_records, _generation, _empty, _not_found, _registry],
+    rules=[_read_file, _json_records, _arrow_json, _generation, _generation_notebook, _empty, _not_found, _registry],
 )

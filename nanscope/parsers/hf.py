@@ -14,9 +14,10 @@ the finite ones (often `0`), while `grad_norm` still says `nan`: that pair is th
 
 from __future__ import annotations
 
+import math
 import re
 
-from nanscope.model import LifecycleEvent, StepEvent
+from nanscope.model import LifecycleEvent, StepEvent, WarningEvent
 from nanscope.parsers.base import Parser, rule
 from nanscope.parsers.numbers import to_float
 from nanscope.parsers.system import GLUED_KILL
@@ -85,6 +86,9 @@ def _log_dict(m, rec, state):
         )
         return [earlier, end] if earlier is not None else [end]
     if "loss" not in pairs and "grad_norm" not in pairs:
+        bad = _nonfinite_eval_loss(pairs)
+        if bad is not None:  # an evaluation whose loss is NaN / inf: not a training step, but a failure
+            return [_eval_loss_event(rec, bad[0], bad[1], "the evaluation's log dict")]
         return []  # eval dicts and friends: recognised, not a training step
     earlier = state.pop("pending", None)  # no bar since the last dict: it keeps its place in order
     ev = StepEvent(
@@ -101,10 +105,39 @@ def _log_dict(m, rec, state):
     return [earlier] if earlier is not None else []
 
 
+# The evaluation loss keys: Trainer.evaluate(metric_key_prefix="eval") logs `eval_loss` (`test_loss` / `predict_loss`
+# for predict(), `eval_<name>_loss` for each of several eval datasets: trainer.py _evaluate / evaluation_loop,
+# metrics[f"{metric_key_prefix}_loss"]).
+_EVAL_LOSS_KEY = re.compile(r"(?:eval|test|predict)_(?:[\w\-.]{1,80}_)?loss")
+
+
+def _nonfinite_eval_loss(pairs: dict) -> "tuple[str, str] | None":
+    for k, v in pairs.items():
+        if _EVAL_LOSS_KEY.fullmatch(k):
+            x = to_float(v)
+            if x is not None and not math.isfinite(x):
+                return k, v.strip("'")
+    return None
+
+
+def _eval_loss_event(rec, key: str, value: str, where: str) -> WarningEvent:
+    return WarningEvent(loc=rec.loc, text=rec.text, framework="hf", warning="eval_loss_nonfinite",
+                        message=f"{key} = {value} ({where})", fields={"metric": key, "value": value})
+
+
+# Trainer.log_metrics (trainer_pt_utils.py) and the example scripts print the end-of-run metrics as a block,
+# `***** eval metrics *****` then one `  {key: <{k_width}} = {value:>{v_width}}` line per key (print() or
+# logger.info, so a logging prefix may stand before it): `  eval_loss               =        nan`.
+@rule("metrics-block-eval-loss", ("_loss ",),
+      r"(?:^|\s)(?P<k>(?:eval|test|predict)_(?:[\w\-.]{1,80}_)?loss) += +(?P<v>nan|NaN|-?inf)\s*$")
+def _metrics_block_eval_loss(m, rec, state):
+    return [_eval_loss_event(rec, m.group("k"), m.group("v"), "the end-of-run metrics block")]
+
+
 PARSER = Parser(
     name="hf",
     framework="hf",
     priority=30,
     description="Hugging Face Trainer log dicts and tqdm progress bars",
-    rules=[_log_dict, _tqdm],
+    rules=[_log_dict, _tqdm, _metrics_block_eval_loss],
 )

@@ -806,8 +806,9 @@ def _count_state_dict(ev: ErrorEvent, text: str) -> bool:
 def _state_dict_problem(m, rec, state):
     held = state.get("pending")
     if held is None or held.error != "state_dict_mismatch" or rec.loc.line - held.loc.line > 2000:
-        if m.group("size") and _lone_size_mismatch(rec.text):
-            # the list pasted without its `Error(s) in loading state_dict for X:` head: torch's own line is the failure
+        if (m.group("size") and _lone_size_mismatch(rec.text)) or (not m.group("size") and _lone_key_list(rec.text)):
+            # the list pasted without its `Error(s) in loading state_dict for X:` head (or with the head behind a
+            # prefix of the user's own, `actual error: RuntimeError: ...`): torch's own line is the failure
             out = _release(state)
             ev = ErrorEvent(loc=rec.loc, text=rec.text, framework="python", error="state_dict_mismatch",
                             message="load_state_dict (its head line not in the log):", exc_type=None,
@@ -818,6 +819,16 @@ def _state_dict_problem(m, rec, state):
         return None
     _count_state_dict(held, rec.text)
     return []
+
+
+# torch/nn/modules/module.py's key lists (tab-indented under the head): 'Missing key(s) in state_dict: {}. ' and
+# 'Unexpected key(s) in state_dict: {}. ', the keys each in double quotes (', '.join(f'"{k}"' ...)); only torch's
+# load_state_dict prints a quoted key right after that label.
+_KEY_LIST = re.compile(r'(?:Missing|Unexpected) key\(s\) in state_dict: "[^"\s]{1,300}"(?:, "|\. ?$|\.$)')
+
+
+def _lone_key_list(text: str) -> bool:
+    return _KEY_LIST.match(text.lstrip()) is not None
 
 
 # torch/nn/modules/module.py's whole size-mismatch line (tab-indented under the head), read alone when the head was

@@ -404,12 +404,23 @@ def _best_metric_missing(m, rec, state):
     return error_event(mk, rec, "monitored_metric_missing", "hf", detail, metric=metric, callback="metric_for_best_model")
 
 
+# torch.tensor() over a ragged nested list (torch/csrc/utils/tensor_new.cpp internal_new_from_data / compute_sizes:
+# "expected sequence of length {n} at dim {d} (got {m})", every release): BatchEncoding.convert_to_tensors's as_tensor
+# raises it first, and the `Unable to create tensor ...` ValueError is raised from it (a paste may hold only this one).
 @rule("batch-not-padded", ("Unable to create tensor, you should probably activate truncation",
-                           "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got "),
+                           "Cannot batch tensors with different shapes in component ", "stack expects each tensor to be equal size, but got ",
+                           "expected sequence of length "),
       _TYPE + r"(?P<msg>Unable to create tensor, you should probably activate truncation and/or padding\b"
+      r"|expected sequence of length (?P<l0>\d+) at dim (?P<dim>\d+) \(got (?P<l1>\d+)\)"
       r"|stack expects each tensor to be equal size, but got (?P<s0>\[[\d, ]*\]) at entry \d+ and (?P<s1>\[[\d, ]*\]) at entry \d+"
       r"|Cannot batch tensors with different shapes in component \d+\.(?P<tf>)(?: First element had shape (?P<a>\[[\d,]*\]) and element \d+ had shape (?P<b>\[[\d,]*\]))?)")
 def _batch_not_padded(m, rec, state):
+    if m.group("l0"):
+        if not first_time(state, ("batch", "ragged"), rec.loc.line):
+            return []  # the same ragged batch again a few lines on (a re-raise, a DataLoader worker): one failure
+        return error_event(m, rec, "batch_not_padded", "pytorch",
+                           f"torch.tensor got a nested list whose rows differ in length ({m.group('l0')} and {m.group('l1')} at "
+                           f"dim {m.group('dim')}): the sequences of the batch (labels, input_ids) were not padded to one length")
     if m.group("s0"):
         return error_event(m, rec, "batch_not_padded", "pytorch",
                            f"torch.stack (the DataLoader's collate) got samples of different shapes ({m.group('s0')} and {m.group('s1')}): "
@@ -434,6 +445,21 @@ def _quantized_device_map(m, rec, state):
     else:
         detail = "the quantized model was loaded on another GPU than the one this process trains on"
     return error_event(m, rec, "quantized_model_device_map", "accelerate", detail)
+
+
+# accelerate's Accelerator.prepare / prepare_model (0.20+): a model whose hf_device_map spans several devices
+# (from_pretrained(device_map='auto' / 'balanced'), naive model parallelism) cannot be wrapped for DDP / FSDP /
+# DeepSpeed: `You can't train a model that has been loaded with `device_map='auto'` in any distributed mode. Please
+# rerun your script specifying `--num_processes=1` or by launching with `python {{myscript.py}}`.` (every release
+# since; ACCELERATE_BYPASS_DEVICE_MAP=true skips it). The Trainer calls prepare, so it is the Trainer's error too.
+@rule("device-map-distributed", ("in any distributed mode",),
+      _TYPE + r"(?P<msg>You can't train a model that has been loaded with `device_map='(?P<map>[\w-]{1,20})'` in any distributed mode)")
+def _device_map_distributed(m, rec, state):
+    if not first_time(state, ("device_map", "distributed"), rec.loc.line):
+        return []  # the same refusal again a few lines on (a chained or repeated traceback)
+    return error_event(m, rec, "device_map_distributed", "accelerate",
+                       "the model was loaded split over several GPUs (device_map='auto', naive model parallelism) and the "
+                       "job runs distributed (DDP / FSDP / DeepSpeed), which needs one whole copy per process")
 
 
 # the message is the KeyError's quoted argument: here the quote before it is the exception's, and the
@@ -522,6 +548,6 @@ PARSER = Parser(
     rules=[_amp_fp16, _peft_targets, _resume_checkpoint, _tokenizer_pad, _flash_attention, _quantized, _linker_no_libcuda, _extension_build, _model_no_loss,
            _trainer_batch_empty, _fp16_no_cuda, _max_steps_required, _tokenizer_input_invalid,
            _gradient_checkpointing_unsupported, _best_metric_missing,
-           _batch_not_padded, _quantized_device_map, _registry_type, _model_registry,
+           _batch_not_padded, _quantized_device_map, _device_map_distributed, _registry_type, _model_registry,
            _hf_not_accessible],
 )
