@@ -193,7 +193,7 @@ def _quoted_pairs(m: "re.Match[str]", rec, state):
 # MetricLogger: `loss: 23.3687 (nan)`, median then global average; AverageMeter: `Loss 2.13 (nan)`): an average
 # is non-finite only once a non-finite value entered it, so the loss went non-finite by the first such line (a global
 # average stays nan after a step the loss scaler skipped, so only the first one is news: later lines give their value).
-_AVG_NONFINITE = re.compile(r"[ \t]*\([ \t]*(?P<avg>[-+]?(?:nan|inf))[ \t]*\)", re.I)
+_AVG_NONFINITE = re.compile(r"[ \t]{0,8}\([ \t]{0,4}(?P<avg>[-+]?(?:nan|inf))[ \t]{0,4}\)", re.I)
 
 
 def _step_from(text: str, rec, state: Optional[dict] = None):

@@ -155,7 +155,7 @@ def _engine_build(m, rec, state):
     r"|(?P<deser>Engine deserialization failed|Deserialize the cuda engine failed|Failed to deserialize cuda engine"
     r"|Assertion engine->deserialize\()"
     r"|(?P<tag>Magic|Version) tag does not match"
-    r"|(?P<plugin>Assertion failed: d == a \+ length \((?P<where>[^)\s]*?(?P<file>\w+)\.cpp):\d+\)"
+    r"|(?P<plugin>Assertion failed: d == a \+ length \((?P<where>[^)\s]{1,300}\.cpp):\d+\)"
     r"|Expected length \(\d+\) != real length \(\d+\))",
 )
 def _engine_incompatible(m, rec, state):
@@ -168,7 +168,8 @@ def _engine_incompatible(m, rec, state):
         why = (f"the engine was built for another GPU architecture (expecting compute {m.group('cwant')}, this GPU is "
                f"compute {m.group('cgot')}): engines run only on the GPU model they were built on")
     elif m.group("plugin"):
-        what = f"the {m.group('file')} plugin" if m.group("file") else "a TensorRT-LLM plugin"
+        where = m.group("where")
+        what = f"the {where.rsplit('/', 1)[-1][:-len('.cpp')]} plugin" if where else "a TensorRT-LLM plugin"
         why = (f"{what} could not read its fields back from the engine (their stored length does not match what this "
                "release reads): the engine was built with another TensorRT-LLM version than the one running it")
     elif m.group("tag"):

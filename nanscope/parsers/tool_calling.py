@@ -56,7 +56,7 @@ _IN_LITERAL = re.compile(r"""["'(][\w .-]*$""")
     r"|(?P<choice>\\?\"auto\\?\" tool choice|tool_choice=\\?\"?(?:required|auto)\\?\"?|[Nn]amed tool choice) requires "
     r"(?:--enable-auto-tool-choice and )?--tool-call-parser"
     r"|Unsupported tool_call_parser: '?(?P<sg>[\w.-]+)'?(?![\w{])|(?P<sgnone>Tool Call Parser Not Given!)"
-    r"|(?<![^\s:])(?P<model>[A-Za-z][\w.-]*(?: [\w.-]+){0,3}) Tool parser could not locate tool call start/end tokens)",
+    r"|(?<![^\s:])(?P<model>[A-Za-z][\w.-]{0,40}(?: [\w.-]{1,40}){0,3}) Tool parser could not locate tool call start/end tokens)",
 )
 def _tool_calling(m, rec, state):
     if m.group("model") is not None and _IN_LITERAL.search(rec.text[:m.start("msg")]):

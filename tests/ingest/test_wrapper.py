@@ -62,7 +62,7 @@ def test_only_the_collector_relayed_excerpts_among_the_bundled_real_logs_are_tak
     collector's `Oct 22 03:18:42 ` date and time."""
     wrapped = {p.name: w.name for p in sorted(Path(SAMPLES).rglob("*.log")) if (w := learn_wrapper(p.read_bytes()[: 1 << 20]))}
     assert wrapped == {"1813.log": "syslog", "1917.log": "date-time", "1938.log": "syslog", "2196.log": "date-time",
-                       "2231.log": "syslog", "4201.log": "ts"}
+                       "2231.log": "syslog", "4201.log": "ts", "4321.log": "syslog"}
 
 
 def test_the_journald_excerpt_reads_its_exception_behind_the_stamp():
