@@ -193,6 +193,8 @@ def _quoted_pairs(m: "re.Match[str]", rec, state):
 # MetricLogger: `loss: 23.3687 (nan)`, median then global average; AverageMeter: `Loss 2.13 (nan)`): an average
 # is non-finite only once a non-finite value entered it, so the loss went non-finite by the first such line (a global
 # average stays nan after a step the loss scaler skipped, so only the first one is news: later lines give their value).
+# The flag stays in the stream's state to the end, so on such a log a --jobs piece's overrun never meets the next
+# piece's state and reads on to the end of the file: still exact, only not split (pieces.py).
 _AVG_NONFINITE = re.compile(r"[ \t]{0,8}\([ \t]{0,4}(?P<avg>[-+]?(?:nan|inf))[ \t]{0,4}\)", re.I)
 
 
