@@ -115,6 +115,12 @@ SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: 
            15: "SIGTERM"}
 
 
+def launcher_alone(origin) -> bool:
+    """A launcher's line with no rank prefix, node label or per-node file: one node's launcher talking about its
+    own workers, so the local rank it names is the global rank (torchrun's agent, Paddle's pod)."""
+    return origin.node is None and origin.rank is None and origin.local_rank is None
+
+
 def signal_of(exitcode: Optional[int]) -> Optional[str]:
     """torchrun reports a worker killed by signal N as exitcode -N."""
     if exitcode is None or exitcode >= 0:

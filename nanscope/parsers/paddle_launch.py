@@ -21,7 +21,7 @@ add_container), a local rank: the global rank only where the input is one node's
 from __future__ import annotations
 
 from nanscope.model import ErrorEvent
-from nanscope.parsers.base import Parser, rule, signal_of
+from nanscope.parsers.base import Parser, launcher_alone, rule, signal_of
 from nanscope.parsers._repeats import first_time
 
 
@@ -45,7 +45,7 @@ def _container(m, rec, state):
         return []
     o = rec.origin
     lr = int(m.group("rank"))
-    single_node = o.node is None and o.rank is None and o.local_rank is None
+    single_node = launcher_alone(o)
     return ErrorEvent(loc=rec.loc, text=rec.text, framework="paddlepaddle", error="worker_failed",
                       message=m.group(0).strip(), exitcode=code, signal=signal_of(code), rank=lr if single_node else None,
                       fields={"launcher": "paddle", "local_rank": lr, "log": m.group("log"), "first_observed": True})

@@ -33,7 +33,7 @@ The block's rank is the rank the failure is about (the agent prints it). Without
 from __future__ import annotations
 
 from nanscope.model import ErrorEvent, LifecycleEvent, Origin
-from nanscope.parsers.base import Parser, rule, signal_of
+from nanscope.parsers.base import Parser, launcher_alone, rule, signal_of
 from nanscope.parsers.numbers import to_int
 from nanscope.parsers.python import classify, no_device_fields
 
@@ -50,7 +50,7 @@ def _agent_failed(m, rec, state):
     # node's agent talking about its own workers: there the local rank is the global rank.
     o = rec.origin
     lr = int(m.group("lr") or m.group("lr2"))
-    single_node = o.node is None and o.rank is None and o.local_rank is None
+    single_node = launcher_alone(o)
     pid = int(m.group("pid") or m.group("pid2"))
     ev = ErrorEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", error="worker_failed", message=rec.text,
@@ -137,7 +137,7 @@ def _spawn_signal(m, rec, state):
         return None
     o = rec.origin
     idx = int(m.group("idx"))
-    single_node = o.node is None and o.rank is None and o.local_rank is None
+    single_node = launcher_alone(o)
     return ErrorEvent(
         loc=rec.loc, text=rec.text, framework="torchrun", error="killed" if sig == "SIGKILL" else "worker_failed",
         message=m.group(0).strip(), exc_type="ProcessExitedException", signal=sig, rank=idx if single_node else None,
