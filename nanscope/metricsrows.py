@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator, Optional
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.model import Loc, Origin
 from nanscope.stepbatch import Lines

@@ -12,7 +12,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from nanscope.errors import InputError
 from nanscope.ingest.prefixes import Base, RecordContinuation, SrunAgents, node_rank, origin_from_path, peel, strip_ansi, with_topology
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope import columns
 from nanscope.ingest.ahead import Ahead

@@ -19,14 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import numpy as np
+from nanscope.lazynp import np
 
 CAP = 512  # buckets per stream: about one per pixel of a plot
 MAX_STREAMS = 512  # streams with a curve; later ones are counted only
 EVENTS_PER_KIND = 4  # timeline events kept per stream and kind
 PENDING = 4096  # single step events a curve gathers before adding them
 VALUES = ("loss", "grad_norm", "loss_scale")
-_NONE = np.iinfo(np.int64).max  # "no mark in this bucket"
+_NONE = (1 << 63) - 1  # "no mark in this bucket" (int64 max)
 
 
 @dataclass
@@ -60,11 +60,11 @@ class RankSeries:
     node: Optional[str]
     origin: int  # step at bucket 0
     width: int  # steps per bucket
-    count: np.ndarray
+    count: Optional[np.ndarray]  # None: a stream with no steps (only events)
     mins: dict
     maxs: dict
     nonfinite: dict  # value name -> first non-finite step per bucket (_NONE: none)
-    skipped: np.ndarray
+    skipped: Optional[np.ndarray]
     first_step: Optional[int] = None
     last_step: Optional[int] = None
     events: list = field(default_factory=list)  # TimelineEvent, in feed order
@@ -77,11 +77,14 @@ class RankSeries:
         return [] if arr is None else [int(s) for s in arr if s != _NONE]
 
     def skipped_steps(self) -> list[int]:
-        return [int(s) for s in self.skipped if s != _NONE]
+        return [] if self.skipped is None else [int(s) for s in self.skipped if s != _NONE]
 
     def buckets(self, lo: int, hi: int, n: int) -> Buckets:
         """The series over steps lo..hi in at most n equal buckets (the plot's pixel columns)."""
-        used = np.flatnonzero((self.count > 0) | (self.nonfinite != _NONE) | (self.skipped != _NONE))
+        if self.count is None:
+            used = np.zeros(0, dtype=np.int64)
+        else:
+            used = np.flatnonzero((self.count > 0) | (self.nonfinite != _NONE) | (self.skipped != _NONE))
         if len(used) == 0 or n <= 0:
             z = np.zeros(0, dtype=np.int64)
             return Buckets(z, z, z, {k: np.zeros(0) for k in self.mins}, {k: np.zeros(0) for k in self.maxs},
@@ -110,11 +113,13 @@ class _Curve:
     def __init__(self) -> None:
         self.origin: Optional[int] = None
         self.width = 1
-        self.count = np.zeros(CAP, dtype=np.int64)
+        # the buckets' arrays come with the first step (_fit): a stream with only events (an error, a
+        # teardown) needs none, and a log with no steps then never imports numpy (nanscope.lazynp)
+        self.count: Optional[np.ndarray] = None
         self.mins: dict[str, np.ndarray] = {}
         self.maxs: dict[str, np.ndarray] = {}
         self.nonfinite: dict[str, np.ndarray] = {}
-        self.skipped = np.full(CAP, _NONE, dtype=np.int64)
+        self.skipped: Optional[np.ndarray] = None
         self.lo: Optional[int] = None
         self.hi: Optional[int] = None
         self.events: list[TimelineEvent] = []
@@ -127,6 +132,8 @@ class _Curve:
         """Widen (and move) the buckets until steps lo..hi fit."""
         if self.origin is None:
             self.origin = lo
+            self.count = np.zeros(CAP, dtype=np.int64)
+            self.skipped = np.full(CAP, _NONE, dtype=np.int64)
         o, w = self.origin, self.width
         if lo >= o and hi < o + CAP * w:
             return
@@ -349,7 +356,8 @@ class SeriesRecorder:
                 continue
             label, rank, node = _label(key)
             out.append(RankSeries(label=label, rank=rank, node=node, origin=c.origin or 0, width=c.width,
-                                  count=c.count.copy(), mins=dict(c.mins), maxs=dict(c.maxs),
-                                  nonfinite=c.nonfinite.copy(), skipped=c.skipped.copy(),
+                                  count=None if c.count is None else c.count.copy(), mins=dict(c.mins),
+                                  maxs=dict(c.maxs), nonfinite=c.nonfinite.copy(),
+                                  skipped=None if c.skipped is None else c.skipped.copy(),
                                   first_step=c.lo, last_step=c.hi, events=list(c.events)))
         return sorted(out, key=lambda s: (s.rank is None, s.node or "", s.rank if s.rank is not None else -1, s.label))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.columns import _take
 from nanscope.model import Loc, Origin, StepEvent

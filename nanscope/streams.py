@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterator, Optional
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.model import ErrorEvent, Event, RankSummary, ScaleEvent, StepEvent
 from nanscope.stepbatch import StepBatch

@@ -4,6 +4,7 @@ circle (docs/design.md, "Floors"). Deferred imports inside functions count like 
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ PKG = Path(__file__).resolve().parent.parent / "nanscope"
 FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("model", ("nanscope", "nanscope.errors", "nanscope.model", "nanscope.redact", "nanscope.rankset",
                "nanscope.columns", "nanscope.keys", "nanscope.stepbatch", "nanscope.metricsrows",
-               "nanscope.parsers.numbers", "nanscope.schema", "nanscope.tomlfile")),
+               "nanscope.parsers.numbers", "nanscope.schema", "nanscope.tomlfile", "nanscope.lazynp")),
     ("ingest and parsers", ("nanscope.ingest", "nanscope.parsers", "nanscope.follow")),
     ("pipeline", ("nanscope.pipeline", "nanscope.pieces", "nanscope.parallel", "nanscope.dask_scan", "nanscope.scan")),
     ("streams, engine, attribution", ("nanscope.streams", "nanscope.series", "nanscope.signatures",
@@ -122,3 +123,29 @@ def test_the_checker_sees_a_circle_and_an_upward_import(tmp_path):
     mod = tmp_path / "m.py"
     mod.write_text("def f():\n    from nanscope.cli import app\n", encoding="utf-8")
     assert _imports("nanscope.model", mod, {"nanscope.cli", "nanscope.model"}) == {"nanscope.cli"}
+
+
+_NUMPY_PROBE = """
+import sys
+from nanscope.cli import main
+code = main(["diagnose", sys.argv[1], "--format", "json"])
+print("numpy" in sys.modules, code, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("log, steps", [("sample_logs/core/dataloader_fd_limit.log", False),
+                                        ("sample_logs/public/1005.log", False),
+                                        ("sample_logs/faults/ddp_nan_persistent_rank1.log", True)])
+def test_numpy_is_imported_only_for_a_log_with_steps(log, steps):
+    """Start-up: a log with no step lines (a crash, a time-out) is diagnosed without importing numpy,
+    the largest single import of a small log's run (nanscope.lazynp); a log with steps needs it."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", _NUMPY_PROBE, str(root / log)], capture_output=True, text=True,
+                         cwd=root, timeout=120)
+    imported, code = out.stderr.strip().splitlines()[-1].split()
+    assert code == "1", out.stderr  # a finding in each
+    assert json.loads(out.stdout)["findings"], out.stdout[:500]
+    assert imported == str(steps), out.stderr

@@ -37,7 +37,7 @@ import math
 import re
 from typing import Any, Optional, Sequence
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.ingest.native_hf import HFLane, floats, nocap
 from nanscope.ingest.prefixes import peel

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, Sequence
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.columns import sliced
 from nanscope.ingest.reader import DIGIT0, _arrow

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Sequence
 
-import numpy as np
+from nanscope.lazynp import np
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 ASCII = "_.-:=+*#"

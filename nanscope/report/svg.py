@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Sequence
 
-import numpy as np
+from nanscope.lazynp import np
 
 
 def esc(text: str) -> str:

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.model import Diagnostic, Event, Evidence, Finding
 from nanscope.rankset import fmt_ranks, rank_phrase  # noqa: F401 - fmt_ranks also imported from here by older code

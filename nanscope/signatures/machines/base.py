@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.errors import SignatureError
 from nanscope.model import EVENT_KINDS, Event

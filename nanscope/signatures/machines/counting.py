@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.model import Event
 from nanscope.rankset import fmt_ranks

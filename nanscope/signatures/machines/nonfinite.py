@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.errors import SignatureError
 from nanscope.model import Event

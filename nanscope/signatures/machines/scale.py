@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.errors import SignatureError
 from nanscope.model import Event

@@ -8,7 +8,7 @@ import statistics
 from collections import deque
 from typing import Any
 
-import numpy as np
+from nanscope.lazynp import np
 
 from nanscope.errors import SignatureError
 from nanscope.model import Event
