@@ -724,6 +724,25 @@ def _nccl_failure_check(m, rec, state):
     )
 
 
+# TensorFlow's own check of an NCCL call (tensorflow/core/nccl/nccl_manager.cc NCCL_RETURN_IF_ERROR, TF 1.x - 2.x: the
+# NcclAllReduce / NcclBroadcast kernels of MirroredStrategy and CollectiveAllReduce): `errors::Internal("NCCL: ",
+# ncclGetErrorString(nccl_status), ". Set NCCL_DEBUG=WARN for detail.")`, printed `INTERNAL:  NCCL: unhandled system
+# error. Set NCCL_DEBUG=WARN for detail.` (TF 2.x numbers each replica's copy `(5) INTERNAL: ...`); NCCL >= 2.12 puts
+# ` (run with NCCL_DEBUG=INFO for details)` inside the string. One failure per reason, however many replicas repeat it.
+@rule(
+    "tf-nccl-status",
+    ("Set NCCL_DEBUG=WARN for detail",),
+    r"\bNCCL: (?P<reason>(?:" + _KNOWN_REASON + r")[^.()\n]{0,80}?)(?: \(run with NCCL_DEBUG=INFO for details\))?"
+    r"\. Set NCCL_DEBUG=WARN for detail",
+)
+def _tf_nccl_status(m, rec, state):
+    state["nccl_warned"] = rec.loc.line
+    reason = m.group("reason").strip()
+    code = next((c for r, c in _REASON_CODE if reason.startswith(r)), None)
+    if not first_time(state, ("tf_nccl_status", reason), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"reason": reason, "code": code, "source": "tensorflow"})
+
 @rule(
     "nccl-error-detail",
     ("ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument"),
@@ -1403,7 +1422,7 @@ PARSER = Parser(
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_nccl_nvls_bind, _watchdog_timeout, _hccl_socket_timeout, _hccl_op_failed, _dump_signal, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
-           _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure, _nccl_failure_check,
+           _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure, _nccl_failure_check, _tf_nccl_status,
            _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )
