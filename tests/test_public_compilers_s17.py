@@ -3,7 +3,9 @@
 NOT_FOUND, XRT's 'Couldn't open device: /dev/accel0'), torch.onnx.export without a symbolic function for an op,
 torch.compile failures printed without their class (BackendCompilerFailed's `backend='inductor' raised:` message,
 dynamo's dynamic-control-flow UserError), TensorFlow's MirroredStrategy on a build without NCCL and its own NCCL
-status check; TensorFlow's verbose GPU start-up lines as healthy traps.
+status check; TensorFlow's verbose GPU start-up lines as healthy traps. Round 2: onnxruntime sessions without a kernel
+for a node (both wordings), XLA's own NCCL status under JAX (and its 'Unable to load NCCL library'); XLA's 'Delay kernel
+timed out' ERROR line and dynamo's graph-break log as traps.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
 from the thread named in the comment.
@@ -32,6 +34,17 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("4451.log", "torch-compile-failed", None),  # Dynamic control flow is not supported ... (no class)
     ("4452.log", "dist-backend-unavailable", None),  # Windows TF: no kernel for NcclAllReduce
     ("4453.log", "nccl-error", None),  # TF: (5) INTERNAL:  NCCL: unhandled system error. Set NCCL_DEBUG=WARN ...
+    # round 2 (4460-4471), scored blind after round 1
+    ("4460.log", "torch-compile-failed", None),  # BackendCompilerFailed: Triton Error [CUDA]: device kernel image is invalid
+    ("4461.log", "onnxruntime-op-not-implemented", None),  # Could not find an implementation for Pad(13) node ...
+    ("4462.log", "onnxruntime-op-not-implemented", None),  # the old wording: ... for the node Mul(6)
+    ("4463.log", "onnxruntime-op-not-implemented", None),  # BatchNormalization(1)
+    ("4464.log", "triton-out-of-resources", None),
+    ("4465.log", "nccl-error", None),  # XLA: NCCL operation ncclCommInitRank(...) failed: unhandled cuda error
+    ("4466.log", "nccl-error", None),  # 'Execution of replica 1 failed': a replica is a device, not a rank
+    ("4467.log", "nccl-error", None),  # 2021's 'Internal: ... NCCL operation ncclAllReduce(...) failed: invalid usage'
+    ("4468.log", "nccl-error", None),
+    ("4469.log", "dist-backend-unavailable", None),  # XLA: Unable to load NCCL library
 ])
 def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -39,7 +52,7 @@ def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     assert report.findings[0].initiating_rank == rank
 
 
-@pytest.mark.parametrize("name", ["4454.log", "4455.log"])
+@pytest.mark.parametrize("name", ["4454.log", "4455.log", "4470.log", "4471.log"])
 def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
@@ -78,3 +91,14 @@ def test_the_inner_exception_joins_the_bare_backend_line() -> None:
     report = api.diagnose([str(PUBLIC / "4450.log")])
     assert len(report.findings) == 1
     assert "CompilationError" in report.findings[0].summary
+
+
+def test_xla_names_the_nccl_call_and_its_reason() -> None:
+    f = api.diagnose([str(PUBLIC / "4466.log")]).findings[0]
+    assert "ncclGroupEnd() failed: unhandled cuda error" in f.summary
+    assert f.initiating_rank is None  # 'replica 1' / 'replica 0' are devices of one process
+
+
+def test_onnxruntime_names_the_op_and_its_opset() -> None:
+    f = api.diagnose([str(PUBLIC / "4461.log")]).findings[0]
+    assert "Pad(13)" in f.summary
