@@ -5,7 +5,9 @@ torch.compile failures printed without their class (BackendCompilerFailed's `bac
 dynamo's dynamic-control-flow UserError), TensorFlow's MirroredStrategy on a build without NCCL and its own NCCL
 status check; TensorFlow's verbose GPU start-up lines as healthy traps. Round 2: onnxruntime sessions without a kernel
 for a node (both wordings), XLA's own NCCL status under JAX (and its 'Unable to load NCCL library'); XLA's 'Delay kernel
-timed out' ERROR line and dynamo's graph-break log as traps.
+timed out' ERROR line and dynamo's graph-break log as traps. Round 3: JAX tracing errors (ConcretizationTypeError from
+0.2's FilteredStackTrace to 0.4's jax.errors, TracerBoolConversionError, a notebook's JSON record), XLA:TPU's HBM
+compile OOM; XLA's slow constant-folding alarm as a trap.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
 from the thread named in the comment.
@@ -45,6 +47,15 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("4467.log", "nccl-error", None),  # 2021's 'Internal: ... NCCL operation ncclAllReduce(...) failed: invalid usage'
     ("4468.log", "nccl-error", None),
     ("4469.log", "dist-backend-unavailable", None),  # XLA: Unable to load NCCL library
+    # round 3 (4480-4488), scored blind after round 2
+    ("4480.log", "jax-tracer-error", None),  # jax 0.2: FilteredStackTrace: jax.core.ConcretizationTypeError ...
+    ("4481.log", "jax-tracer-error", None),  # ... then IPython's header of the same exception: one finding
+    ("4482.log", "jax-tracer-error", None),  # rich's traceback wraps the sentence after 'where'
+    ("4483.log", "jax-tracer-error", None),  # jax.errors.ConcretizationTypeError: ...: traced array with shape uint64[]
+    ("4484.log", "jax-tracer-error", None),  # UnfilteredStackTrace: jax.errors.TracerBoolConversionError
+    ("4485.log", "jax-tracer-error", None),  # a notebook's JSON record: "message": "Attempted boolean conversion ...
+    ("4486.log", "cuda-oom", None),  # XLA:TPU compile permanent error. Ran out of memory in memory space hbm
+    ("4487.log", "cuda-oom", None),
 ])
 def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -52,7 +63,7 @@ def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     assert report.findings[0].initiating_rank == rank
 
 
-@pytest.mark.parametrize("name", ["4454.log", "4455.log", "4470.log", "4471.log"])
+@pytest.mark.parametrize("name", ["4454.log", "4455.log", "4470.log", "4471.log", "4488.log"])
 def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
@@ -102,3 +113,10 @@ def test_xla_names_the_nccl_call_and_its_reason() -> None:
 def test_onnxruntime_names_the_op_and_its_opset() -> None:
     f = api.diagnose([str(PUBLIC / "4461.log")]).findings[0]
     assert "Pad(13)" in f.summary
+
+
+def test_the_jax_finding_says_which_use_of_a_tracer_failed() -> None:
+    f = api.diagnose([str(PUBLIC / "4484.log")]).findings[0]
+    assert "a Python if / while / and / or" in f.summary
+    report = api.diagnose([str(PUBLIC / "4481.log")])
+    assert ids(report) == ["jax-tracer-error"]  # the filtered trace and the notebook header are one exception
