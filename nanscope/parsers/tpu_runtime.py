@@ -21,8 +21,9 @@ The wordings, by who prints them:
 
 `TPU initialization failed:` is also what user code prints around its own fallback (`TPU initialization failed: {e}.
 Falling back to GPU/CPU.`): the phrase counts under a status code or with one of libtpu's reasons, never with a
-fallback. JAX's INFO line `Unable to initialize backend 'tpu': ...` on a machine that uses a GPU (the normal order of
-trying backends) names none of these wordings.
+fallback. JAX's INFO line `Unable to initialize backend 'tpu': ...` (xla_bridge's logger.info for a backend that may fail
+quietly, a machine with libtpu installed but no TPU) is the normal order of trying backends: JAX goes on with the next
+one. Only the raised form counts (`RuntimeError: Unable to initialize backend 'tpu': ...`, with JAX_PLATFORMS' hint).
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ def _tpu_init(m, rec, state):
     if m.group("why") is not None and (m.group("code") is None and not re.match(_REASON, m.group("why"))
                                        or re.search(r"[Ff]alling back", m.group("why"))):
         return None  # a program's own 'TPU initialization failed: {e}' around its fallback, not libtpu's status
+    before = rec.text[:m.start("msg")]
+    if "Unable to initialize backend '" in before and "Error" not in before \
+            and "JAX_PLATFORMS" not in rec.text[m.start("msg"):]:
+        return None  # xla_bridge's INFO record of a backend it tried and skipped (fail_quietly): JAX went on without it
     if not first_time(state, ("tpu_init",), rec.loc.line):
         return []
     cause, detail = _cause(rec.text)
