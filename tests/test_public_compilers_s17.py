@@ -56,6 +56,9 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("4485.log", "jax-tracer-error", None),  # a notebook's JSON record: "message": "Attempted boolean conversion ...
     ("4486.log", "cuda-oom", None),  # XLA:TPU compile permanent error. Ran out of memory in memory space hbm
     ("4487.log", "cuda-oom", None),
+    # round 4 (4490-4491), scored blind after round 3
+    ("4490.log", "cudnn-init-failed", None),  # Node: '...Conv2D' / DNN library is not found.
+    ("4491.log", "cudnn-init-failed", None),
 ])
 def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     report = api.diagnose([str(PUBLIC / name)])
