@@ -58,7 +58,7 @@ def _backend_not_built(m, rec, state):
         return []
     return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="dist_backend_unavailable",
                       message=rec.text[m.start():].strip(), exc_type=None if m.group("wbackend") else "RuntimeError",
-                      fields={"backend": backend, "warning": m.group("wbackend") is not None})
+                      fields={"backend": backend, "build": "torch", "warning": m.group("wbackend") is not None})
 
 
 @rule(

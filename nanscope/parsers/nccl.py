@@ -724,6 +724,57 @@ def _nccl_failure_check(m, rec, state):
     )
 
 
+# TensorFlow's own check of an NCCL call (tensorflow/core/nccl/nccl_manager.cc NCCL_RETURN_IF_ERROR, TF 1.x - 2.x: the
+# NcclAllReduce / NcclBroadcast kernels of MirroredStrategy and CollectiveAllReduce): `errors::Internal("NCCL: ",
+# ncclGetErrorString(nccl_status), ". Set NCCL_DEBUG=WARN for detail.")`, printed `INTERNAL:  NCCL: unhandled system
+# error. Set NCCL_DEBUG=WARN for detail.` (TF 2.x numbers each replica's copy `(5) INTERNAL: ...`); NCCL >= 2.12 puts
+# ` (run with NCCL_DEBUG=INFO for details)` inside the string. One failure per reason, however many replicas repeat it.
+@rule(
+    "tf-nccl-status",
+    ("Set NCCL_DEBUG=WARN for detail",),
+    r"\bNCCL: (?P<reason>(?:" + _KNOWN_REASON + r")[^.()\n]{0,80}?)(?: \(run with NCCL_DEBUG=INFO for details\))?"
+    r"\. Set NCCL_DEBUG=WARN for detail",
+)
+def _tf_nccl_status(m, rec, state):
+    state["nccl_warned"] = rec.loc.line
+    reason = m.group("reason").strip()
+    code = next((c for r, c in _REASON_CODE if reason.startswith(r)), None)
+    if not first_time(state, ("tf_nccl_status", reason), rec.loc.line):
+        return []
+    return _error(rec, "nccl_error", fields={"reason": reason, "code": code, "source": "tensorflow"})
+
+# XLA's own check of an NCCL call (JAX / TensorFlow-XLA on GPUs: pmap / pjit collectives, the all-reduce thunks),
+# openxla/xla xla/service/gpu/nccl_utils.cc ToStatus (tensorflow/compiler/xla/... before the move):
+#   2021-2023: absl::StrFormat("%s:%d: NCCL operation %s failed: %s", file, line, expr, ncclGetErrorString(s))
+#   2023+:     "%s:%d: NCCL operation %s failed: %s. Last NCCL warning(error) log entry (may be unrelated) '%s'."
+#   (newer: "NCCL operation %s failed: %s. Last NCCL warning(error) log entry ..." without the file)
+# raised as `INTERNAL: ...` (`Internal: ...` in 2021), under JAX's `Intercepted XLA runtime error:` / `Execution of
+# replica N failed: ...` records and its XlaRuntimeError, one line per replica; ROCm builds say `RCCL operation`.
+# When XLA cannot load libnccl at all, its stub answers `Unable to load NCCL library. Multi-GPU collectives will not
+# work.` in place of the reason: no NCCL in this installation (a missing nvidia-nccl wheel / library path), which
+# is dist-backend-unavailable, not a failure of NCCL itself. A replica is a device of this process, not a rank.
+@rule(
+    "xla-nccl-status",
+    ("NCCL operation ", "RCCL operation "),
+    r"\b[NR]CCL operation (?P<op>nccl\w{1,40})(?:\([^()\n]{0,300}\))? failed: (?P<reason>(?:" + _KNOWN_REASON
+    + r")[^.;:'\n]{0,80}?|(?P<noload>Unable to load NCCL library))(?=[.;:]|\s|$)",
+)
+def _xla_nccl_status(m, rec, state):
+    state["nccl_warned"] = rec.loc.line
+    reason = m.group("reason").strip()
+    if not first_time(state, ("xla_nccl_status", m.group("op"), reason), rec.loc.line):
+        return []
+    msg = rec.text[m.start():m.end()].strip()
+    if m.group("noload"):
+        return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="dist_backend_unavailable", message=msg, fields={
+            "backend": "NCCL", "build": "XLA (jaxlib / TensorFlow)", "op": m.group("op"),
+            "detail": "XLA could not load libnccl (not installed, or not on the library path), so collectives cannot run"})
+    code = next((c for r, c in _REASON_CODE if reason.startswith(r)), None)
+    last = re.search(r"Last NCCL warning\(error\) log entry \(may be unrelated\) '(?P<w>[^'\n]{1,300})'", rec.text)
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="nccl_error", message=msg,
+                      fields={"reason": f"{m.group('op')} failed: {reason}", "code": code, "source": "xla",
+                              "last_error": last.group("w") if last else None})
+
 @rule(
     "nccl-error-detail",
     ("ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument"),
@@ -1403,7 +1454,7 @@ PARSER = Parser(
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
     rules=[_nccl_nvls_bind, _watchdog_timeout, _hccl_socket_timeout, _hccl_op_failed, _dump_signal, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
-           _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure, _nccl_failure_check,
+           _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure, _nccl_failure_check, _tf_nccl_status, _xla_nccl_status,
            _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )

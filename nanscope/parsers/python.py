@@ -1092,6 +1092,41 @@ _compile_raised = rule("compile-raised", ("BackendCompilerFailed", "LimitHit", "
                        match_start=True)(_exception.build)
 
 
+
+# BackendCompilerFailed's message without its class (torch/_dynamo/exc.py, torch 2.0 - 2.x, every release the same:
+# `msg = f"backend={self.backend_name!r} raised:\n{type(inner_exception).__name__}: {inner_exception}"`): a front end
+# that prints str(e) alone (ComfyUI's node error, a notebook's message cell) shows `backend='inductor' raised:` on a
+# line of its own and the inner exception (`CompilationError: at 8:11:`, `RuntimeError: Cannot find a working triton
+# installation. ...`) on the next. The line is held as a compile failure; the exception rule adds the inner one to it.
+@rule("compile-raised-bare", ("backend='", 'backend="'),
+      r"^backend=(?P<q>['\"])(?P<backend>[\w.<>\-]{1,80})(?P=q) raised:[ \t]*$", match_start=True)
+def _compile_raised_bare(m, rec, state):
+    out = _release(state)
+    state["pending"] = ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
+        message=f"backend={m.group('q')}{m.group('backend')}{m.group('q')} raised:", exc_type="BackendCompilerFailed",
+        fields={"backend": m.group("backend")},
+    )
+    return out
+
+
+# Dynamo's UserError of a branch on a tensor's value, its message alone (a trainer or front end that prints str(e),
+# with dynamo's `from user code:` frames after it). torch/_dynamo/variables (builtin.py / tensor.py, torch 2.1 - 2.5):
+# `raise UserError(UserErrorType.DYNAMIC_CONTROL_FLOW, "Dynamic control flow is not supported at the moment. Please
+# use functorch.experimental.control_flow.cond to explicitly capture the control flow.", case_name="cond_operands")`;
+# torch 2.6+ says `Please use torch.cond to explicitly capture the control flow.` The line with the class before it
+# is the exception rule's (dynamo's exception types are read there).
+@rule("dynamo-control-flow-bare", ("Dynamic control flow is not supported at the moment",),
+      r"^(?P<msg>Dynamic control flow is not supported at the moment\. Please use "
+      r"(?:functorch\.experimental\.control_flow\.cond|torch\.cond) to explicitly capture the control flow\b.*)$",
+      match_start=True)
+def _dynamo_control_flow_bare(m, rec, state):
+    out = _release(state)
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
+                          message=m.group("msg").strip()[:400], exc_type="torch._dynamo.exc.UserError",
+                          fields={"detail": "dynamo cannot trace a Python branch on a tensor's value"}))
+    return out
+
 # IPython / Jupyter print an uncaught exception as a rule of dashes, then the exception's class padded to a
 # column and `Traceback (most recent call last)` (IPython/core/ultratb.py VerboseTB.prepare_header), the frames
 # (`Cell In[5], line 3`, `File ~/...py:120, in f(x)`), and only then `Type: message`. A paste cut before that
@@ -1199,7 +1234,8 @@ PARSER = Parser(
     priority=80,
     description="Python tracebacks and exception lines",
     rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
-           _triton_compile_failed, _inductor_logged_exception, _ptxas_arch, _ignite_terminating, _compile_raised, _ray_actor_name, _notebook_frame,
+           _triton_compile_failed, _inductor_logged_exception, _ptxas_arch, _ignite_terminating, _compile_raised,
+           _compile_raised_bare, _dynamo_control_flow_bare, _ray_actor_name, _notebook_frame,
            _distribution_real, _paddle_oom, _mxnet_oom,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,
            _weights_only_bare, _extension_bare, _operand_bare],

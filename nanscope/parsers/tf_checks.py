@@ -86,10 +86,28 @@ def _remote_unavailable(m, rec, state):
                                         f"task over gRPC (UNAVAILABLE: {msg})"})
 
 
+
+# A TensorFlow build without NCCL asked for an NCCL collective: MirroredStrategy's default cross-device op is NCCL
+# all-reduce (tf.distribute.NcclAllReduce), and the Windows (and macOS) builds register no kernel for the Nccl* ops.
+# tensorflow/core/common_runtime placement (TF 1.13 - 2.x): `errors::InvalidArgument("No OpKernel was registered to
+# support Op '", op, "' used by ", node, " with these attrs: [...]")` then `Registered devices: [CPU, GPU]` and
+# `Registered kernels:\n  <no registered kernels>`; tensorflow/core/framework/op_kernel.cc FindKernelRegistration:
+# `No registered 'NcclAllReduce' OpKernel for 'GPU' devices compatible with node {{node NcclAllReduce}}`. Only the
+# Nccl ops count: another op without a kernel is another problem.
+@rule("tf-nccl-not-built", ("No OpKernel was registered to support Op 'Nccl", "No registered 'Nccl"),
+      r"(?P<msg>No OpKernel was registered to support Op '(?P<op>Nccl\w{1,40})'|No registered '(?P<op2>Nccl\w{1,40})' OpKernel for)")
+def _tf_nccl_not_built(m, rec, state):
+    op = m.group("op") or m.group("op2")
+    if not first_time(state, ("tf_nccl_not_built",), rec.loc.line):
+        return []
+    return error_event(m, rec, "dist_backend_unavailable", "tensorflow",
+                       f"this TensorFlow build registers no kernel for {op}: it has no NCCL (the Windows and macOS builds)",
+                       backend="NCCL", build="TensorFlow", op=op)
+
 PARSER = Parser(
     name="tf_checks",
     framework="tensorflow",
     priority=40,  # before the generic exception parser (python, 80)
     description="TensorFlow's check_numerics / enable_check_numerics (the tensor or op that went non-finite); torchtune's packed-dataset config checks",
-    rules=[_check_numerics, _torchtune_packed, _remote_unavailable],
+    rules=[_check_numerics, _torchtune_packed, _remote_unavailable, _tf_nccl_not_built],
 )
