@@ -43,6 +43,23 @@ _EXTENSION_MISMATCH = (
 
 # Exceptions whose message says what kind of failure it is (message regex -> error kind).
 _CLASSIFY = [
+    # The model-parallel layout does not fit the number of processes launched: the parallel-state setup checks the
+    # world size before any group is built. Megatron-LM megatron/core/parallel_state.py initialize_model_parallel:
+    # 2022-2023 "world_size ({world_size}) is not divisible by tensor_model_parallel_size ({tp}) x
+    # pipeline_model_parallel_size ({pp})" (+ " x context_parallel_size ({cp})" from 2023), 2024+ "world_size
+    # ({world_size}) is not divisible by {total_model_size}" (later {model_size}), the MoE fold's "data_parallel_size
+    # ({dp}) is not divisible by expert_model_parallel_size " (2024) and "(decoder )world_size ({n}) is not divisible
+    # by expert_tensor_model_pipeline_parallel size ({m})" (2024-2025 with "decoder ", then without); vLLM / SGLang
+    # distributed/parallel_state.py initialize_model_parallel: "world_size ({w}) is not equal to
+    # tensor_model_parallel_size ({tp}) x pipeline_model_parallel_size ({pp})" (more processes than TP x PP, e.g.
+    # the engine started under torchrun); torchtitan parallel_dims.py ParallelDims._validate: "Invalid parallel dims:
+    # dp_replicate(a) * dp_shard(b) * cp(c) * tp(d) * pp(e) != WORLD_SIZE(w)" (the factors vary by release).
+    # DeepSpeed's deepspeed/utils/groups.py _ensure_divisibility ("{} is not divisible by {}") names nothing: _frame.
+    (re.compile(r"\b(?:decoder |encoder )?world_size \(\d+\) is not (?:divisible by (?:tensor_model_parallel_size \(\d+\)"
+                r"|expert_tensor_model_pipeline_parallel size \(\d+\)|\d+\s*$)"
+                r"|equal to tensor_model_parallel_size \(\d+\) x pipeline_model_parallel_size \(\d+\))"
+                r"|\bdata_parallel_size \(\d+\) is not divisible by expert_model_parallel_size\b"
+                r"|\bInvalid parallel dims: [\w()* ]{1,200}!= WORLD_SIZE\(\d+\)"), "parallel_world_size_mismatch"),
     # A Ray task that raised torch's OutOfMemoryError (a device allocation failed inside the task); Ray's own
     # memory monitor raises ray.exceptions.OutOfMemoryError directly, not wrapped in RayTaskError.
     (re.compile(r"^(?:\w+\.)*RayTaskError\((?:\w+\.)*OutOfMemoryError\)$"), "cuda_oom"),
@@ -340,7 +357,13 @@ _CLASSIFY = [
                 r"|Expected object of scalar type \w+ but got scalar type \w+ for argument"
                 r"|Expected tensor for argument #\d+ '\w+' to have (?:scalar type \w+|one of the following scalar types: [\w, ]+); but got \S+ instead"
                 r"|\bFound dtype \w+ but expected \w+"
-                r"|\bresult type \w+ can't be cast to the desired output type \w+", re.I), "dtype_mismatch"),
+                r"|\bresult type \w+ can't be cast to the desired output type \w+"
+                # torch/csrc/autograd/python_variable.cpp THPVariable_set_grad (`.grad = g`, FSDP's and optimizers'
+                # gradient hand-off): "attempting to assign a gradient with dtype '{g}' to a tensor with dtype '{v}'.
+                # Please ensure that the gradient and the tensor have the same dtype" (every release); torch 2.9+
+                # with the tensor's grad_dtype: "... to a tensor with grad_dtype '{v}'. The gradient must match ..."
+                r"|\battempting to assign a gradient with dtype '[^']{1,40}' to a tensor with (?:grad_)?dtype '[^']{1,40}'", re.I),
+     "dtype_mismatch"),
     # torch/utils/data/dataloader.py _MultiProcessingDataLoaderIter._try_get_data with timeout > 0 (every
     # release; f-string since 1.x, .format before): "DataLoader timed out after {self._timeout} seconds": no
     # worker delivered the next batch within the DataLoader's timeout.
@@ -499,10 +522,25 @@ _TRACEBACK_SPAN = 400
 _LOOSE_FRAME_SPAN = 40
 
 
+# The divisibility helpers that check the world size against the parallel sizes raise a bare "{} is not divisible by
+# {}" (AssertionError): DeepSpeed deepspeed/utils/groups.py _ensure_divisibility (every group it builds: model /
+# tensor, pipeline x tensor, expert-parallel within data-parallel), Megatron's old megatron/mpu/utils.py
+# ensure_divisibility as called from mpu/initialize.py initialize_model_parallel (world size by TP x PP, 2019-2022).
+# Elsewhere (attention heads per partition) the same helper checks the model, not the launch: only these frames count.
+_DIVISIBILITY_FNS = frozenset(("_ensure_divisibility", "ensure_divisibility"))
+_GROUPS_PATH = re.compile(r"deepspeed[/\\]utils[/\\]groups\.py$")
+_BARE_INDIVISIBLE = re.compile(r"^\d+ is not divisible by \d+$")
+_LAYOUT_FRAME_SPAN = 3  # the helper's frame, its assert line, the exception
+
+
 @rule("frame", ('File "',), r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>\w+))?', match_start=True)
 def _frame(m, rec, state):
     # Inside a traceback (or, for a checkpoint frame, a paste cut inside one): remember whether the exception
     # passed through a checkpoint loader or writer (the innermost such frame decides).
+    fn = m.group("fn")
+    if fn in _DIVISIBILITY_FNS and (_GROUPS_PATH.search(m.group("path")) or state.get("prev_fn") == "initialize_model_parallel"):
+        state["layout_frame"] = rec.loc.line  # the helper that checks the world size against the parallel sizes
+    state["prev_fn"] = fn
     if "traceback_line" not in state and not _CHECKPOINT_FRAMES.search(m.group("path")):
         return None
     return _note_frame(m.group("path"), m.group("fn"), rec, state)
@@ -631,6 +669,10 @@ def _exception(m, rec, state):
     if tb is None and not msg:
         return None  # a bare word like "ValueError" on its own line is not an exception report
     kind = classify(exc_type, msg, frame, saving)
+    layout = state.pop("layout_frame", None)
+    if kind == "exception" and layout is not None and rec.loc.line - layout <= _LAYOUT_FRAME_SPAN \
+            and _BARE_INDIVISIBLE.match(msg):
+        kind = "parallel_world_size_mismatch"
     shown = state.pop("notebook_exc", None)
     if kind == "compile_failed" and shown is not None and shown[0] == exc_type.rsplit(".", 1)[-1]:
         return _release(state)  # the notebook header already reported this exception
@@ -900,7 +942,7 @@ _OPERAND_KINDS = ("dtype_mismatch", "tensor_shape_mismatch", "device_mismatch")
 _OPERAND_KEYS = ("expected scalar type ", "to have the same dtype", "must have the same dtype", "Expected object of scalar type ",
                  "shapes cannot be multiplied (", "size mismatch, m1: [", "must match the size of tensor b (",
                  "must match the existing size (", "is invalid for input of size ", "Sizes of tensors must match except",
-                 "Expected all tensors to be on the same")
+                 "Expected all tensors to be on the same", "attempting to assign a gradient with dtype ")
 
 
 @rule("aten-operand-bare", _OPERAND_KEYS, "|".join(re.escape(k) for k in _OPERAND_KEYS), flags=re.I)
