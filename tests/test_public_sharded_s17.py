@@ -91,3 +91,74 @@ def test_grad_setter_device_check_is_not_dtype(tmp_path) -> None:
         "Please ensure that the gradient and the tensor are on the same device",
     ])
     assert "dtype-mismatch" not in ids(report)
+
+
+# round 2 (4330-4334), scored blind after round 1's fixes
+@pytest.mark.parametrize("name, expected", [
+    ("4330.log", "dtensor-mixed-tensor"),  # torchtune LoRA: aten.mm with a DTensor weight and a plain tensor
+    ("4331.log", "checkpoint-parallel-layout-mismatch"),  # Megatron: a TP=1 checkpoint loaded with TP=2
+    ("4332.log", "state-dict-mismatch"),  # TP=4 shards loaded on one card, the header not pasted
+    ("4334.log", "extension-build-mismatch"),  # DeepSpeed's cpu_adam op: undefined symbol curandCreateGenerator
+])
+def test_round2_first_finding(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)]))[0] == expected
+
+
+def test_round2_trap_stays_quiet() -> None:
+    # om-ai-lab/VLM-R1#304: ZeRO-3's 'Invalidate trace cache' between normal GRPO lines
+    assert api.diagnose([str(PUBLIC / "4333.log")]).verdict in ("clean", "benign")
+
+
+def test_every_rank_raising_the_dtensor_error_names_no_rank() -> None:
+    # 4330: rank 1's error, then rank 7's traceback: the same code on every shard, no first rank
+    f = api.diagnose([str(PUBLIC / "4330.log")]).findings[0]
+    assert (f.id, f.initiating_rank) == ("dtensor-mixed-tensor", None)
+
+
+@pytest.mark.parametrize("line, expected", [
+    # megatron/checkpointing.py check_checkpoint_args: the parallel sizes are the layout ...
+    ("[rank3]: AssertionError: pipeline_model_parallel_size value from checkpoint (2) is not equal to the input "
+     "argument value (4).", "checkpoint-parallel-layout-mismatch"),
+    # ... the 2020 name of the tensor size
+    ("AssertionError: model_parallel_size value from checkpoint (2) is not equal to the input argument value (1).",
+     "checkpoint-parallel-layout-mismatch"),
+    # torch/distributed/tensor/_dispatch.py, under Ray's prefix
+    ("(main_task pid=4129158) RuntimeError: aten.copy_.default: got mixed torch.Tensor and DTensor, need to convert all "
+     "torch.Tensor to DTensor before calling distributed operators!", "dtensor-mixed-tensor"),
+])
+def test_round2_wordings(tmp_path, line: str, expected: str) -> None:
+    assert ids(diagnose_lines(tmp_path, [line]))[0] == expected
+
+
+def test_a_model_shape_argument_is_not_the_layout(tmp_path) -> None:
+    # the same _compare on num_layers: another model, not another parallel split
+    report = diagnose_lines(tmp_path, [
+        "AssertionError: num_layers value from checkpoint (24) is not equal to the input argument value (32).",
+    ])
+    assert "checkpoint-parallel-layout-mismatch" not in ids(report)
+
+
+# round 3 (4335-4336), scored blind after round 2's fixes
+@pytest.mark.parametrize("name", ["4335.log", "4336.log"])
+def test_round3_gemini_unreduced_gradients(name: str) -> None:
+    # hpcaitech/ColossalAI#4970 (GeminiDDP, the exception line), #3176 (ZeroDDP, the message without its head)
+    f = api.diagnose([str(PUBLIC / name)]).findings[0]
+    assert (f.id, f.initiating_rank) == ("zero-ddp-unreduced-grads", None)
+
+
+def test_gemini_tuple_message_over_lines(tmp_path) -> None:
+    # hpcaitech/ColossalAI#5184: the tuple's strings printed one per line after `RuntimeError: (`
+    report = diagnose_lines(tmp_path, [
+        "RuntimeError: (",
+        "\"ZERO DDP error: the synchronization of gradients doesn't exit properly.\",",
+        "'The most possible reason is that the model is not compatible with GeminiDDP.\\n',",
+    ])
+    assert ids(report)[0] == "zero-ddp-unreduced-grads"
+
+
+def test_gemini_raise_line_alone_is_no_error(tmp_path) -> None:
+    report = diagnose_lines(tmp_path, [
+        '  File "/opt/conda/lib/python3.10/site-packages/colossalai/zero/gemini/gemini_ddp.py", line 314, in _post_backward',
+        "    raise RuntimeError(\"ZERO DDP error: the synchronization of gradients doesn't exit properly.\",",
+    ])
+    assert "zero-ddp-unreduced-grads" not in ids(report)

@@ -60,6 +60,23 @@ _CLASSIFY = [
                 r"|equal to tensor_model_parallel_size \(\d+\) x pipeline_model_parallel_size \(\d+\))"
                 r"|\bdata_parallel_size \(\d+\) is not divisible by expert_model_parallel_size\b"
                 r"|\bInvalid parallel dims: [\w()* ]{1,200}!= WORLD_SIZE\(\d+\)"), "parallel_world_size_mismatch"),
+    # Megatron-LM megatron/checkpointing.py (later megatron/training/checkpointing.py) check_checkpoint_args._compare,
+    # the same text since 2020: "{arg_name} value from checkpoint ({ckpt}) is not equal to the input argument value
+    # ({arg})." For the parallel sizes (tensor_model_parallel_size; pipeline_model_parallel_size; the 2020
+    # model_parallel_size) the checkpoint's shards were cut for another layout; the model-shape arguments it also
+    # compares (num_layers, hidden_size, ...) are another model and stay generic.
+    (re.compile(r"\b(?:tensor_|pipeline_)?model_parallel_size value from checkpoint \(\d+\) is not equal to the input "
+                r"argument value \(\d+\)"), "checkpoint_parallel_mismatch"),
+    # torch/distributed/tensor/_dispatch.py (2.4+; torch/distributed/_tensor/dispatch.py 2.0-2.3) OpDispatcher
+    # unwrap_to_op_info / _try_replicate_spec_for_scalar_tensor: f"{op_call}: got mixed torch.Tensor and DTensor, need
+    # to convert all torch.Tensor to DTensor before calling distributed operators!" (later releases without the
+    # colon): an op got a DTensor (FSDP2 / tensor-parallel parameter) and a plain tensor.
+    (re.compile(r"\bgot mixed torch\.Tensor and DTensor\b"), "dtensor_mixed_tensor"),
+    # ColossalAI colossalai/zero/gemini/gemini_ddp.py (colossalai/nn/parallel/data_parallel.py before 0.2.x)
+    # _post_backward: RuntimeError("ZERO DDP error: the synchronization of gradients doesn't exit properly.", "The most
+    # possible reason is that the model is not compatible with ZeroDDP." (later GeminiDDP, + ".\n", f"Reduction failed
+    # at followed parameters:\n\t{names}")): after backward some parameters' gradient chunks were never reduced.
+    (re.compile(r"ZERO DDP error: the synchronization of gradients doesn't exit properly"), "zero_ddp_unreduced_grads"),
     # A Ray task that raised torch's OutOfMemoryError (a device allocation failed inside the task); Ray's own
     # memory monitor raises ray.exceptions.OutOfMemoryError directly, not wrapped in RayTaskError.
     (re.compile(r"^(?:\w+\.)*RayTaskError\((?:\w+\.)*OutOfMemoryError\)$"), "cuda_oom"),
@@ -957,6 +974,19 @@ def _operand_bare(m, rec, state):
                                          exc_type=None, fields={"printed": True})]
 
 
+# ColossalAI's Gemini / ZeRO DDP error (see _CLASSIFY) pasted without its `RuntimeError: (` head, or with the tuple's
+# first string on a line of its own after `RuntimeError: (` (the message is a tuple of strings): the words are
+# only ColossalAI's. The `raise RuntimeError("ZERO DDP error: ...` source line of the traceback is not the error.
+@rule("zero-ddp-bare", ("ZERO DDP error: ",), r"""^\s*(?:\(?["'])?ZERO DDP error: the synchronization of gradients doesn't exit properly""",
+      match_start=True)
+def _zero_ddp_bare(m, rec, state):
+    if not first_time(state, ("zero-ddp",), rec.loc.line):
+        return []
+    msg = rec.text.strip()
+    return _release(state) + [ErrorEvent(loc=rec.loc, text=rec.text, framework="colossalai", error="zero_ddp_unreduced_grads",
+                                         message=msg[:400], exc_type=None, fields={"printed": True})]
+
+
 # A build-mismatch message on a line of its own (see _EXTENSION_MISMATCH), without the exception type: the
 # dynamic loader's "<file>.so: undefined symbol: <sym>" printed as str(e) or as the second line of transformers'
 # lazy-import error (src/transformers/utils/import_utils.py _LazyModule._get_module: RuntimeError(f"Failed to import
@@ -1244,5 +1274,5 @@ PARSER = Parser(
            _triton_compile_failed, _inductor_logged_exception, _ptxas_arch, _ignite_terminating, _compile_raised, _ray_actor_name, _notebook_frame,
            _distribution_real, _paddle_oom, _mxnet_oom,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,
-           _weights_only_bare, _extension_bare, _operand_bare],
+           _weights_only_bare, _extension_bare, _operand_bare, _zero_ddp_bare],
 )
