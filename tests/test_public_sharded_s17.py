@@ -162,3 +162,21 @@ def test_gemini_raise_line_alone_is_no_error(tmp_path) -> None:
         "    raise RuntimeError(\"ZERO DDP error: the synchronization of gradients doesn't exit properly.\",",
     ])
     assert "zero-ddp-unreduced-grads" not in ids(report)
+
+
+# round 4 (4337-4338), scored blind after round 3's fix
+@pytest.mark.parametrize("name, expected", [
+    ("4337.log", "state-dict-mismatch"),  # Megatron dist_checkpointing: Global shape mismatch for loaded ... (Cosmos/NeMo)
+    ("4338.log", "zero3-param-partitioned"),  # ZeRO-3 placeholder weight into F.embedding, frame paths wrapped by the paste
+])
+def test_round4_first_finding(name: str, expected: str) -> None:
+    assert ids(api.diagnose([str(PUBLIC / name)]))[0] == expected
+
+
+def test_dist_checkpointing_zarr_local_shape_wording(tmp_path) -> None:
+    # megatron/core/dist_checkpointing/strategies/zarr.py (2023): the local-chunk variant of the same check
+    report = diagnose_lines(tmp_path, [
+        "megatron.core.dist_checkpointing.core.CheckpointingException: Local shape mismatch for loaded ((512, 768)) "
+        "and expected ((1024, 768)) tensor for key model.embedding.position_embeddings.weight",
+    ])
+    assert ids(report)[0] == "state-dict-mismatch"

@@ -271,8 +271,14 @@ _CLASSIFY = [
     # param of torch.Size(...) from checkpoint, where the shape is ... in current model."); torch 0.3/0.4 raised
     # per key: "While copying the parameter named {}, whose dimensions in the model are {} and whose dimensions
     # in the checkpoint are {}.", 'unexpected key "{}" in state_dict', 'missing keys in state_dict: "{}"'.
+    # Megatron-LM's distributed checkpoints (megatron/core/dist_checkpointing/strategies/torch.py
+    # _validate_global_shapes, tensorstore.py / zarr.py _load_regular_chunk, 2023+): CheckpointingException(f"Global
+    # shape mismatch for loaded ({loaded}) and expected ({expected}) tensor for key {key}") (zarr also "Local shape
+    # mismatch for loaded ..."): the saved tensor is not the shape the model being loaded has.
     (re.compile(r"Error\(s\) in loading state_dict for |While copying the parameter named \S+, whose dimensions in the model"
-                r"|unexpected key \"[^\"]*\" in state_dict|missing keys in state_dict: "), "state_dict_mismatch"),
+                r"|unexpected key \"[^\"]*\" in state_dict|missing keys in state_dict: "
+                r"|\b(?:Global|Local) shape mismatch for loaded \(.{1,120}?\) and expected \(.{1,120}?\) tensor for key "),
+     "state_dict_mismatch"),
     # Tensors of one op on two devices. aten/src/ATen/core/op_registration/adaption.cpp common_device_check_failure
     # and TensorIterator (torch >= 1.7; the first 1.8 releases: "... on the same common device, ... (when checking
     # arugment for argument X in method Y)"):
