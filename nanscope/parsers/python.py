@@ -43,6 +43,40 @@ _EXTENSION_MISMATCH = (
 
 # Exceptions whose message says what kind of failure it is (message regex -> error kind).
 _CLASSIFY = [
+    # The model-parallel layout does not fit the number of processes launched: the parallel-state setup checks the
+    # world size before any group is built. Megatron-LM megatron/core/parallel_state.py initialize_model_parallel:
+    # 2022-2023 "world_size ({world_size}) is not divisible by tensor_model_parallel_size ({tp}) x
+    # pipeline_model_parallel_size ({pp})" (+ " x context_parallel_size ({cp})" from 2023), 2024+ "world_size
+    # ({world_size}) is not divisible by {total_model_size}" (later {model_size}), the MoE fold's "data_parallel_size
+    # ({dp}) is not divisible by expert_model_parallel_size " (2024) and "(decoder )world_size ({n}) is not divisible
+    # by expert_tensor_model_pipeline_parallel size ({m})" (2024-2025 with "decoder ", then without); vLLM / SGLang
+    # distributed/parallel_state.py initialize_model_parallel: "world_size ({w}) is not equal to
+    # tensor_model_parallel_size ({tp}) x pipeline_model_parallel_size ({pp})" (more processes than TP x PP, e.g.
+    # the engine started under torchrun); torchtitan parallel_dims.py ParallelDims._validate: "Invalid parallel dims:
+    # dp_replicate(a) * dp_shard(b) * cp(c) * tp(d) * pp(e) != WORLD_SIZE(w)" (the factors vary by release).
+    # DeepSpeed's deepspeed/utils/groups.py _ensure_divisibility ("{} is not divisible by {}") names nothing: _frame.
+    (re.compile(r"\b(?:decoder |encoder )?world_size \(\d+\) is not (?:divisible by (?:tensor_model_parallel_size \(\d+\)"
+                r"|expert_tensor_model_pipeline_parallel size \(\d+\)|\d+\s*$)"
+                r"|equal to tensor_model_parallel_size \(\d+\) x pipeline_model_parallel_size \(\d+\))"
+                r"|\bdata_parallel_size \(\d+\) is not divisible by expert_model_parallel_size\b"
+                r"|\bInvalid parallel dims: [\w()* ]{1,200}!= WORLD_SIZE\(\d+\)"), "parallel_world_size_mismatch"),
+    # Megatron-LM megatron/checkpointing.py (later megatron/training/checkpointing.py) check_checkpoint_args._compare,
+    # the same text since 2020: "{arg_name} value from checkpoint ({ckpt}) is not equal to the input argument value
+    # ({arg})." For the parallel sizes (tensor_model_parallel_size; pipeline_model_parallel_size; the 2020
+    # model_parallel_size) the checkpoint's shards were cut for another layout; the model-shape arguments it also
+    # compares (num_layers, hidden_size, ...) are another model and stay generic.
+    (re.compile(r"\b(?:tensor_|pipeline_)?model_parallel_size value from checkpoint \(\d+\) is not equal to the input "
+                r"argument value \(\d+\)"), "checkpoint_parallel_mismatch"),
+    # torch/distributed/tensor/_dispatch.py (2.4+; torch/distributed/_tensor/dispatch.py 2.0-2.3) OpDispatcher
+    # unwrap_to_op_info / _try_replicate_spec_for_scalar_tensor: f"{op_call}: got mixed torch.Tensor and DTensor, need
+    # to convert all torch.Tensor to DTensor before calling distributed operators!" (later releases without the
+    # colon): an op got a DTensor (FSDP2 / tensor-parallel parameter) and a plain tensor.
+    (re.compile(r"\bgot mixed torch\.Tensor and DTensor\b"), "dtensor_mixed_tensor"),
+    # ColossalAI colossalai/zero/gemini/gemini_ddp.py (colossalai/nn/parallel/data_parallel.py before 0.2.x)
+    # _post_backward: RuntimeError("ZERO DDP error: the synchronization of gradients doesn't exit properly.", "The most
+    # possible reason is that the model is not compatible with ZeroDDP." (later GeminiDDP, + ".\n", f"Reduction failed
+    # at followed parameters:\n\t{names}")): after backward some parameters' gradient chunks were never reduced.
+    (re.compile(r"ZERO DDP error: the synchronization of gradients doesn't exit properly"), "zero_ddp_unreduced_grads"),
     # A Ray task that raised torch's OutOfMemoryError (a device allocation failed inside the task); Ray's own
     # memory monitor raises ray.exceptions.OutOfMemoryError directly, not wrapped in RayTaskError.
     (re.compile(r"^(?:\w+\.)*RayTaskError\((?:\w+\.)*OutOfMemoryError\)$"), "cuda_oom"),
@@ -237,8 +271,14 @@ _CLASSIFY = [
     # param of torch.Size(...) from checkpoint, where the shape is ... in current model."); torch 0.3/0.4 raised
     # per key: "While copying the parameter named {}, whose dimensions in the model are {} and whose dimensions
     # in the checkpoint are {}.", 'unexpected key "{}" in state_dict', 'missing keys in state_dict: "{}"'.
+    # Megatron-LM's distributed checkpoints (megatron/core/dist_checkpointing/strategies/torch.py
+    # _validate_global_shapes, tensorstore.py / zarr.py _load_regular_chunk, 2023+): CheckpointingException(f"Global
+    # shape mismatch for loaded ({loaded}) and expected ({expected}) tensor for key {key}") (zarr also "Local shape
+    # mismatch for loaded ..."): the saved tensor is not the shape the model being loaded has.
     (re.compile(r"Error\(s\) in loading state_dict for |While copying the parameter named \S+, whose dimensions in the model"
-                r"|unexpected key \"[^\"]*\" in state_dict|missing keys in state_dict: "), "state_dict_mismatch"),
+                r"|unexpected key \"[^\"]*\" in state_dict|missing keys in state_dict: "
+                r"|\b(?:Global|Local) shape mismatch for loaded \(.{1,120}?\) and expected \(.{1,120}?\) tensor for key "),
+     "state_dict_mismatch"),
     # Tensors of one op on two devices. aten/src/ATen/core/op_registration/adaption.cpp common_device_check_failure
     # and TensorIterator (torch >= 1.7; the first 1.8 releases: "... on the same common device, ... (when checking
     # arugment for argument X in method Y)"):
@@ -340,7 +380,13 @@ _CLASSIFY = [
                 r"|Expected object of scalar type \w+ but got scalar type \w+ for argument"
                 r"|Expected tensor for argument #\d+ '\w+' to have (?:scalar type \w+|one of the following scalar types: [\w, ]+); but got \S+ instead"
                 r"|\bFound dtype \w+ but expected \w+"
-                r"|\bresult type \w+ can't be cast to the desired output type \w+", re.I), "dtype_mismatch"),
+                r"|\bresult type \w+ can't be cast to the desired output type \w+"
+                # torch/csrc/autograd/python_variable.cpp THPVariable_set_grad (`.grad = g`, FSDP's and optimizers'
+                # gradient hand-off): "attempting to assign a gradient with dtype '{g}' to a tensor with dtype '{v}'.
+                # Please ensure that the gradient and the tensor have the same dtype" (every release); torch 2.9+
+                # with the tensor's grad_dtype: "... to a tensor with grad_dtype '{v}'. The gradient must match ..."
+                r"|\battempting to assign a gradient with dtype '[^']{1,40}' to a tensor with (?:grad_)?dtype '[^']{1,40}'", re.I),
+     "dtype_mismatch"),
     # torch/utils/data/dataloader.py _MultiProcessingDataLoaderIter._try_get_data with timeout > 0 (every
     # release; f-string since 1.x, .format before): "DataLoader timed out after {self._timeout} seconds": no
     # worker delivered the next batch within the DataLoader's timeout.
@@ -499,10 +545,25 @@ _TRACEBACK_SPAN = 400
 _LOOSE_FRAME_SPAN = 40
 
 
+# The divisibility helpers that check the world size against the parallel sizes raise a bare "{} is not divisible by
+# {}" (AssertionError): DeepSpeed deepspeed/utils/groups.py _ensure_divisibility (every group it builds: model /
+# tensor, pipeline x tensor, expert-parallel within data-parallel), Megatron's old megatron/mpu/utils.py
+# ensure_divisibility as called from mpu/initialize.py initialize_model_parallel (world size by TP x PP, 2019-2022).
+# Elsewhere (attention heads per partition) the same helper checks the model, not the launch: only these frames count.
+_DIVISIBILITY_FNS = frozenset(("_ensure_divisibility", "ensure_divisibility"))
+_GROUPS_PATH = re.compile(r"deepspeed[/\\]utils[/\\]groups\.py$")
+_BARE_INDIVISIBLE = re.compile(r"^\d+ is not divisible by \d+$")
+_LAYOUT_FRAME_SPAN = 3  # the helper's frame, its assert line, the exception
+
+
 @rule("frame", ('File "',), r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<fn>\w+))?', match_start=True)
 def _frame(m, rec, state):
     # Inside a traceback (or, for a checkpoint frame, a paste cut inside one): remember whether the exception
     # passed through a checkpoint loader or writer (the innermost such frame decides).
+    fn = m.group("fn")
+    if fn in _DIVISIBILITY_FNS and (_GROUPS_PATH.search(m.group("path")) or state.get("prev_fn") == "initialize_model_parallel"):
+        state["layout_frame"] = rec.loc.line  # the helper that checks the world size against the parallel sizes
+    state["prev_fn"] = fn
     if "traceback_line" not in state and not _CHECKPOINT_FRAMES.search(m.group("path")):
         return None
     return _note_frame(m.group("path"), m.group("fn"), rec, state)
@@ -631,6 +692,10 @@ def _exception(m, rec, state):
     if tb is None and not msg:
         return None  # a bare word like "ValueError" on its own line is not an exception report
     kind = classify(exc_type, msg, frame, saving)
+    layout = state.pop("layout_frame", None)
+    if kind == "exception" and layout is not None and rec.loc.line - layout <= _LAYOUT_FRAME_SPAN \
+            and _BARE_INDIVISIBLE.match(msg):
+        kind = "parallel_world_size_mismatch"
     shown = state.pop("notebook_exc", None)
     if kind == "compile_failed" and shown is not None and shown[0] == exc_type.rsplit(".", 1)[-1]:
         return _release(state)  # the notebook header already reported this exception
@@ -900,7 +965,7 @@ _OPERAND_KINDS = ("dtype_mismatch", "tensor_shape_mismatch", "device_mismatch")
 _OPERAND_KEYS = ("expected scalar type ", "to have the same dtype", "must have the same dtype", "Expected object of scalar type ",
                  "shapes cannot be multiplied (", "size mismatch, m1: [", "must match the size of tensor b (",
                  "must match the existing size (", "is invalid for input of size ", "Sizes of tensors must match except",
-                 "Expected all tensors to be on the same")
+                 "Expected all tensors to be on the same", "attempting to assign a gradient with dtype ")
 
 
 @rule("aten-operand-bare", _OPERAND_KEYS, "|".join(re.escape(k) for k in _OPERAND_KEYS), flags=re.I)
@@ -913,6 +978,19 @@ def _operand_bare(m, rec, state):
         return []
     return _release(state) + [ErrorEvent(loc=rec.loc, text=rec.text, framework="python", error=kind, message=msg[:400],
                                          exc_type=None, fields={"printed": True})]
+
+
+# ColossalAI's Gemini / ZeRO DDP error (see _CLASSIFY) pasted without its `RuntimeError: (` head, or with the tuple's
+# first string on a line of its own after `RuntimeError: (` (the message is a tuple of strings): the words are
+# only ColossalAI's. The `raise RuntimeError("ZERO DDP error: ...` source line of the traceback is not the error.
+@rule("zero-ddp-bare", ("ZERO DDP error: ",), r"""^\s*(?:\(?["'])?ZERO DDP error: the synchronization of gradients doesn't exit properly""",
+      match_start=True)
+def _zero_ddp_bare(m, rec, state):
+    if not first_time(state, ("zero-ddp",), rec.loc.line):
+        return []
+    msg = rec.text.strip()
+    return _release(state) + [ErrorEvent(loc=rec.loc, text=rec.text, framework="colossalai", error="zero_ddp_unreduced_grads",
+                                         message=msg[:400], exc_type=None, fields={"printed": True})]
 
 
 # A build-mismatch message on a line of its own (see _EXTENSION_MISMATCH), without the exception type: the
@@ -1238,5 +1316,5 @@ PARSER = Parser(
            _compile_raised_bare, _dynamo_control_flow_bare, _ray_actor_name, _notebook_frame,
            _distribution_real, _paddle_oom, _mxnet_oom,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,
-           _weights_only_bare, _extension_bare, _operand_bare],
+           _weights_only_bare, _extension_bare, _operand_bare, _zero_ddp_bare],
 )
