@@ -21,6 +21,9 @@ traceback:
                       couldn't find them in the cached files."; older huggingface_hub / transformers file_utils:
                       "Connection error, and we cannot find the requested files in the disk cache" / "... in the
                       cached path. Please try again or make sure your Internet connection is on."
+      rate limit:     "429 Client Error: Too Many Requests for url: {url}" (requests), "Client error '429 Too Many
+                      Requests' for url '{url}'" (httpx), "429 Too Many Requests: you have reached your '{resource}'
+                      rate limit." (huggingface_hub 1.2+); read by hub-rate-limit below
       a revision the repository does not have (utils/hub.py, RevisionNotFoundError; diffusers alike):
                       "{revision} is not a valid git identifier (branch name, tag name or commit id) that exists for
                       this model name. Check the model page at 'https://huggingface.co/{repo}' for available
@@ -83,6 +86,41 @@ def _hub_access(m, rec, state):
         "detail": "the Hub could not be reached and the files are not in the local cache"})
 
 
+# The Hub's rate limit (HTTP 429), the same failure in each client's words:
+#   requests (huggingface_hub < 1.0, transformers' old file_utils; requests/models.py raise_for_status):
+#       f"{status_code} Client Error: {reason} for url: {url}"  ->  429 Client Error: Too Many Requests for url: ...
+#       (HfHubHTTPError's str() starts with it, `(Request ID: ...)` may follow)
+#   httpx (huggingface_hub 1.0-1.1; httpx/_models.py raise_for_status): "Client error '429 Too Many Requests' for url '{url}'"
+#   huggingface_hub 1.2+ (utils/_http.py hf_raise_for_status): "429 Too Many Requests: you have reached your
+#       '{resource_type}' rate limit." (+ "Retry after N seconds ...", "Url: ...") or "429 Too Many Requests for url: {url}."
+#   reqwest (hf_xet / hf_transfer): "HTTP status client error (429 Too Many Requests) for url ({url})"
+# Any other server answers 429 too: a URL form counts when the URL is the Hub's (or its CDN, Xet storage, a
+# mirror), or when huggingface_hub's own HfHubHTTPError carries it.
+_HUB_HOST = re.compile(r"^[(']?https?://(?:[\w-]{1,63}\.){0,6}(?:huggingface\.co|hf\.co|hf-mirror\.com)(?:[/:'?)]|$)")
+
+
+@rule(
+    "hub-rate-limit",
+    ("429 Client Error: Too Many Requests", "'429 Too Many Requests'", "(429 Too Many Requests)",
+     "429 Too Many Requests for url", "429 Too Many Requests: you have reached your"),
+    r"(?P<hub>HfHubHTTPError: )?(?:429 Client Error: Too Many Requests for (?i:url): |Client error '429 Too Many Requests' for url "
+    r"|HTTP status client error \(429 Too Many Requests\) for url |429 Too Many Requests for (?i:url): )(?P<url>\S{1,600})"
+    r"|429 Too Many Requests: you have reached your '(?P<res>[^'\s]{1,60})' rate limit",
+)
+def _hub_rate_limit(m, rec, state):
+    url = m.group("url")
+    if url is not None and not m.group("hub") and not _HUB_HOST.match(url):
+        return []  # another server's 429
+    um = _REPO_URL.search(url or "")
+    repo = um.group("repo") if um else None
+    limit = f"the Hub's '{m.group('res')}' rate limit" if m.group("res") else "the Hub's rate limit"
+    on = f" on {repo}" if repo else ""
+    return _event(rec, state, "hf_hub_access", "rate_limited", {
+        "repo": repo,
+        "detail": f"the downloads hit {limit} (429 Too Many Requests{on}): too many requests, unauthenticated or from"
+                  " many processes at once"})
+
+
 @rule(
     "hub-revision",
     ("is not a valid git identifier (branch name, tag name or commit id)",),
@@ -135,5 +173,5 @@ PARSER = Parser(
     priority=37,  # before python's exception reader (80): these lines are the exception's
     description="Hugging Face Hub: a gated / missing repository or no connection; a model whose custom code needs trust_remote_code;"
                 " a tokenizer class transformers does not have",
-    rules=[_hub_access, _hub_revision, _trust_remote_code, _tokenizer_class],
+    rules=[_hub_access, _hub_rate_limit, _hub_revision, _trust_remote_code, _tokenizer_class],
 )

@@ -1134,6 +1134,29 @@ def _k8s_exit_signal(m, rec, state):
     return _err(rec, "worker_failed", fields, signal=signal, exitcode=code - 256)
 
 
+# Flyte's Kubernetes plugin (flyteplugins go/tasks/pluginmachinery/flytek8s/pod_helper.go, DemystifyFailure and
+# DeterminePrimaryContainerPhase; flyte/flyteplugins/... after the monorepo move) reports a failed task pod's
+# container as `fmt.Sprintf("\r\n[%v] terminated with exit code (%v). Reason [%v]. Message: \n%v.", name,
+# exitCode, reason, message)`: Reason [OOMKilled] is the cgroup OOM kill; 137 under another reason (`Error`,
+# often an OOM kill of a child the container's reason does not show, or the node's termination) is a SIGKILL
+# with no word of why, as kubectl describe's `Exit Code: 137`; 139 / 135 / 132 / 136 a native crash.
+@rule("flyte-container-exit", ("] terminated with exit code (",),
+      r"\[(?P<name>[^\[\]\s]{1,200})\] terminated with exit code \((?P<code>-?\d{1,4})\)\. Reason \[(?P<reason>[^\[\]]{0,100})\]")
+def _flyte_container_exit(m, rec, state):
+    code, reason = int(m.group("code")), m.group("reason").strip()
+    fields = {"source": "flyte", "exitcode": code, "container": m.group("name")}
+    if "OOMKilled" in reason:
+        if not first_time(state, ("flyte_oomkilled", m.group("name")), rec.loc.line):
+            return []
+        return _err(rec, "host_oom", {**fields, "cgroup": True})
+    signal = _K8S_SIGNAL_EXIT.get(code)
+    if signal is None or not first_time(state, ("flyte_exit", m.group("name"), code), rec.loc.line):
+        return []
+    if signal == "SIGKILL":
+        return _err(rec, "killed", fields, signal=signal)
+    return _err(rec, "worker_failed", fields, signal=signal, exitcode=code - 256)
+
+
 PARSER = Parser(
     name="system",
     framework="system",
@@ -1144,5 +1167,5 @@ PARSER = Parser(
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
            _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
-           _oom_invoked, _nvml_unusable, _kernel_storage, _k8s_exit_signal],
+           _oom_invoked, _nvml_unusable, _kernel_storage, _k8s_exit_signal, _flyte_container_exit],
 )
