@@ -39,13 +39,28 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("4560.log", "process-killed"),  # Flyte: terminated with exit code (137). Reason [Error]
     ("4561.log", "hf-hub-access-failed"),  # LocalEntryNotFoundError
     ("4562.log", "hf-hub-access-failed"),  # 429 above a Ray TPU job's failure
+    # round 2 (4563-4572), scored blind after round 1's fixes
+    ("4563.log", "checkpoint-save-failed"),  # TF: ResourceExhaustedError: ...tempstate...; No space left on device
+    ("4564.log", "checkpoint-weights-only"),  # DeepSpeed's LossScaler behind [rank4]:
+    ("4565.log", "checkpoint-weights-only"),
+    ("4566.log", "checkpoint-corrupt"),  # an LFS pointer: invalid load key, 'v'.
+    ("4567.log", "pod-evicted"),  # ephemeral-storage
+    ("4568.log", "process-killed"),  # ActorDiedError cut before Ray's exit detail
+    ("4570.log", "checkpoint-corrupt"),  # PytorchStreamReader: failed finding central directory
 ])
 def test_the_first_failure(name: str, expected: str) -> None:
     report = api.diagnose([str(PUBLIC / name)])
     assert ids(report)[0] == expected
 
 
-@pytest.mark.parametrize("name", ["4555.log", "4556.log", "4557.log"])
+def test_launchers_sigkilled_local_rank_is_the_rank() -> None:
+    # fidelity/stoke#31: one node's launcher, local_rank 0 failed with exitcode -9
+    report = api.diagnose([str(PUBLIC / "4569.log")])
+    assert ids(report)[0] == "process-killed"
+    assert report.findings[0].initiating_rank == 0
+
+
+@pytest.mark.parametrize("name", ["4555.log", "4556.log", "4557.log", "4571.log", "4572.log"])
 def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
@@ -86,3 +101,26 @@ def test_flyte_oomkilled_reason_is_host_oom(tmp_path) -> None:
 def test_flyte_ordinary_exit_code_is_no_kill(tmp_path) -> None:
     report = _diagnose(tmp_path, "[a1b2c3-n0-0] terminated with exit code (1). Reason [Error]. Message: \n.\n")
     assert "process-killed" not in ids(report) and "host-oom" not in ids(report)
+
+
+@pytest.mark.parametrize("text", [
+    # tsl/platform/errors.cc IOError: StrCat(context, "; ", strerror(errno)); an eager save op appends [Op:SaveV2]
+    "tensorflow.python.framework.errors_impl.ResourceExhaustedError: ckpt/model.data-00000-of-00001.tempstate123; "
+    "Disk quota exceeded [Op:SaveV2]\n",
+    "tensorflow.python.framework.errors_impl.ResourceExhaustedError: ckpt/ckpt-7.index.tempstate99; No space left on device\n",
+])
+def test_tensorflows_errno_status_under_a_save_is_a_failed_save(tmp_path, text: str) -> None:
+    assert ids(_diagnose(tmp_path, text))[0] == "checkpoint-save-failed"
+
+
+def test_tensorflows_errno_status_elsewhere_is_a_full_disk(tmp_path) -> None:
+    report = _diagnose(tmp_path, "tensorflow.python.framework.errors_impl.ResourceExhaustedError: "
+                                 "/tmp/cache/shard-3.tfrecord; No space left on device\n")
+    assert ids(report)[0] == "disk-full"
+
+
+def test_an_actor_whose_constructor_raised_is_no_kill(tmp_path) -> None:
+    # python/ray/exceptions.py: an actor whose creation task raised is an error of the user's code
+    report = _diagnose(tmp_path, "ray.exceptions.ActorDiedError: The actor died because of an error raised in its "
+                                 "creation task, ray::Trainer.__init__() (pid=123, ip=10.0.0.1)\n")
+    assert "process-killed" not in ids(report)

@@ -502,7 +502,14 @@ _RUST_IO = (r"Error while serializing: (?:IoError\(Os \{ code: (?P<rcode>\d+), k
             r"|I/O error: (?P<rmsg>[^()]*?) \(os error (?P<rcode2>\d+)\))")
 _ERRNO_CAUSE = {28: "disk_full", 122: "quota", 5: "io_error"}
 _ENOSPC = (r"\[Errno 28\] No space left on device|No space left on device \(os error 28\)|code: 28, kind: StorageFull"
-           r"|\[Errno 122\] Disk quota exceeded|Disk quota exceeded \(os error 122\)")
+           r"|\[Errno 122\] Disk quota exceeded|Disk quota exceeded \(os error 122\)"
+           r"|(?<=\S); (?:No space left on device|Disk quota exceeded)(?= \[Op:|[ \t]*$)")
+# TensorFlow's file systems turn errno into a Status with tsl's IOError (tsl/platform/errors.cc; core/platform before):
+# `StrCat(context, "; ", strerror(err_number))`, ENOSPC and EDQUOT coded RESOURCE_EXHAUSTED, so a full disk reads
+# `ResourceExhaustedError: {file}; No space left on device` (eager ops append ` [Op:SaveV2]`). The checkpoint writers
+# (tensor_bundle.cc BundleWriter, tensor_slice_writer.cc) write `{file}.tempstate{N}` and rename it when done; a save
+# op or such a file in the message is a save.
+_TF_SAVE = re.compile(r"\.tempstate\d|\[Op:(?:SaveV2|SaveSlices|MergeV2Checkpoints)\]")
 
 
 @rule(
@@ -522,7 +529,7 @@ def _checkpoint_write(m, rec, state):
         return _err(rec, "checkpoint_save_failed", {"cause": _ERRNO_CAUSE.get(code, "write_failed"), "errno": code,
                                                     "format": "safetensors", "saving": True})
     if m.group("enospc"):
-        if "Error while serializing" in rec.text:
+        if "Error while serializing" in rec.text or _TF_SAVE.search(rec.text):
             saving = rec.loc.line
         if not first_time(state, ("enospc", saving is not None), rec.loc.line):
             return []
