@@ -47,6 +47,10 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("4567.log", "pod-evicted"),  # ephemeral-storage
     ("4568.log", "process-killed"),  # ActorDiedError cut before Ray's exit detail
     ("4570.log", "checkpoint-corrupt"),  # PytorchStreamReader: failed finding central directory
+    # round 3 (4573-4577), scored blind after round 2's fixes
+    ("4573.log", "checkpoint-save-failed"),  # TF 1.0: Resource exhausted: ...tempstate<N> (no errno text)
+    ("4574.log", "checkpoint-save-failed"),  # TF 0.10: ResourceExhaustedError: ./model/model-49.tempstate<N>
+    ("4576.log", "hf-hub-access-failed"),  # OfflineModeIsEnabled: Cannot reach ...: offline mode is enabled
 ])
 def test_the_first_failure(name: str, expected: str) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -60,7 +64,7 @@ def test_launchers_sigkilled_local_rank_is_the_rank() -> None:
     assert report.findings[0].initiating_rank == 0
 
 
-@pytest.mark.parametrize("name", ["4555.log", "4556.log", "4557.log", "4571.log", "4572.log"])
+@pytest.mark.parametrize("name", ["4555.log", "4556.log", "4557.log", "4571.log", "4572.log", "4577.log"])
 def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
@@ -124,3 +128,17 @@ def test_an_actor_whose_constructor_raised_is_no_kill(tmp_path) -> None:
     report = _diagnose(tmp_path, "ray.exceptions.ActorDiedError: The actor died because of an error raised in its "
                                  "creation task, ray::Trainer.__init__() (pid=123, ip=10.0.0.1)\n")
     assert "process-killed" not in ids(report)
+
+
+def test_old_tensorflows_tempstate_status_is_one_failed_save(tmp_path) -> None:
+    # the op kernel's warning and the raised error name the same write
+    report = _diagnose(tmp_path, "W tensorflow/core/framework/op_kernel.cc:993] Resource exhausted: ckpt/model-5.data-00000-"
+                                 "of-00001.tempstate42\n"
+                                 "tensorflow.python.framework.errors_impl.ResourceExhaustedError: ckpt/model-5.data-00000-"
+                                 "of-00001.tempstate42\n")
+    assert ids(report) == ["checkpoint-save-failed"]
+
+
+def test_a_restore_with_the_same_status_is_no_save(tmp_path) -> None:
+    report = _diagnose(tmp_path, "ResourceExhaustedError (see above for traceback): ./models/m/model.ckpt-826.data-00000-of-00001\n")
+    assert "checkpoint-save-failed" not in ids(report)

@@ -71,16 +71,26 @@ def _event(rec, state, kind: str, key: str, fields: dict) -> list[ErrorEvent]:
 # The refusals (gated, not found, not a model id) are read by setup_checks.py's hf-hub-refusal rule, which
 # waits for the Hub's reason (not authenticated / not in the authorized list / awaiting review); this one
 # reads the Hub out of reach.
+# huggingface_hub 0.20+ (utils/_http.py, the session's offline guard; #1899): every HTTP call under HF_HUB_OFFLINE raises
+# OfflineModeIsEnabled(f"Cannot reach {request.url}: offline mode is enabled. To disable it, please unset the
+# `HF_HUB_OFFLINE` environment variable.") - a caller that asked the Hub for what it did not find in the cache (or
+# did not look there). The f-string's source line in a traceback has `{request.url}`, no URL.
 @rule(
     "hub-unreachable",
     ("We couldn't connect to '", "we cannot find the requested files in the local cache", "outgoing traffic has been disabled",
-     "we cannot find the requested files in the"),
+     "we cannot find the requested files in the", ": offline mode is enabled"),
     r"We couldn't connect to '[^']+' to load (?:this file|the files)"
     r"|we cannot find the requested files in the (?:local cache|disk cache|cached path)"
-    r"|outgoing traffic has been disabled",
+    r"|outgoing traffic has been disabled"
+    r"|(?<![\"'{])Cannot reach (?P<offurl>[^\s{}]{1,600}): offline mode is enabled",
 )
 def _hub_access(m, rec, state):
     um = _REPO_URL.search(rec.text)
+    if m.group("offurl"):
+        return _event(rec, state, "hf_hub_access", "offline_mode", {
+            "repo": um.group("repo") if um else None,
+            "detail": f"offline mode is on (HF_HUB_OFFLINE) and {m.group('offurl')} was still requested: what was asked"
+                      " for is not in the local cache (or the caller does not look there)"})
     return _event(rec, state, "hf_hub_access", "no_connection", {
         "repo": um.group("repo") if um else None,
         "detail": "the Hub could not be reached and the files are not in the local cache"})

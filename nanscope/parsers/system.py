@@ -510,19 +510,33 @@ _ENOSPC = (r"\[Errno 28\] No space left on device|No space left on device \(os e
 # (tensor_bundle.cc BundleWriter, tensor_slice_writer.cc) write `{file}.tempstate{N}` and rename it when done; a save
 # op or such a file in the message is a save.
 _TF_SAVE = re.compile(r"\.tempstate\d|\[Op:(?:SaveV2|SaveSlices|MergeV2Checkpoints)\]")
+# Before tsl (TF 0.x - 1.x, core/platform/posix/error.cc IOError): `if (code == error::UNKNOWN) Status(code,
+# StrCat(context, "; ", strerror(err_number))) else Status(code, context)`: an errno with a code of its own kept
+# only the file. A checkpoint writer's `.tempstate` file as the whole RESOURCE_EXHAUSTED message is then a write the
+# file system refused for space (ENOSPC, EDQUOT; also EMFILE / ENFILE, coded alike): printed by the op kernel
+# (`W .../op_kernel.cc:993] Resource exhausted: {file}`) and raised as `ResourceExhaustedError: {file}` (also
+# `ResourceExhaustedError (see above for traceback): {file}`).
+_TF_TEMPSTATE = (r"(?:ResourceExhaustedError(?: \(see above for traceback\))?|Resource exhausted): ?"
+                 r"(?P<tffile>[^\s;]{1,400}\.tempstate\d{1,20})[ \t]*$")
 
 
 @rule(
     "checkpoint-write",
     ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "StorageFull", "Disk quota exceeded",
-     "Some tensors share memory", "Error while serializing: "),
+     "Some tensors share memory", "Error while serializing: ", ".tempstate"),
     r"PytorchStreamWriter failed writing file (?P<name>\S+?): file write failed"
+    r"|" + _TF_TEMPSTATE +
     r"|unexpected pos (?P<pos>\d+) vs (?P<want>\d+)"
     r"|(?P<rust>" + _RUST_IO + r")"
     r"|(?P<enospc>" + _ENOSPC + r")"
     r"|(?P<shared>Some tensors share memory, this will lead to duplicate memory on disk)",
 )
 def _checkpoint_write(m, rec, state):
+    if m.group("tffile"):
+        if not first_time(state, ("tf_tempstate",), rec.loc.line):
+            return []  # the op kernel's warning and the raised ResourceExhaustedError: one failed write
+        return _err(rec, "checkpoint_save_failed", {"cause": "resource_exhausted", "saving": True, "format": "tensorflow",
+                                                    "file": m.group("tffile")})
     saving = state.pop("saving_line", None)
     if m.group("rust"):
         code = int(m.group("rcode") or m.group("rcode2"))
