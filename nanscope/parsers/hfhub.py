@@ -21,6 +21,9 @@ traceback:
                       couldn't find them in the cached files."; older huggingface_hub / transformers file_utils:
                       "Connection error, and we cannot find the requested files in the disk cache" / "... in the
                       cached path. Please try again or make sure your Internet connection is on."
+      rate limit:     "429 Client Error: Too Many Requests for url: {url}" (requests), "Client error '429 Too Many
+                      Requests' for url '{url}'" (httpx), "429 Too Many Requests: you have reached your '{resource}'
+                      rate limit." (huggingface_hub 1.2+); read by hub-rate-limit below
       a revision the repository does not have (utils/hub.py, RevisionNotFoundError; diffusers alike):
                       "{revision} is not a valid git identifier (branch name, tag name or commit id) that exists for
                       this model name. Check the model page at 'https://huggingface.co/{repo}' for available
@@ -68,19 +71,64 @@ def _event(rec, state, kind: str, key: str, fields: dict) -> list[ErrorEvent]:
 # The refusals (gated, not found, not a model id) are read by setup_checks.py's hf-hub-refusal rule, which
 # waits for the Hub's reason (not authenticated / not in the authorized list / awaiting review); this one
 # reads the Hub out of reach.
+# huggingface_hub 0.20+ (utils/_http.py, the session's offline guard; #1899): every HTTP call under HF_HUB_OFFLINE raises
+# OfflineModeIsEnabled(f"Cannot reach {request.url}: offline mode is enabled. To disable it, please unset the
+# `HF_HUB_OFFLINE` environment variable.") - a caller that asked the Hub for what it did not find in the cache (or
+# did not look there). The f-string's source line in a traceback has `{request.url}`, no URL.
 @rule(
     "hub-unreachable",
     ("We couldn't connect to '", "we cannot find the requested files in the local cache", "outgoing traffic has been disabled",
-     "we cannot find the requested files in the"),
+     "we cannot find the requested files in the", ": offline mode is enabled"),
     r"We couldn't connect to '[^']+' to load (?:this file|the files)"
     r"|we cannot find the requested files in the (?:local cache|disk cache|cached path)"
-    r"|outgoing traffic has been disabled",
+    r"|outgoing traffic has been disabled"
+    r"|(?<![\"'{])Cannot reach (?P<offurl>[^\s{}]{1,600}): offline mode is enabled",
 )
 def _hub_access(m, rec, state):
     um = _REPO_URL.search(rec.text)
+    if m.group("offurl"):
+        return _event(rec, state, "hf_hub_access", "offline_mode", {
+            "repo": um.group("repo") if um else None,
+            "detail": f"offline mode is on (HF_HUB_OFFLINE) and {m.group('offurl')} was still requested: what was asked"
+                      " for is not in the local cache (or the caller does not look there)"})
     return _event(rec, state, "hf_hub_access", "no_connection", {
         "repo": um.group("repo") if um else None,
         "detail": "the Hub could not be reached and the files are not in the local cache"})
+
+
+# The Hub's rate limit (HTTP 429), the same failure in each client's words:
+#   requests (huggingface_hub < 1.0, transformers' old file_utils; requests/models.py raise_for_status):
+#       f"{status_code} Client Error: {reason} for url: {url}"  ->  429 Client Error: Too Many Requests for url: ...
+#       (HfHubHTTPError's str() starts with it, `(Request ID: ...)` may follow)
+#   httpx (huggingface_hub 1.0-1.1; httpx/_models.py raise_for_status): "Client error '429 Too Many Requests' for url '{url}'"
+#   huggingface_hub 1.2+ (utils/_http.py hf_raise_for_status): "429 Too Many Requests: you have reached your
+#       '{resource_type}' rate limit." (+ "Retry after N seconds ...", "Url: ...") or "429 Too Many Requests for url: {url}."
+#   reqwest (hf_xet / hf_transfer): "HTTP status client error (429 Too Many Requests) for url ({url})"
+# Any other server answers 429 too: a URL form counts when the URL is the Hub's (or its CDN, Xet storage, a
+# mirror), or when huggingface_hub's own HfHubHTTPError carries it.
+_HUB_HOST = re.compile(r"^[(']?https?://(?:[\w-]{1,63}\.){0,6}(?:huggingface\.co|hf\.co|hf-mirror\.com)(?:[/:'?)]|$)")
+
+
+@rule(
+    "hub-rate-limit",
+    ("429 Client Error: Too Many Requests", "'429 Too Many Requests'", "(429 Too Many Requests)",
+     "429 Too Many Requests for url", "429 Too Many Requests: you have reached your"),
+    r"(?P<hub>HfHubHTTPError: )?(?:429 Client Error: Too Many Requests for (?i:url): |Client error '429 Too Many Requests' for url "
+    r"|HTTP status client error \(429 Too Many Requests\) for url |429 Too Many Requests for (?i:url): )(?P<url>\S{1,600})"
+    r"|429 Too Many Requests: you have reached your '(?P<res>[^'\s]{1,60})' rate limit",
+)
+def _hub_rate_limit(m, rec, state):
+    url = m.group("url")
+    if url is not None and not m.group("hub") and not _HUB_HOST.match(url):
+        return []  # another server's 429
+    um = _REPO_URL.search(url or "")
+    repo = um.group("repo") if um else None
+    limit = f"the Hub's '{m.group('res')}' rate limit" if m.group("res") else "the Hub's rate limit"
+    on = f" on {repo}" if repo else ""
+    return _event(rec, state, "hf_hub_access", "rate_limited", {
+        "repo": repo,
+        "detail": f"the downloads hit {limit} (429 Too Many Requests{on}): too many requests, unauthenticated or from"
+                  " many processes at once"})
 
 
 @rule(
@@ -135,5 +183,5 @@ PARSER = Parser(
     priority=37,  # before python's exception reader (80): these lines are the exception's
     description="Hugging Face Hub: a gated / missing repository or no connection; a model whose custom code needs trust_remote_code;"
                 " a tokenizer class transformers does not have",
-    rules=[_hub_access, _hub_revision, _trust_remote_code, _tokenizer_class],
+    rules=[_hub_access, _hub_rate_limit, _hub_revision, _trust_remote_code, _tokenizer_class],
 )

@@ -753,6 +753,15 @@ def _exception(m, rec, state):
         _count_state_dict(ev, msg)
         state["pending"] = ev  # the keys it lists follow, one line each
         return out
+    if kind == "exception" and _RAY_ACTOR_DIED.search(exc_type) and msg.startswith(_RAY_DIED_UNEXPECTEDLY):
+        # ActorDiedError.BASE_ERROR_MSG (RayActorError before Ray 2.x): the actor's process died with no Python error
+        # of its own (an actor that raised gives RayTaskError with its traceback; a constructor that raised says "The
+        # actor died because of an error raised in its creation task"). Killed or crashed even when the excerpt
+        # ends before Ray's `Worker exit type:` line says how.
+        ev.error = "killed"
+        ev.fields = {**(ev.fields or {}), "source": "ray", "died_unexpectedly": True,
+                     "detail": f"a Ray actor's process died with no Python error of its own ({exc_type}: the actor died "
+                               "unexpectedly): killed (often the OOM killer), crashed, or its node was lost"}
     if kind in ("ddp_unused_parameters", "compile_failed") or _RAY_ACTOR_DIED.search(exc_type):
         state["pending"] = ev  # the rank (DDP), the inner exception (dynamo), how the actor died (Ray): next lines
         return out
@@ -1115,6 +1124,7 @@ def _weights_only_bare(m, rec, state):
 # `{prefix}WorkerDict_{pg_idx}:{local_rank}` (verl/single_controller/ray/base.py) and numbers RANK over the
 # placement groups in order, so on placement group 0 the local rank is the rank.
 _RAY_ACTOR_DIED = re.compile(r"(?:^|\.|\()(?:ActorDiedError|RayActorError)\)?$")
+_RAY_DIED_UNEXPECTEDLY = "The actor died unexpectedly before finishing this task"
 
 
 @rule("ray-actor-name", ("WorkerDict_",), r"^\s*name: \S*WorkerDict_(?P<pg>\d+):(?P<lr>\d+)\s*$", match_start=True)
@@ -1136,10 +1146,14 @@ def _ray_actor_name(m, rec, state):
       r"(?:The actor is dead because its worker process has died\.|A worker died or was killed while executing a task "
       r"by an unexpected system error\..*?) Worker exit type: (?P<type>\w+)(?: Worker exit detail: (?P<detail>.*))?")
 def _ray_worker_died(m, rec, state):
+    held = state.get("pending")
     if m.group("type") not in ("SYSTEM_ERROR", "UNEXPECTED_SYSTEM_EXIT"):
+        if held is not None and (held.fields or {}).get("died_unexpectedly"):
+            # Ray says the worker exited by the actor's own error (USER_ERROR) or on purpose: not a kill after all
+            held.error = "exception"
+            held.fields = {k: v for k, v in held.fields.items() if k not in ("source", "died_unexpectedly", "detail")} or None
         return None
     detail = (m.group("detail") or "").strip()
-    held = state.get("pending")
     fields = {"source": "ray", "exit_type": m.group("type"), "exit_detail": _short_detail(detail)}
     if held is not None and _RAY_ACTOR_DIED.search(held.exc_type or ""):
         # The actor's process died with no Python error of its own: the exception above was only Ray

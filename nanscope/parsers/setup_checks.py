@@ -107,7 +107,8 @@ rule holds for every model, path and number the template is filled with:
   huggingface_hub utils/_http.py `hf_raise_for_status`: `GatedRepoError: 401 Client Error. (Request ID:
   ...)`, `Cannot access gated repo for url {url}.`, `Access to model {id} is restricted. You must have access
   to it and be authenticated to access it. Please log in.` (older: `... You must be authenticated to access
-  it.`; 403: `... is restricted and you are not in the authorized list. Visit ... to ask for access.`),
+  it.`; a logger that wraps the message (SD.Next's rich handler) ends the lines at `... for url` and `... have
+  access to it and`; 403: `... is restricted and you are not in the authorized list. Visit ... to ask for access.`),
   `RepositoryNotFoundError: 401 Client Error.` / `Repository Not Found for url: {url}.`
 
 A message is evidence where it is raised or printed: a source line that quotes it (`raise
@@ -496,13 +497,13 @@ def _model_registry(m, rec, state):
                                   "is awaiting a review from the repo authors", " is gated. You must be authenticated"),
       r"(?P<msg>(?:^|(?<=\s))(?P<id>[^\s{}\"'`]{1,300}) is not a local folder and is not a"
       r"|Access to model (?P<gated>\S+) is restricted(?P<why>\. You must (?:have access to it and )?be authenticated"
-      r"| and you are not in the authorized list)"
+      r"|\. You must have access to it and[ \t]*$| and you are not in the authorized list)"
       r"|Repo model (?P<oldgated>\S+) is gated\. You must be authenticated"
       r"|Your request to access model (?P<pending>\S+) is awaiting a review from the repo authors"
       r"|(?P<kind>GatedRepo|RepositoryNotFound)Error: (?P<code>\d{3}) Client Error"
       r"|Repository Not Found for url: (?P<url>\S+)"
       r"|You are trying to access a gated repo\."
-      r"|Cannot access gated repo for url (?P<gurl>\S+?)\.?$)")
+      r"|(?P<gcannot>Cannot access gated repo for url)(?:[ \t]+(?P<gurl>\S+?)\.?)?[ \t]*$)")
 def _hf_not_accessible(m, rec, state):
     # huggingface_hub prints `GatedRepoError: 401 Client Error. (...)`, a blank line, `Cannot access gated repo for
     # url ...` and then the Hub's reason (restricted, not authorized, awaiting review): the first two are held
@@ -510,11 +511,12 @@ def _hf_not_accessible(m, rec, state):
     held = state.pop("pending", None)
     near = held is not None and rec.loc.line - held.loc.line <= 3
     out = [held] if held is not None else []
-    if m.group("gurl") or m.group("kind") == "GatedRepo":
+    if m.group("gcannot") or m.group("kind") == "GatedRepo":
         if near:
             out = []  # the refusal's next line: one failure
         code = m.group("code")
         first = (f"the Hub refused the gated repo at {m.group('gurl')}" if m.group("gurl")
+                 else "the Hub refused a gated repo" if m.group("gcannot")
                  else f"the model is a gated repo the Hub refused ({code} Client Error)")
         state["pending"] = error_event(m, rec, "hf_hub_access", "hf", first)
         return out

@@ -502,27 +502,48 @@ _RUST_IO = (r"Error while serializing: (?:IoError\(Os \{ code: (?P<rcode>\d+), k
             r"|I/O error: (?P<rmsg>[^()]*?) \(os error (?P<rcode2>\d+)\))")
 _ERRNO_CAUSE = {28: "disk_full", 122: "quota", 5: "io_error"}
 _ENOSPC = (r"\[Errno 28\] No space left on device|No space left on device \(os error 28\)|code: 28, kind: StorageFull"
-           r"|\[Errno 122\] Disk quota exceeded|Disk quota exceeded \(os error 122\)")
+           r"|\[Errno 122\] Disk quota exceeded|Disk quota exceeded \(os error 122\)"
+           r"|(?<=\S); (?:No space left on device|Disk quota exceeded)(?= \[Op:|[ \t]*$)")
+# TensorFlow's file systems turn errno into a Status with tsl's IOError (tsl/platform/errors.cc; core/platform before):
+# `StrCat(context, "; ", strerror(err_number))`, ENOSPC and EDQUOT coded RESOURCE_EXHAUSTED, so a full disk reads
+# `ResourceExhaustedError: {file}; No space left on device` (eager ops append ` [Op:SaveV2]`). The checkpoint writers
+# (tensor_bundle.cc BundleWriter, tensor_slice_writer.cc) write `{file}.tempstate{N}` and rename it when done; a save
+# op or such a file in the message is a save.
+_TF_SAVE = re.compile(r"\.tempstate\d|\[Op:(?:SaveV2|SaveSlices|MergeV2Checkpoints)\]")
+# Before tsl (TF 0.x - 1.x, core/platform/posix/error.cc IOError): `if (code == error::UNKNOWN) Status(code,
+# StrCat(context, "; ", strerror(err_number))) else Status(code, context)`: an errno with a code of its own kept
+# only the file. A checkpoint writer's `.tempstate` file as the whole RESOURCE_EXHAUSTED message is then a write the
+# file system refused for space (ENOSPC, EDQUOT; also EMFILE / ENFILE, coded alike): printed by the op kernel
+# (`W .../op_kernel.cc:993] Resource exhausted: {file}`) and raised as `ResourceExhaustedError: {file}` (also
+# `ResourceExhaustedError (see above for traceback): {file}`).
+_TF_TEMPSTATE = (r"(?:ResourceExhaustedError(?: \(see above for traceback\))?|Resource exhausted): ?"
+                 r"(?P<tffile>[^\s;]{1,400}\.tempstate\d{1,20})[ \t]*$")
 
 
 @rule(
     "checkpoint-write",
     ("PytorchStreamWriter failed", "unexpected pos", "No space left on device", "StorageFull", "Disk quota exceeded",
-     "Some tensors share memory", "Error while serializing: "),
+     "Some tensors share memory", "Error while serializing: ", ".tempstate"),
     r"PytorchStreamWriter failed writing file (?P<name>\S+?): file write failed"
+    r"|" + _TF_TEMPSTATE +
     r"|unexpected pos (?P<pos>\d+) vs (?P<want>\d+)"
     r"|(?P<rust>" + _RUST_IO + r")"
     r"|(?P<enospc>" + _ENOSPC + r")"
     r"|(?P<shared>Some tensors share memory, this will lead to duplicate memory on disk)",
 )
 def _checkpoint_write(m, rec, state):
+    if m.group("tffile"):
+        if not first_time(state, ("tf_tempstate",), rec.loc.line):
+            return []  # the op kernel's warning and the raised ResourceExhaustedError: one failed write
+        return _err(rec, "checkpoint_save_failed", {"cause": "resource_exhausted", "saving": True, "format": "tensorflow",
+                                                    "file": m.group("tffile")})
     saving = state.pop("saving_line", None)
     if m.group("rust"):
         code = int(m.group("rcode") or m.group("rcode2"))
         return _err(rec, "checkpoint_save_failed", {"cause": _ERRNO_CAUSE.get(code, "write_failed"), "errno": code,
                                                     "format": "safetensors", "saving": True})
     if m.group("enospc"):
-        if "Error while serializing" in rec.text:
+        if "Error while serializing" in rec.text or _TF_SAVE.search(rec.text):
             saving = rec.loc.line
         if not first_time(state, ("enospc", saving is not None), rec.loc.line):
             return []
@@ -1134,6 +1155,29 @@ def _k8s_exit_signal(m, rec, state):
     return _err(rec, "worker_failed", fields, signal=signal, exitcode=code - 256)
 
 
+# Flyte's Kubernetes plugin (flyteplugins go/tasks/pluginmachinery/flytek8s/pod_helper.go, DemystifyFailure and
+# DeterminePrimaryContainerPhase; flyte/flyteplugins/... after the monorepo move) reports a failed task pod's
+# container as `fmt.Sprintf("\r\n[%v] terminated with exit code (%v). Reason [%v]. Message: \n%v.", name,
+# exitCode, reason, message)`: Reason [OOMKilled] is the cgroup OOM kill; 137 under another reason (`Error`,
+# often an OOM kill of a child the container's reason does not show, or the node's termination) is a SIGKILL
+# with no word of why, as kubectl describe's `Exit Code: 137`; 139 / 135 / 132 / 136 a native crash.
+@rule("flyte-container-exit", ("] terminated with exit code (",),
+      r"\[(?P<name>[^\[\]\s]{1,200})\] terminated with exit code \((?P<code>-?\d{1,4})\)\. Reason \[(?P<reason>[^\[\]]{0,100})\]")
+def _flyte_container_exit(m, rec, state):
+    code, reason = int(m.group("code")), m.group("reason").strip()
+    fields = {"source": "flyte", "exitcode": code, "container": m.group("name")}
+    if "OOMKilled" in reason:
+        if not first_time(state, ("flyte_oomkilled", m.group("name")), rec.loc.line):
+            return []
+        return _err(rec, "host_oom", {**fields, "cgroup": True})
+    signal = _K8S_SIGNAL_EXIT.get(code)
+    if signal is None or not first_time(state, ("flyte_exit", m.group("name"), code), rec.loc.line):
+        return []
+    if signal == "SIGKILL":
+        return _err(rec, "killed", fields, signal=signal)
+    return _err(rec, "worker_failed", fields, signal=signal, exitcode=code - 256)
+
+
 PARSER = Parser(
     name="system",
     framework="system",
@@ -1144,5 +1188,5 @@ PARSER = Parser(
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
            _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
-           _oom_invoked, _nvml_unusable, _kernel_storage, _k8s_exit_signal],
+           _oom_invoked, _nvml_unusable, _kernel_storage, _k8s_exit_signal, _flyte_container_exit],
 )
