@@ -1271,6 +1271,25 @@ def _abort(m, rec, state):
     return _error(rec, "watchdog_abort", rank=_rank(rec, pg_rank, default), fields={"pg_rank": pg_rank})
 
 
+# torch/csrc/distributed/c10d/NCCLUtils (NCCLComm::getNcclComm, torch 1.x NCCLUtils.hpp to 2.x NCCLUtils.cpp):
+#   "NCCL communicator was aborted on rank " rank_ ". " + (" Original reason for failure was: " reason, when the
+#   abort recorded one)
+# raised (RuntimeError, DistBackendError from 2.2) when the process uses a communicator its own watchdog has
+# already aborted after a timeout or an NCCL error. The rank is the communicator's (the printing process's
+# rank in that group): the rank that was taken down, never evidence of where the failure began. With a
+# reason, the reason's own text (a watchdog timeout) is read by its rule; the bare form is the abort alone.
+@rule(
+    "comm-aborted",
+    ("NCCL communicator was aborted on rank",),
+    r"NCCL communicator was aborted on rank (?P<rank>\d+)\.\s*$",
+)
+def _comm_aborted(m, rec, state):
+    pg_rank = int(m.group("rank"))
+    if not first_time(state, ("watchdog_abort", pg_rank), rec.loc.line):
+        return []
+    return _error(rec, "watchdog_abort", rank=_rank(rec, pg_rank, True), fields={"pg_rank": pg_rank, "comm_aborted": True})
+
+
 # ProcessGroupNCCL::HeartbeatMonitor (torch 2.2+): when the watchdog thread itself stops making progress
 # (blocked in a hung NCCL/CUDA call), the monitor logs
 #   logPrefix() + "Heartbeat monitor timed out! Process will be terminated after dumping debug info." +
@@ -1404,6 +1423,6 @@ PARSER = Parser(
     rules=[_nccl_nvls_bind, _watchdog_timeout, _hccl_socket_timeout, _hccl_op_failed, _dump_signal, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure, _nccl_failure_check,
-           _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
+           _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _comm_aborted, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )
