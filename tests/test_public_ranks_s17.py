@@ -125,3 +125,62 @@ def test_a_failures_entry_with_its_root_cause_keeps_the_root_cause(tmp_path) -> 
         encoding="utf-8")
     report = api.diagnose([str(log)])
     assert report.findings and report.findings[0].initiating_rank == 6
+
+
+# round 12 (4235-4239), scored blind after round 11's fixes
+@pytest.mark.parametrize("name, expected, rank", [
+    ("4235.log", "device-mismatch", None),  # ProcessGroupNCCL's `Tensors must be CUDA and dense`
+    ("4236.log", "uncaught-exception", 3),  # `-- Process 3 terminated with the following error:`
+    ("4237.log", "uncaught-exception", 1),
+    ("4238.log", "process-killed", 0),  # spawn's `process 0 terminated with signal SIGKILL` (not labelled)
+    ("4239.log", "collective-timeout", None),  # only the stack of the watchdog's timeout exception
+])
+def test_round_12_first_failure_and_rank(name: str, expected: str, rank) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].initiating_rank == rank
+
+
+def test_the_spawned_process_that_raised_owns_the_exception_after_its_header(tmp_path) -> None:
+    # torch/multiprocessing/spawn.py: the parent's ProcessRaisedException, then the child's traceback
+    log = tmp_path / "job.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 9, in <module>\n'
+        "    mp.spawn(main, nprocs=4)\n"
+        "torch.multiprocessing.spawn.ProcessRaisedException: \n"
+        "\n"
+        "-- Process 2 terminated with the following error:\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 5, in main\n'
+        "    raise ValueError('bad shard')\n"
+        "ValueError: bad shard\n", encoding="utf-8")
+    report = api.diagnose([str(log)])
+    assert ids(report)[0] == "uncaught-exception"
+    assert report.findings[0].initiating_rank == 2
+
+
+def test_a_spawn_header_under_a_rank_prefix_keeps_the_prefix(tmp_path) -> None:
+    # srun --label over several nodes' spawns: the label, not the spawn index, is the process
+    log = tmp_path / "job.log"
+    log.write_text(
+        "5: torch.multiprocessing.spawn.ProcessRaisedException: \n"
+        "5: \n"
+        "5: -- Process 1 terminated with the following error:\n"
+        "5: Traceback (most recent call last):\n"
+        "5: ValueError: bad shard\n", encoding="utf-8")
+    report = api.diagnose([str(log)])
+    assert report.findings and report.findings[0].initiating_rank == 5
+
+
+def test_the_frames_before_the_watchdogs_message_are_that_timeout() -> None:
+    # 4213: the excerpt starts in one stack; the what() with the message follows it
+    report = api.diagnose([str(PUBLIC / "4213.log")])
+    assert ids(report)[0] == "collective-timeout"
+    assert "what():" in report.findings[0].summary
+
+
+def test_a_cpu_tensor_in_an_nccl_collective_is_a_device_mismatch(tmp_path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("[rank1]: RuntimeError: Tensors must be CUDA and dense\n", encoding="utf-8")
+    assert ids(api.diagnose([str(log)]))[0] == "device-mismatch"
