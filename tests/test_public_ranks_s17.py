@@ -184,3 +184,29 @@ def test_a_cpu_tensor_in_an_nccl_collective_is_a_device_mismatch(tmp_path) -> No
     log = tmp_path / "job.log"
     log.write_text("[rank1]: RuntimeError: Tensors must be CUDA and dense\n", encoding="utf-8")
     assert ids(api.diagnose([str(log)]))[0] == "device-mismatch"
+
+
+# round 13 (4240-4242), scored blind after round 12's fixes
+@pytest.mark.parametrize("name, expected, rank", [
+    ("4240.log", "uncaught-exception", 0),  # torch 1.9's `Child process P (local_rank 0) FAILED (exitcode 1)`
+    ("4241.log", "process-killed", 0),  # `failed (exitcode: -9) local_rank: 0 ... of fn:` (rank not labelled)
+    ("4242.log", "collective-timeout", None),  # the message, then its stack: one timeout
+])
+def test_round_13_first_failure_and_rank(name: str, expected: str, rank) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].initiating_rank == rank
+
+
+def test_the_timeout_and_its_stack_are_one_event() -> None:
+    report = api.diagnose([str(PUBLIC / "4242.log")])
+    assert ids(report) == ["collective-timeout"]
+    assert report.findings[0].occurrences == 1
+
+
+def test_the_no_error_file_box_names_the_global_rank_under_a_node_label(tmp_path) -> None:
+    # the number is ChildFailedError's failures key (a global rank); srun's `1: ` is the node's launcher
+    log = tmp_path / "job.log"
+    log.write_text("1: Child process 32378 (local_rank 12) FAILED (exitcode 1)\n", encoding="utf-8")
+    report = api.diagnose([str(log)])
+    assert report.findings and report.findings[0].initiating_rank == 12
