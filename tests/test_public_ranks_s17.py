@@ -4,6 +4,10 @@ node rank, and a table cut before its Root Cause), a Root Cause tied with the ot
 exit logged by the agent after it stopped the others, accelerate's agent naming local rank 1, watchdog time-outs
 (no culprit), Open MPI's tag repeated inside a line over torch's bare `NCCL communicator was aborted on rank N.`;
 a fairseq start with NCCL's libibverbs warning and the Trainer's banners of a finished run as healthy traps.
+Round 12 (4235-): mp.spawn's `-- Process N terminated with the following error:` (the raising process), NCCL's
+`Tensors must be CUDA and dense`, a stack whose frame #1 is WorkNCCL::checkTimeout. Round 13 (4240-): torch
+1.9's `Child process P (local_rank N) FAILED (exitcode C)` box, torch elastic's function launcher, a timeout
+followed by its own stack (one event).
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
 from the thread named in the comment.
