@@ -122,6 +122,7 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                 raising = _traceback_after(root, tracebacks or [])
             died = exited if exited is not None else raising
         mismatch = _mismatch_culprit(root)
+        listed = None
         if mismatch is not None:
             odd, why = mismatch
             root.initiating_rank = odd
@@ -141,6 +142,23 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
                                f"{alike[1]} at {alike[2].replace('_', ' ')} and no error file: the order of its entries "
                                f"(and which one it calls the root cause) is the order the agent noticed the exits, not "
                                f"which worker failed first. Next time: {NEXT_TIME}")
+        elif (listed := _listed_not_root(root)) is not None:
+            listed, root_entry = listed
+            if root_entry is None:
+                root.initiating_rank = None
+                root.confidence = "low"
+                root.decided_by = (f"tier 4: torchrun's summary lists rank {listed} under `Failures:`, the failures "
+                                   f"other than the first one it observed, and its `Root Cause (first observed "
+                                   f"failure)` entry is not in the input: the rank that failed first is not named. "
+                                   f"Next time: {NEXT_TIME}")
+            else:
+                root.initiating_rank = root_entry.rank
+                root.confidence = "medium"
+                t = (root_entry.fields or {}).get("time")
+                root.decided_by = (f"tier 2: torchrun's summary prints the other failures first (rank {listed} under "
+                                   f"`Failures:`) and then rank {root_entry.rank} as its `Root Cause (first observed "
+                                   f"failure)`" + (f", at {t.replace('_', ' ')}" if t else "") +
+                                   f": the agent saw rank {root_entry.rank} exit first")
         elif raising is not None:
             root.initiating_rank = raising
             root.confidence = "medium"
@@ -158,7 +176,8 @@ def attribute(findings: list[Finding], job_ranks: set, last_steps: Optional[dict
             root.confidence = "medium"
             root.decided_by = (f"tier 2: the first primary error ({root.id}){when} names no rank; rank {died} is the "
                                f"process that failed first (its own line says so)")
-        if root.sig.match["machine"] != "cascade" and len(tied) <= 1 and died is None and mismatch is None:
+        if root.sig.match["machine"] != "cascade" and len(tied) <= 1 and died is None and mismatch is None \
+                and listed is None:
             only = (getattr(m.events[0], "fields", None) or {}).get("only_failure")
             if m.rank is not None and only and getattr(m.events[0], "error", None) == "child_failed":
                 root.decided_by = (f"tier 2: torchrun's summary lists rank {m.rank} as the only worker that failed "
@@ -690,6 +709,25 @@ def _summary_alike(f: Finding) -> Optional[tuple]:
     if t is None or err is not None:
         return None
     return ranks, code, t
+
+
+def _listed_not_root(f: Finding) -> Optional[tuple]:
+    """(rank, root entry) when f's first match is a torchrun summary entry from the `Failures:` section:
+    ChildFailedError.format_msg prints every failure but the root cause there, then the root cause in a
+    section of its own (`Root Cause (first observed failure):`, the failure with the earliest timestamp),
+    so the first entry in the text is one the agent saw after the root cause. The root entry is f's
+    entry from that section (its event), or None where the excerpt was cut before it. None otherwise."""
+    ev = f.matches[0].events[0] if f.matches and f.matches[0].events else None
+    if ev is None or getattr(ev, "error", None) != "child_failed" or ev.rank is None:
+        return None
+    if (ev.fields or {}).get("root_cause") is not False:
+        return None
+    for m in f.matches:
+        e = m.events[0] if m.events else None
+        if e is not None and getattr(e, "error", None) == "child_failed" and (e.fields or {}).get("root_cause") \
+                and e.rank is not None:
+            return ev.rank, e
+    return ev.rank, None
 
 
 def _same_time_ranks(f: Finding) -> set:

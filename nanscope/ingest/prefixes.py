@@ -29,7 +29,8 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             first rank from the launcher's global_rank_mapping
   3: / 3:                   Slurm srun --label (a rank; before [defaultM]: the node of one torchrun agent)
   [1,3]<stdout>:            Open MPI --tag-output (job, rank); SageMaker's mpirun prints
-  [1,mpirank:3,algo-2]<stdout>:  the rank and the host (huggingface/accelerate threads)
+  [1,mpirank:3,algo-2]<stdout>:  the rank and the host (huggingface/accelerate threads); the tag is
+                            written per chunk, so it can recur inside a line (removed there too)
   [3]<stdout>:              horovodrun's own launcher (gloo; horovod/runner/common/util/safe_shell_exec.py
                             prefix_connection: '{time}[{rank}]<{prefix}>:', the time asctime's with
                             --prefix-timestamp, `Fri Sep 25 16:52:53 2020[0]<stderr>:`; the index is the
@@ -37,6 +38,11 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
   llama32_1b/0              NeMo-Run's task prefix (nemo_run/run/logs.py print_log_lines:
                             f"{role_name[-10:]}/{replica_id} "): replica N is a node, not a rank
   (VllmWorker rank=3 pid=P) (EngineCore_0 pid=P) (RayWorkerWrapper pid=P, ip=...)
+  (worker1, rank=1, pid=P, ip=...)  SkyPilot's Ray task names (sky/backends/task_codegen.py RayCodeGen:
+                            name_str = f'{node_name}, rank={rank},' with node_name 'head' or
+                            f'worker{idx}', rank SKYPILOT_NODE_RANK; Ray adds ` pid=P, ip=...`): the
+                            rank is the node's, never a process rank; one node: `(task, pid=P)` or
+                            `(<task name>, pid=P)`, peeled, no rank
   svc-1  | / [pod/name/ctr]  docker compose and kubectl logs --prefix wrappers (a pod is a node:
                             its replica index, ingest/topology.py pod_index, names ranks only
                             with the processes per pod known)
@@ -84,7 +90,7 @@ _PREFIX = re.compile(
       | (?P<host>\d{1,3}(?:\.\d{1,3}){3}):[ ](?=\S)
       | (?P<hostname>[A-Za-z][\w\-]{0,62}(?:\.[\w\-]{1,63}){0,8}):[ ](?=\[(?:rank|default)\d+\]:|\[\d{4}-\d\d-\d\d[ ]\d\d:)
       | [A-Za-z][\w.\-]{0,9}/(?P<replica>\d{1,5})[ ](?=\S)
-      | \[(?P<mpijob>\d+),(?:mpirank:)?(?P<mpirank>\d+)(?:,[\w.\-]{1,64})?\]<std(?:out|err)>:[ \t]?
+      | (?P<mpitag>\[(?P<mpijob>\d+),(?:mpirank:)?(?P<mpirank>\d+)(?:,[\w.\-]{1,64})?\]<std(?:out|err)>:)[ \t]?
       | (?:[A-Z][a-z]{2}[ ][A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d[ ]\d{4})?\[(?P<hvd>\d+)\]<std(?:out|err)>:[ \t]?
       | (?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)[ \t])?
         (?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))[ \t]
@@ -94,6 +100,8 @@ _PREFIX = re.compile(
       | (?P<tsr>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)[ \t]+(?=\[rank\d+\]:)
       | \[(?P<sgts>\d{4}-\d\d-\d\d[ ]\d\d:\d\d:\d\d)(?P<sgtags>(?:[ ](?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)+)\][ \t]
       | \[(?P<sgtp>TP\d+(?:[ ]EP\d+)?)\][ \t]
+      | \((?:head|worker\d{1,5}),[ ]rank=(?P<skynode>\d{1,5}),[ ]pid=\d+(?:,[ ]ip=[0-9a-fA-F.:]+)?\)[ \t]
+      | \([\w.\-]{1,64},[ ]pid=\d+(?:,[ ]ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \((?P<proc>[A-Za-z][\w\-]*?)(?:(?:_?TP|-)(?P<ptag>\d+))?(?:[ \t]+(?:rank=(?P<prank>\d+)|TP(?P<ptp>\d+)))?[ \t]+pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \(pid=\d+(?:,[ \t]*ip=[0-9a-fA-F.:]+)?\)[ \t]
       | \[(?:pod/)?(?P<pod>[\w.\-]+)/[\w.\-]*\][ \t]
@@ -283,7 +291,7 @@ def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> 
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
-    rank = local = proc = ts = srun = pod = replica = host = None
+    rank = local = proc = ts = srun = pod = replica = host = mpitag = None
     pos = 0
     match = _PREFIX.match
     found = False
@@ -318,8 +326,11 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
             srun = int(m.group("srun"))
         elif m.group("replica") is not None:
             replica = int(m.group("replica"))
+        elif m.group("skynode") is not None:
+            replica = int(m.group("skynode"))  # SkyPilot's node rank: a node, as NeMo-Run's replica
         elif m.group("mpirank") is not None:
             rank = int(m.group("mpirank"))
+            mpitag = m.group("mpitag")
         elif m.group("hvd") is not None:
             rank = int(m.group("hvd"))
         elif m.group("pod") is not None:
@@ -400,7 +411,14 @@ def peel(text: str, base: Origin) -> tuple[str, Origin]:
         rank = node_rank(node, local, topo)
     if rank is None and local is not None and node is None and (topo is None or topo.node_index is None):
         rank = local  # one node: torchrun's local rank is the global rank
-    return text[pos:], Origin(rank=rank, local_rank=local, node=node, proc=proc, ts=ts)
+    msg = text[pos:]
+    if mpitag is not None and mpitag in msg:
+        # Open MPI tags every chunk it forwards, not every line (orte/mca/iof/base/iof_base_output.c
+        # orte_iof_base_write_output: the start tag, then the data with the tag again after each
+        # newline): a line the process wrote in two writes carries the tag again where the second
+        # began (`[1,19]<stderr>:RuntimeError[1,19]<stderr>:: NCCL communicator was aborted ...`)
+        msg = msg.replace(mpitag, "")
+    return msg, Origin(rank=rank, local_rank=local, node=node, proc=proc, ts=ts)
 
 
 def node_rank(node: Optional[str], local: int, topo: Topology) -> Optional[int]:

@@ -189,6 +189,10 @@ def _watchdog_timeout(m, rec, state):
     msg_rank = to_int(m.group("rank"))
     if pg_rank is None:
         pg_rank = msg_rank
+    state["timeout_line"] = rec.loc.line
+    held = state.get("pending")
+    if held is not None and (held.fields or {}).get("from_frames") and rec.loc.line - held.loc.line <= _TIMEOUT_FRAME_NEXT:
+        state.pop("pending")  # the stack just above was this timeout's (an excerpt that starts in the frames)
     if not first_time(state, ("timeout", seq, op, pg_rank), rec.loc.line):
         return []
     known = _remember(state, seq, op=op, timeout_ms=timeout_ms, pg=pg) if seq is not None else {}
@@ -224,6 +228,36 @@ def _pg_status(m, rec, state):
                               timeout_ms=known.get("timeout_ms")),
         fields={"backend": "nccl", "pg_rank": pg_rank, "status_line": True},
     )
+
+
+# c10's stack of the watchdog's timeout exception (c10::Error's "Exception raised from checkTimeout at
+# .../ProcessGroupNCCL.cpp:N (most recent call first):" then the frames, torch 1.13 - 2.x):
+#   frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x... in .../libc10.so)
+#   frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, ...) + 0x1d2 (...)
+#   frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (...)        (workCleanupLoop() before 2.2)
+# Frame #1 is the function that threw: WorkNCCL::checkTimeout throws only for a collective that ran past its
+# timeout. The message line above it says the same (read by watchdog-timeout); where an excerpt starts at
+# the frames, the frame alone is that timeout.
+_TIMEOUT_FRAME_SPAN = 60
+_TIMEOUT_FRAME_NEXT = 15  # `terminate called ... what(): [Rank N] ... Watchdog caught ...` right after the frames
+
+
+@rule(
+    "watchdog-timeout-frame",
+    ("WorkNCCL::checkTimeout(",),
+    r"^\s*frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout\(",
+    match_start=True,
+)
+def _timeout_frame(m, rec, state):
+    seen = state.get("timeout_line")
+    state["timeout_line"] = rec.loc.line
+    if seen is not None and 0 <= rec.loc.line - seen <= _TIMEOUT_FRAME_SPAN:
+        return []  # the stack of a timeout whose message was read
+    # held: the watchdog's what() with the message often follows the stack (the excerpt began in it); then that
+    # line is the timeout, and this event is dropped (_watchdog_timeout)
+    held = state.pop("pending", None)
+    state["pending"] = _error(rec, "collective_timeout", fields={"backend": "nccl", "pg_rank": None, "from_frames": True})
+    return [held] if held is not None else []
 
 
 # The flight recorder's dump signal (ProcessGroupNCCL.cpp, torch 2.3+, TORCH_NCCL_DUMP_ON_TIMEOUT): the rank
@@ -1322,6 +1356,25 @@ def _abort(m, rec, state):
     return _error(rec, "watchdog_abort", rank=_rank(rec, pg_rank, default), fields={"pg_rank": pg_rank})
 
 
+# torch/csrc/distributed/c10d/NCCLUtils (NCCLComm::getNcclComm, torch 1.x NCCLUtils.hpp to 2.x NCCLUtils.cpp):
+#   "NCCL communicator was aborted on rank " rank_ ". " + (" Original reason for failure was: " reason, when the
+#   abort recorded one)
+# raised (RuntimeError, DistBackendError from 2.2) when the process uses a communicator its own watchdog has
+# already aborted after a timeout or an NCCL error. The rank is the communicator's (the printing process's
+# rank in that group): the rank that was taken down, never evidence of where the failure began. With a
+# reason, the reason's own text (a watchdog timeout) is read by its rule; the bare form is the abort alone.
+@rule(
+    "comm-aborted",
+    ("NCCL communicator was aborted on rank",),
+    r"NCCL communicator was aborted on rank (?P<rank>\d+)\.\s*$",
+)
+def _comm_aborted(m, rec, state):
+    pg_rank = int(m.group("rank"))
+    if not first_time(state, ("watchdog_abort", pg_rank), rec.loc.line):
+        return []
+    return _error(rec, "watchdog_abort", rank=_rank(rec, pg_rank, True), fields={"pg_rank": pg_rank, "comm_aborted": True})
+
+
 # ProcessGroupNCCL::HeartbeatMonitor (torch 2.2+): when the watchdog thread itself stops making progress
 # (blocked in a hung NCCL/CUDA call), the monitor logs
 #   logPrefix() + "Heartbeat monitor timed out! Process will be terminated after dumping debug info." +
@@ -1452,9 +1505,9 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_nccl_nvls_bind, _watchdog_timeout, _hccl_socket_timeout, _hccl_op_failed, _dump_signal, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+    rules=[_nccl_nvls_bind, _watchdog_timeout, _timeout_frame, _hccl_socket_timeout, _hccl_op_failed, _dump_signal, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure, _nccl_failure_check, _tf_nccl_status, _xla_nccl_status,
-           _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _heartbeat_abort, _flight_recorder, _gloo_peer,
+           _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _comm_aborted, _heartbeat_abort, _flight_recorder, _gloo_peer,
            _gloo_connect, _nccl_peer, _nccl_error_trace],
 )

@@ -14,7 +14,7 @@ from typing import Optional
 
 from nanscope.model import ErrorEvent, LifecycleEvent, WarningEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import Parser, launcher_alone, rule
 from nanscope.parsers._framework_oom import MXNET_OOM, PADDLE_OOM, mxnet_oom_event, paddle_oom_event
 
 # A logger's own prefix before the exception text: vLLM's `ERROR 01-11 03:46:48 [core.py:936] `
@@ -326,7 +326,12 @@ _CLASSIFY = [
                 # aten/src/ATen/native/mps: a tensor of an MPS op left on the CPU ("Placeholder storage has not been
                 # allocated on MPS device!"; torch >= 2.4: "Tensor for argument weight is on cpu but expected on mps")
                 r"|Placeholder storage has not been allocated on MPS device"
-                r"|Tensor for argument \w+ is on \w+ but expected on mps"), "device_mismatch"),
+                r"|Tensor for argument \w+ is on \w+ but expected on mps"
+                # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp check_gpu_single_tensor / check_gpu_tensors (every
+                # release: runtime_error, TORCH_CHECK, C10_THROW_ERROR(ValueError, ...) in 2.x): "Tensors must be CUDA
+                # and dense": a CPU (or sparse) tensor handed to an NCCL collective (all_gather of a CPU metric under
+                # DDP); the message may run into the next write (`... densetorch.distributed...`)
+                r"|Tensors must be CUDA and dense"), "device_mismatch"),
     # Dao-AILab/flash-attention csrc/flash_attn/flash_api.cpp mha_fwd / mha_varlen_fwd: TORCH_CHECK(is_sm90 || is_sm8x,
     # "FlashAttention only supports Ampere GPUs or newer.") (v1: "... Turing GPUs or newer."): the kernel has no
     # implementation for this GPU's architecture (pre-Ampere, or a GPU newer than the build knows: sm_120 in builds
@@ -523,6 +528,29 @@ def _traceback(m, rec, state):
             return [LifecycleEvent(loc=rec.loc, text=rec.text, framework="python", action="traceback",
                                    fields={"excepthook": True})]
     return []
+
+
+# torch/multiprocessing/spawn.py ProcessContext.join (mp.spawn / start_processes), when a spawned process's
+# function raised (the child sent its formatted traceback through the error queue):
+#   msg = "\n\n-- Process %d terminated with the following error:\n" % error_index; msg += original_trace
+#   >= 1.8: raise ProcessRaisedException(msg, error_index, failed_process.pid);  1.0 - 1.7: raise Exception(msg)
+# printed as `torch.multiprocessing.spawn.ProcessRaisedException: ` (or `Exception: `), a blank line, this header,
+# then the child's traceback: error_index is the first process the join found failed (the others are then
+# terminated), and the exception that ends the traceback below is that process's. The index is the spawned
+# process's, the rank where one node's launcher spawned them all (launcher_alone).
+@rule("spawn-raised", ("terminated with the following error",),
+      r"^\s*-- Process (?P<idx>\d+) terminated with the following error:\s*$", match_start=True)
+def _spawn_raised(m, rec, state):
+    idx = int(m.group("idx"))
+    held = state.get("pending")
+    alone = launcher_alone(rec.origin)
+    if held is not None and (held.fields or {}).get("spawn_parent") and rec.loc.line - held.loc.line <= 3:
+        if alone and held.rank is None:
+            held.rank = idx
+        held.fields = {**(held.fields or {}), "spawn_process": idx}
+    state["spawn_child"] = (idx, rec.loc.line)
+    state.pop("traceback_line", None)
+    return _release(state)
 
 
 # Lib/threading.py excepthook (3.8+; before: Thread._bootstrap_inner), printed right before the
@@ -783,6 +811,18 @@ def _exception(m, rec, state):
         ev.fields = {**(ev.fields or {}), "paddle_header": True}
         state["pending"] = ev
         return out
+    if kind == "exception" and not msg and (exc_type.endswith("ProcessRaisedException") or exc_type == "Exception"):
+        # mp.spawn's parent: the message is the `-- Process N terminated with the following error:` block below
+        # (see _spawn_raised), which names the process that raised
+        ev.fields = {**(ev.fields or {}), "spawn_parent": True}
+        state["pending"] = ev
+        return out
+    child = state.get("spawn_child")
+    if child is not None:
+        state.pop("spawn_child")
+        if 0 < rec.loc.line - child[1] <= _TRACEBACK_SPAN and launcher_alone(rec.origin):
+            ev.rank = child[0]  # the exception that ended the spawned process's function
+            ev.fields = {**(ev.fields or {}), "spawn_process": child[0]}
     if kind == "exception" and _ANNOUNCES_NEXT_LINE.search(msg):
         # transformers' lazy-import error: the message goes on in the next line; a build-mismatch line there makes
         # this exception that (_extension_bare), else it stays as it is
@@ -1325,7 +1365,7 @@ PARSER = Parser(
     framework="python",
     priority=80,
     description="Python tracebacks and exception lines",
-    rules=[_traceback, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
+    rules=[_traceback, _spawn_raised, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
            _triton_compile_failed, _inductor_logged_exception, _ptxas_arch, _ignite_terminating, _compile_raised,
            _compile_raised_bare, _dynamo_control_flow_bare, _ray_actor_name, _notebook_frame,
            _distribution_real, _paddle_oom, _mxnet_oom,

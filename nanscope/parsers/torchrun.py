@@ -75,6 +75,31 @@ def _agent_failed(m, rec, state):
     return ev
 
 
+# torch 1.9 - 1.10's record() wrapper (torch/distributed/elastic/multiprocessing/errors/__init__.py): on a
+# ChildFailedError with no error file it warns with _no_error_file_warning_msg(rank, failure), `rank, failure =
+# e.get_first_failure()` (the failure with the earliest timestamp, as the later Root Cause entry), in a box of
+# asterisks:
+#   CHILD PROCESS FAILED WITH NO ERROR_FILE
+#   Child process {failure.pid} (local_rank {rank}) FAILED (exitcode {failure.exitcode})
+#   Error msg: {failure.message}
+# The number it calls local_rank is ChildFailedError's failures key (the agent's worker.global_rank): the
+# global rank, whatever label the launcher's line carries (srun's task in front of it is the node's launcher).
+@rule(
+    "no-error-file-child",
+    ("FAILED (exitcode",),
+    r"^\s*Child process (?P<pid>\d+) \(local_rank (?P<r>\d+)\) FAILED \(exitcode (?P<code>-?\d+)\)\s*$",
+    match_start=True,
+)
+def _no_error_file_child(m, rec, state):
+    code = int(m.group("code"))
+    r = int(m.group("r"))
+    return ErrorEvent(
+        loc=rec.loc, text=rec.text, framework="torchrun", error="worker_failed", message=rec.text.strip(),
+        exitcode=code, signal=signal_of(code), rank=r,
+        fields={"global_rank": r, "pid": int(m.group("pid")), "first_failure": True},
+    )
+
+
 _SIGNUM = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 10: "SIGUSR1", 12: "SIGUSR2",
            15: "SIGTERM"}
 
@@ -295,6 +320,6 @@ PARSER = Parser(
     framework="torchrun",
     priority=10,
     description="torchrun / torch.distributed.elastic agent lines and ChildFailedError blocks",
-    rules=[_agent_failed, _death_signal, _signal_exception, _spawn_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback,
+    rules=[_agent_failed, _no_error_file_child, _death_signal, _signal_exception, _spawn_signal, _closing, _section, _no_other, _block_time, _block_rank, _block_exitcode, _block_error_file, _block_traceback,
            _error_handler_head, _error_handler_message, _rendezvous_closed],
 )
