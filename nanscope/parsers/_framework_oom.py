@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 
 from nanscope.model import ErrorEvent
+from nanscope.parsers.base import LazyPattern
 
 _SIZE = r"(?P<{0}>\d+(?:\.\d+)?)\s?(?P<{0}_u>[kKMGTP]?B)"
 _GIB = {"B": 2 ** -30, "kB": 2 ** -20, "KB": 2 ** -20, "MB": 2 ** -10, "GB": 1.0, "TB": 2 ** 10, "PB": 2 ** 20}
@@ -42,7 +43,7 @@ def _gib(m, name: str):
     return round(float(m.group(name)) * _GIB[m.group(name + "_u")], 6)
 
 
-PADDLE_OOM = re.compile(
+PADDLE_OOM = LazyPattern(
     r"Out of memory error on GPU (?P<gpu>\d+)\. Cannot allocate " + _SIZE.format("tried") + r" memory on GPU \d+, "
     r"(?:" + _SIZE.format("alloc") + r" memory has been allocated and )?available memory is only " + _SIZE.format("avail"))
 
@@ -66,7 +67,7 @@ def paddle_oom_event(m, rec) -> ErrorEvent:
                       message=m.group(0)[:400], exc_type="ResourceExhaustedError", fields=fields)
 
 
-MXNET_OOM = re.compile(r"(?:storage_manager\.h:\d+: |MXNetError: )cudaMalloc (?P<retry>retry )?failed: out of memory")
+MXNET_OOM = LazyPattern(r"(?:storage_manager\.h:\d+: |MXNetError: )cudaMalloc (?P<retry>retry )?failed: out of memory")
 
 
 def mxnet_oom_event(m, rec) -> ErrorEvent:

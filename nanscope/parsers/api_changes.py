@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 
 from nanscope.model import ErrorEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 
 # the classes whose signature is the library's API for a training run (by the end of their name)
 _TRAINER_API = ("Trainer", "TrainingArguments", "Arguments", "Config")
@@ -51,7 +51,7 @@ _RENAMED = {
 
 # the callee's (qualified) name, read from a bounded stretch before `()`: in the rule's own regex an optional
 # dotted-name group would be retried at every position of a long word (quadratic on a hostile line)
-_CALLEE = re.compile(r"(?:^|[^\w.\"'])((?:([A-Za-z_]\w*)\.)?([A-Za-z_]\w*))$")
+_CALLEE = LazyPattern(r"(?:^|[^\w.\"'])((?:([A-Za-z_]\w*)\.)?([A-Za-z_]\w*))$")
 
 
 @rule("trainer-unexpected-argument", ("got an unexpected keyword argument '",),

@@ -35,11 +35,11 @@ from __future__ import annotations
 import re
 
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.setup_checks import error_event
 
 FW = "serving"
-_IN_LITERAL = re.compile(r"""["'][\w .-]*$""")
+_IN_LITERAL = LazyPattern(r"""["'][\w .-]*$""")
 
 
 @rule(

@@ -57,7 +57,7 @@ from typing import Optional
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.nccl import _pg as process_group
 from nanscope.parsers.python import EXC_LINE
 
@@ -78,19 +78,19 @@ def _gib(m: "re.Match[str]", name: str) -> Optional[float]:
     return round(float(m.group(name)) * _UNIT_GIB[m.group(name + "_u")], 6)
 
 
-_OLD_DETAIL = re.compile(
+_OLD_DETAIL = LazyPattern(
     r"\(GPU (?P<gpu>\d+); " + _size("total") + r" total capacity; " + _size("alloc") + r" already allocated; "
     + _size("free") + r" free; (?:" + _size("allowed") + r" allowed; )?(?:" + _size("reserved")
     + r" reserved in total by PyTorch|" + _size("cached") + r" cached)\)"
 )
-_NEW_DETAIL = re.compile(
+_NEW_DETAIL = LazyPattern(
     r"GPU (?P<gpu>\d+) has a total capac(?:i)?ty of " + _size("total") + r" of which " + _size("free") + r" is free\."
 )
-_NEW_ALLOC = re.compile(
+_NEW_ALLOC = LazyPattern(
     r"Of the allocated memory " + _size("alloc") + r" is allocated by PyTorch, (?:with " + _size("private")
     + r" allocated in private pools \(e\.g\., CUDA Graphs\), )?and " + _size("unalloc") + r" is reserved by PyTorch but unallocated"
 )
-_PROC = re.compile(r"this process has " + _size("proc") + r" memory in use")
+_PROC = LazyPattern(r"this process has " + _size("proc") + r" memory in use")
 
 
 def _exc_split(text: str) -> tuple[Optional[str], str]:
@@ -100,7 +100,7 @@ def _exc_split(text: str) -> tuple[Optional[str], str]:
     return None, text.strip()
 
 
-_WATCHDOG = re.compile(
+_WATCHDOG = LazyPattern(
     r"(?:\[Rank (?P<r>\d+)\] NCCL|\[PG [^\]]*?Rank (?P<pr>\d+)\] Process group) watchdog thread terminated with exception: "
 )
 
@@ -137,7 +137,7 @@ def _key(rec, *key) -> tuple:
 
 # The frames of a start-up the OOM happened in (see the module docstring); `File "` lines are the
 # python parser's too, so the rule only notes the frame and leaves the line to it.
-_STARTUP_FRAME = re.compile(
+_STARTUP_FRAME = LazyPattern(
     r'File "[^"]*?/(?:vllm/[^"]*", line \d+, in (?P<fn>capture_model|compile_or_warm_up_model|profile_run'
     r'|determine_available_memory|determine_num_available_blocks|initialize_cache|_initialize_kv_caches'
     r'|initialize_from_config|load_model|init_device|_dummy_sampler_run|_dummy_pooler_run)'
@@ -205,7 +205,7 @@ def _oom(m, rec, state):
 # allocations (may cause system failure)." (sizes as GB / MB in 2.0-2.3, GiB / MiB later). The device's memory is
 # used up: the same failure as a CUDA OOM, on the Mac's GPU. (ROCm's "HIP out of memory. Tried to allocate" and
 # Intel's "XPU out of memory. Tried to allocate" are the CUDA allocator's wording, read by _oom.)
-_MPS_DETAIL = re.compile(
+_MPS_DETAIL = LazyPattern(
     r"\(MPS allocated: " + _size("alloc") + r", other allocations: " + _size("other") + r", max allowed: "
     + _size("allowed") + r"\)\. Tried to allocate " + _size("tried") + r" on (?P<pool>\w+) pool")
 
@@ -243,7 +243,7 @@ def _mps_oom(m, rec, state):
 # device, " would exceed allowed memory. (out of memory)", "\nCurrently allocated     : ", ...,
 # "\nRequested               : ", ...). The detail lines follow on their own lines, or flattened with
 # literal `\n` when a server wraps the message (huggingface/text-generation-inference#563).
-_FRACTION_REQUESTED = re.compile(r"Requested\s*: " + _size("tried"))
+_FRACTION_REQUESTED = LazyPattern(r"Requested\s*: " + _size("tried"))
 
 
 @rule(
@@ -342,11 +342,11 @@ def _runtime_oom(m, rec, state):
 # as `[TensorRT-LLM][ERROR] Encountered an error in forwardAsync function: <that error>`; a C++ check that
 # nothing catches ends the process with `terminate called after throwing an instance of 'T'` and
 # `  what():  <that error>` (std::terminate's report, libstdc++'s verbose terminate handler).
-_RUNTIME_CUDA_ERROR = re.compile(
+_RUNTIME_CUDA_ERROR = LazyPattern(
     r"\[(?P<tag>TensorRT-LLM|TM|FT)\]\[ERROR\] CUDA runtime error(?: in (?P<call>.+?))?: (?P<err>[A-Za-z][\w ,'-]*?)"
     r"(?=\s+\(|\s+/|\s*$)"
 )
-_TLLM_EXC = re.compile(r"(?<![\w:])(?P<type>(?:\w+::)+\w*Exception): \[TensorRT-LLM\]")
+_TLLM_EXC = LazyPattern(r"(?<![\w:])(?P<type>(?:\w+::)+\w*Exception): \[TensorRT-LLM\]")
 
 
 @rule("runtime-cuda-error", ("CUDA runtime error",), _RUNTIME_CUDA_ERROR.pattern)
@@ -600,14 +600,14 @@ def _out_of_resources_class(text: str) -> Optional[str]:
 # AMD_LOG_LEVEL >= 3 the HIP runtime traces its calls (hipamd/src/hip_*.cpp, `:3:hip_module.cpp :669 : <us> us:
 # [pid:N tid:0x..] hipLaunchKernel: Returned hipErrorInvalidDeviceFunction : `): the launch's own result, the same
 # missing kernel before torch raises it (and a paste may stop there).
-_ARCH_ERROR = re.compile(r"no kernel image is available for execution on the device|(?:CUDA error: |HIP error: |\(\d+\) : "
+_ARCH_ERROR = LazyPattern(r"no kernel image is available for execution on the device|(?:CUDA error: |HIP error: |\(\d+\) : "
                          r"|error=\d+ : )invalid device function|(?P<hiptrace>: Returned hipErrorInvalidDeviceFunction)|(?P<hip>hipErrorNoBinaryForGpu): (?:Unable to find code object "
                          r"for all current devices|Coudn't find binary for current devices)"
                          r"|(?P<tensile>Cannot read [^\n]{0,400}?TensileLibrary[\w.-]*\.(?:dat|yaml): )"
                          r"|(?P<tensile_host>Could not initialize Tensile host)")
-_GFX = re.compile(r"for GPU arch ?: (?P<gfx>gfx[0-9a-f]+)")
+_GFX = LazyPattern(r"for GPU arch ?: (?P<gfx>gfx[0-9a-f]+)")
 # (the GPU's name is bounded: a name, not a line; it starts after a space, a colon or the line start)
-_ARCH_WARN = re.compile(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA capability sm_(?P<cc>\d+) is not compatible "
+_ARCH_WARN = LazyPattern(r"(?:^|(?<=[\s:]))(?P<gpu>[^\s:][^:]{0,80}?) with CUDA capability sm_(?P<cc>\d+) is not compatible "
                         r"with the current PyTorch installation|Found GPU(?P<idx>\d+) (?P<gpu2>[^\n]{1,120}?) which is of "
                         r"(?:cuda|compute) capability (?:\(CC\) )?(?P<ma>\d+)\.(?P<mi>\d+)")
 
@@ -860,7 +860,7 @@ def _gpu_lost(m, rec, state):
 # (include/caffe/util/cudnn.hpp) is glog's CHECK_EQ(status, CUDNN_STATUS_SUCCESS) << " " << cudnnGetErrorString(status):
 # `Check failed: status == CUDNN_STATUS_SUCCESS (8 vs. 0)  CUDNN_STATUS_EXECUTION_FAILED` (NVCaffe adds ", device N");
 # the value pair `(8 vs. 0)` before the name is read, so a console that wrapped the long glog line still gives it.
-_CUDNN = re.compile(
+_CUDNN = LazyPattern(
     r"(?:cuDNN|CuDNN) error: (?P<status>CUDNN_STATUS_[A-Z_]+)"
     r"|(?:^|(?<=Error: )|(?<=Exception: )|(?P<tf>(?<=Unknown: )|(?<=UNKNOWN: )|(?<=Internal: )|(?<=INTERNAL: )))"
     r"(?P<bare>CUDNN_STATUS_[A-Z_]+)\s*$"
@@ -947,7 +947,7 @@ def _mps_float64(m, rec, state):
     return ev
 
 
-_LIBCXX_ABORT = re.compile(r"terminating (?:due to|with) uncaught exception of type (?P<type>[A-Za-z_][\w:]*)")
+_LIBCXX_ABORT = LazyPattern(r"terminating (?:due to|with) uncaught exception of type (?P<type>[A-Za-z_][\w:]*)")
 
 
 @rule("mps-op-unsupported", ("for the MPS device",),
@@ -1000,10 +1000,10 @@ def _cuda_error(m, rec, state):
 # bgemm / gemm_and_bias / bgemm_strided_batched paths) is a GPU without a bf16 GEMM in that cuBLAS (pre-Ampere:
 # Maxwell, Pascal, Volta, Turing depend on the cuBLAS release; pytorch/pytorch#57773); torch 1.7-1.9 refused it
 # itself: "BFloat16 gemm in CUDA requires Ampere or later GPU" (python.py).
-_BF16_GEMM_UNSUPPORTED = re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED when calling `[^`]*\bCUDA_R_16BF\b")
+_BF16_GEMM_UNSUPPORTED = LazyPattern(r"CUBLAS_STATUS_NOT_SUPPORTED when calling `[^`]*\bCUDA_R_16BF\b")
 # ROCm builds hipify the check: `CUDA error: HIPBLAS_STATUS_NOT_SUPPORTED when calling `HIPBLAS_STATUS_NOT_SUPPORTED``
 # (the call's text replaced by the status, hipBLAS / hipBLASLt).
-_CUBLAS_STATUS = re.compile(r"(?P<status>(?:CU|HIP)BLAS_STATUS_[A-Z_]+)(?: when calling `(?!(?:CU|HIP)BLAS_STATUS_)"
+_CUBLAS_STATUS = LazyPattern(r"(?P<status>(?:CU|HIP)BLAS_STATUS_[A-Z_]+)(?: when calling `(?!(?:CU|HIP)BLAS_STATUS_)"
                             r"(?P<call>[A-Za-z_]\w*))?")
 
 

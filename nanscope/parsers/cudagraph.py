@@ -46,7 +46,7 @@ import re
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 
 FW = "cuda"
 
@@ -62,7 +62,7 @@ _TEXTS = {
     "attempt to terminate a thread-local capture sequence from another thread": "cudaErrorStreamCaptureWrongThread",
 }
 _ENUM = r"cudaErrorStreamCapture(?:Unsupported|Invalidated|Merge|Unmatched|Unjoined|Isolation|Implicit|WrongThread)|cudaErrorCapturedEvent"
-_EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): ")
+_EXC = LazyPattern(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): ")
 
 
 @rule(

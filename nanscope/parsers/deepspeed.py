@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 
 from nanscope.model import ErrorEvent, LifecycleEvent, ScaleEvent, StepEvent
-from nanscope.parsers.base import Parser, rule, signal_of
+from nanscope.parsers.base import LazyPattern, Parser, rule, signal_of
 from nanscope.parsers.hf import postfix_loss
 from nanscope.parsers.numbers import to_float, to_int
 from nanscope.parsers.setup_checks import exc_type_before
@@ -48,10 +48,10 @@ from nanscope.parsers.setup_checks import exc_type_before
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)"
 # a tqdm redraw right before the message: "| 378/2724 [13:58:09<86:18:35, 132.44s/it]" (or with a
 # postfix: "| 16/6000 [00:55<4:54:46,  2.96s/it, lr=0, noise_step_loss=nan]")
-_TQDM = re.compile(r"\|\s*(?P<n>\d+)/(?P<total>\d+) \[[^\]]*(?:it/s|s/it)[^\]]*\]\s*(?:\[[^\]]*\]\s*)*$")
+_TQDM = LazyPattern(r"\|\s*(?P<n>\d+)/(?P<total>\d+) \[[^\]]*(?:it/s|s/it)[^\]]*\]\s*(?:\[[^\]]*\]\s*)*$")
 
 
-_RANK = re.compile(r"Rank (?P<r>\d+) ")
+_RANK = LazyPattern(r"Rank (?P<r>\d+) ")
 
 
 def _same_overflow(m, rec, state, old, new) -> bool:
@@ -164,7 +164,7 @@ def _dtype(m, rec, state):
 # `Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided`. deepspeed.initialize stops
 # on every rank before the first step. A source line quoting the template (rich's box shows `f"Check batch ...`)
 # is not the assertion: the phrase must not follow a quote. Rich wraps the message: its first line has the phrase.
-_BATCH = re.compile(r"world_size\s*(?P<t>\d+) != (?P<m>\d+) \* (?P<g>\d+) \* (?P<w>\d+)")
+_BATCH = LazyPattern(r"world_size\s*(?P<t>\d+) != (?P<m>\d+) \* (?P<g>\d+) \* (?P<w>\d+)")
 
 
 @rule("batch-config", ("Check batch related parameters", "has to be greater than 0", "train_micro_batch_size_per_gpu needs to be provided"),

@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 
 from nanscope.model import ErrorEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers._repeats import first_time
 from nanscope.parsers.setup_checks import error_event, exc_type_before
 
@@ -196,7 +196,7 @@ def _python_import(m, rec, state):
 # library is required; logged as a glog warning (`W0508 21:40:15.979074  1551 dynamic_loader.cc:412] ...`) when Paddle
 # can go on without it (libcuda.so by that name under WSL2, whose driver lives in /usr/lib/wsl/lib): the warning is no
 # failure.
-_GLOG_WARNING = re.compile(r"^\s*W\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+\]")
+_GLOG_WARNING = LazyPattern(r"^\s*W\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+\]")
 
 
 @rule("paddle-dynload", ("that Paddle depends on is not configured correctly",),

@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 
 from nanscope.model import StepEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 
-_PAIR = re.compile(r"'(?P<k>[^']*)':\s*(?P<v>'[^']*'|[^,}\s]+)")
+_PAIR = LazyPattern(r"'(?P<k>[^']*)':\s*(?P<v>'[^']*'|[^,}\s]+)")
 
 
 @rule("train-stats", ("train stats after ",), r"\btrain stats after (?P<n>\d+) examples: \{(?P<d>.*)\}")

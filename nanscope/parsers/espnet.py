@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from nanscope.model import StepEvent, WarningEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_float
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|inf)"
@@ -61,7 +61,7 @@ def _all_invalid(m, rec, state):
     )
 
 
-_PAIR = re.compile(r"(?<!\w)(?P<k>[A-Za-z_]\w*)=(?P<v>" + _F + r")(?![\w.])")
+_PAIR = LazyPattern(r"(?<!\w)(?P<k>[A-Za-z_]\w*)=(?P<v>" + _F + r")(?![\w.])")
 
 
 @rule("espnet2-step", ("epoch:train:",), r"\b(?P<ep>\d+)epoch:train:(?P<a>\d+)-(?P<b>\d+)batch: (?P<rest>.*)$")

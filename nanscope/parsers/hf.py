@@ -18,19 +18,19 @@ import math
 import re
 
 from nanscope.model import LifecycleEvent, StepEvent, WarningEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_float
 from nanscope.parsers.system import GLUED_KILL
 
-_KV = re.compile(r"'(?P<k>[\w/\-.]+)':\s*(?P<v>'[^']*'|tensor\([^)]*\)|[^,}\s]+)")
+_KV = LazyPattern(r"'(?P<k>[\w/\-.]+)':\s*(?P<v>'[^']*'|tensor\([^)]*\)|[^,}\s]+)")
 
 
 # tqdm's postfix (`set_postfix(loss=...)`, accelerate/diffusers scripts): `[00:03<00:10, 4.9it/s, loss=nan]`.
 # kohya-ss sd-scripts and musubi-tuner (train_network.py, sdxl_train*.py: `logs = {"avr_loss": avr_loss}`;
 # `progress_bar.set_postfix(**logs)`) show only the moving average of the step losses:
 # `steps:   1%|▋    | 41/3280 [00:50<1:06:54,  1.24s/it, avr_loss=nan]`
-_POSTFIX = re.compile(r"(?:it/s|s/it),(?P<post>[^\]]*)\]")
-_POSTFIX_PAIR = re.compile(r"(?:^|[\s,])(?P<k>[A-Za-z_][\w/.]*)=(?P<v>[^,\s\]]+)")
+_POSTFIX = LazyPattern(r"(?:it/s|s/it),(?P<post>[^\]]*)\]")
+_POSTFIX_PAIR = LazyPattern(r"(?:^|[\s,])(?P<k>[A-Za-z_][\w/.]*)=(?P<v>[^,\s\]]+)")
 _POSTFIX_LOSS = ("loss", "train_loss", "step_loss", "loss_step", "total_loss", "train/loss", "avr_loss")
 
 
@@ -72,7 +72,7 @@ def _postfix_step(m, rec, state):
 
 # ms-swift's trainers add the step to the dict (swift/trainers/mixin.py, swift/megatron: logs['global_step/max_steps']
 # = f'{state.global_step}/{state.max_steps}'): `..., 'global_step/max_steps': '5/2169', 'percentage': '0.23%', ...}`
-_OWN_STEP = re.compile(r"^(\d{1,12})/\d{1,12}$")
+_OWN_STEP = LazyPattern(r"^(\d{1,12})/\d{1,12}$")
 
 
 @rule("log-dict", ("{'loss'", "{'grad_norm'", "{'train_runtime'", "{'eval_", "'learning_rate'"), r"^\{'[\w/\-.]+':", match_start=True)
@@ -108,7 +108,7 @@ def _log_dict(m, rec, state):
 # The evaluation loss keys: Trainer.evaluate(metric_key_prefix="eval") logs `eval_loss` (`test_loss` / `predict_loss`
 # for predict(), `eval_<name>_loss` for each of several eval datasets: trainer.py _evaluate / evaluation_loop,
 # metrics[f"{metric_key_prefix}_loss"]).
-_EVAL_LOSS_KEY = re.compile(r"(?:eval|test|predict)_(?:[\w\-.]{1,80}_)?loss")
+_EVAL_LOSS_KEY = LazyPattern(r"(?:eval|test|predict)_(?:[\w\-.]{1,80}_)?loss")
 
 
 def _nonfinite_eval_loss(pairs: dict) -> "tuple[str, str] | None":

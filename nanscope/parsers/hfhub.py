@@ -53,11 +53,11 @@ import re
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 
 FW = "hf-hub"
-_REPO_URL = re.compile(r"huggingface\.co/(?:api/models/)?(?P<repo>[\w.-]+/[\w.-]+?)(?:/resolve/|/revision/|/auth-check|[.\s]|$)")
-_EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): ")
+_REPO_URL = LazyPattern(r"huggingface\.co/(?:api/models/)?(?P<repo>[\w.-]+/[\w.-]+?)(?:/resolve/|/revision/|/auth-check|[.\s]|$)")
+_EXC = LazyPattern(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): ")
 
 
 def _event(rec, state, kind: str, key: str, fields: dict) -> list[ErrorEvent]:
@@ -106,7 +106,7 @@ def _hub_access(m, rec, state):
 #   reqwest (hf_xet / hf_transfer): "HTTP status client error (429 Too Many Requests) for url ({url})"
 # Any other server answers 429 too: a URL form counts when the URL is the Hub's (or its CDN, Xet storage, a
 # mirror), or when huggingface_hub's own HfHubHTTPError carries it.
-_HUB_HOST = re.compile(r"^[(']?https?://(?:[\w-]{1,63}\.){0,6}(?:huggingface\.co|hf\.co|hf-mirror\.com)(?:[/:'?)]|$)")
+_HUB_HOST = LazyPattern(r"^[(']?https?://(?:[\w-]{1,63}\.){0,6}(?:huggingface\.co|hf\.co|hf-mirror\.com)(?:[/:'?)]|$)")
 
 
 @rule(

@@ -32,7 +32,7 @@ import re
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 
 
 def _error(rec, kind: str, fields: dict) -> ErrorEvent:
@@ -57,7 +57,7 @@ def _slurm_refused(m, rec, state):
 
 
 _PULL_REASONS = ("ImagePullBackOff", "ErrImagePull", "ErrImageNeverPull", "InvalidImageName")
-_IMAGE = re.compile(r"(?:pulling|pull) image \\?\"(?P<image>[^\"\\]+)")
+_IMAGE = LazyPattern(r"(?:pulling|pull) image \\?\"(?P<image>[^\"\\]+)")
 
 
 @rule(
@@ -75,7 +75,7 @@ def _image_pull(m, rec, state):
                                              "image": image})
 
 
-_VOLUME = re.compile(r'for volume "(?P<vol>[^"]+)"|volumes=\[(?P<vols>[^\]]*)\]')
+_VOLUME = LazyPattern(r'for volume "(?P<vol>[^"]+)"|volumes=\[(?P<vols>[^\]]*)\]')
 
 
 @rule(

@@ -25,14 +25,14 @@ import re
 
 from nanscope.model import ErrorEvent, StepEvent, WarningEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_float
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|inf)"
 # The number ends at a separator, or where TerminateOnNaN's message is glued on (`44.4110Batch 3:`),
 # never inside a longer name (`loss: nan_count`).
-_LOSS = re.compile(r"(?:^|\s)- loss: (?P<v>" + _F + r")(?=[^\w.]|Batch |$)")
-_TERMINATE = re.compile(r"Batch (?P<b>\d+): Invalid loss, terminating training")
+_LOSS = LazyPattern(r"(?:^|\s)- loss: (?P<v>" + _F + r")(?=[^\w.]|Batch |$)")
+_TERMINATE = LazyPattern(r"Batch (?P<b>\d+): Invalid loss, terminating training")
 
 
 def _global(state: dict, n: int, total: int) -> int:
@@ -99,7 +99,7 @@ def _terminate(m, rec, state):
 # BFC allocator (`GPU_1_bfc`) is device memory; the `cpu` allocator on a CPU device is host memory.
 # The BFC allocator's `ran out of memory trying to allocate 84.60MiB. The caller indicates that this is
 # not a failure` is a retry that succeeded: not this.
-_TF_DEVICE = re.compile(r"(?:device:)?(?P<kind>GPU|gpu|CPU|cpu):(?P<i>\d+)")
+_TF_DEVICE = LazyPattern(r"(?:device:)?(?P<kind>GPU|gpu|CPU|cpu):(?P<i>\d+)")
 
 
 @rule(

@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 
 from nanscope.model import ErrorEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.setup_checks import exc_type_before
 
 
@@ -62,7 +62,7 @@ def _tf_label(m, rec, state):
 
 _SHAPE = r"\([^()]{0,80}\)"
 _TSIZE = r"torch\.Size\(\[[\d, ]{0,80}\]\)"
-_LOSS_NODE = re.compile(r"crossentropy|loss|squared_error|absolute_error|hinge|focal|dice", re.IGNORECASE)
+_LOSS_NODE = LazyPattern(r"crossentropy|loss|squared_error|absolute_error|hinge|focal|dice", re.IGNORECASE)
 
 
 @rule("loss-shape-mismatch",

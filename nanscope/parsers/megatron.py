@@ -48,16 +48,16 @@ import re
 from typing import Optional
 
 from nanscope.model import ErrorEvent, ScaleEvent, StepEvent, WarningEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 from nanscope.parsers.python import EXC_LINE
 
 FW = "megatron"
 _LOSS_KEYS = ("lm loss", "lm_loss")
-_FIELD = re.compile(r"^\s*(?P<k>[A-Za-z][^:|]*):(?P<v>[^|]*)$")  # k and v are stripped where read
+_FIELD = LazyPattern(r"^\s*(?P<k>[A-Za-z][^:|]*):(?P<v>[^|]*)$")  # k and v are stripped where read
 # Megatron-LM v1 (pretrain_gpt2.py, GLM) printed `' {} {:.6E} |'.format(key, avg)` and
 # `' loss scale {:.1f} |'`: `lm loss 6.758929E+00 | loss scale 64.0 |`, no colon.
-_FIELD_V1 = re.compile(r"^\s*(?P<k>[A-Za-z](?:[ ]?[A-Za-z_-])*)\s+(?P<v>[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf|NAN|INF|NaN))\s*$")
+_FIELD_V1 = LazyPattern(r"^\s*(?P<k>[A-Za-z](?:[ ]?[A-Za-z_-])*)\s+(?P<v>[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf|NAN|INF|NaN))\s*$")
 
 
 def _exc_split(text: str) -> tuple[Optional[str], str]:
@@ -314,7 +314,7 @@ def _verdict(m, rec, state):
     )
 
 
-_STRAGGLER = re.compile(r"(?P<k>M[nx]\w+)/Rnk: (?P<v>[-\d.]+)(?P<u>[A-Za-z%]*)/(?P<r>\d+)")
+_STRAGGLER = LazyPattern(r"(?P<k>M[nx]\w+)/Rnk: (?P<v>[-\d.]+)(?P<u>[A-Za-z%]*)/(?P<r>\d+)")
 
 
 @rule("straggler", ("MnRtt/Rnk:",), r"MnRtt/Rnk: [-\d.]+(?:[^\W\d]\w*)?/\d+ \| MxRtt/Rnk:")

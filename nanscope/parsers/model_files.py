@@ -67,11 +67,11 @@ import re
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 
 FW = "hf"
-_EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?:'>)?:[ \t]")
-_WEIGHTS = re.compile(r"pytorch_model|model\.safetensors|diffusion_pytorch_model|tf_model\.h5|model\.ckpt|flax_model|\.safetensors|\.bin\b")
+_EXC = LazyPattern(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?:'>)?:[ \t]")
+_WEIGHTS = LazyPattern(r"pytorch_model|model\.safetensors|diffusion_pytorch_model|tf_model\.h5|model\.ckpt|flax_model|\.safetensors|\.bin\b")
 _Q = "['\u2018\u2019]"  # ' or a typographic quote
 _NAME = _Q + r"(?P<name>[^'\u2018\u2019{}\n]{1,300}?)" + _Q
 

@@ -101,18 +101,18 @@ from typing import Optional
 
 from nanscope.model import Collective, ErrorEvent, WarningEvent
 from nanscope.parsers._repeats import MAX_REMEMBERED, first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_int
 from nanscope.parsers.python import EXC_LINE
 
 FW = "nccl"
 
-_GLOG = re.compile(r"^\[?[EWIF]\d{0,4}(?: \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +[\w/.\-]+:\d+\] ")
-_PG_PREFIX = re.compile(
+_GLOG = LazyPattern(r"^\[?[EWIF]\d{0,4}(?: \d\d:\d\d:\d\d\.\d+)?(?: +\d+)? +[\w/.\-]+:\d+\] ")
+_PG_PREFIX = LazyPattern(
     r"\[PG (?:ID )?(?P<id>\d+)(?: PG GUID (?P<guid>[^\s(\]]+))?\s*(?:\((?P<desc>[^)]*)\))? Rank (?P<rank>\d+)\]"
 )
-_WORK_KV = re.compile(r"(?P<k>SeqNum|OpType|NumelIn|NumelOut|Timeout\(ms\))=(?P<v>[\w\-]+)")
-_RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
+_WORK_KV = LazyPattern(r"(?P<k>SeqNum|OpType|NumelIn|NumelOut|Timeout\(ms\))=(?P<v>[\w\-]+)")
+_RAN_FOR = LazyPattern(r"ran for (\d+) milliseconds")
 
 
 def _work_fields(text: str, start: int = 0) -> dict:
@@ -271,7 +271,7 @@ def _timeout_frame(m, rec, state):
 #   (a terminal may wrap the line after `from this local `, `rank and we will ...` on the next line)
 # The first is this rank's own time-out; the second says rank N timed out (the printing rank only got the
 # signal: its status numbers are its own, not N's). Either way the rank named waited; it is not the culprit.
-_DUMP_STATUS = re.compile(r"Last enqueued (?:NCCL )?work: (?P<enq>-?\d+), last completed (?:NCCL )?work: (?P<comp>-?\d+)")
+_DUMP_STATUS = LazyPattern(r"Last enqueued (?:NCCL )?work: (?P<enq>-?\d+), last completed (?:NCCL )?work: (?P<comp>-?\d+)")
 
 
 @rule(
@@ -519,8 +519,8 @@ def _store_barrier_wait(m, rec, state):
 # never got to create its communicator: busy, hung or crashed) or `Connection reset by peer` / `Failed to
 # recv, got 0 bytes. Connection was likely closed.` (the store's host went away). A terminal may wrap the
 # message, so the error may come on the next line of the same stream.
-_NCCL_ID_ERR = re.compile(r"got error: (?P<err>.*)")
-_STORE_LOST = re.compile(r"Connection reset|Connection was likely closed|Connection closed|Broken pipe|Failed to recv")
+_NCCL_ID_ERR = LazyPattern(r"got error: (?P<err>.*)")
+_STORE_LOST = LazyPattern(r"Connection reset|Connection was likely closed|Connection closed|Broken pipe|Failed to recv")
 
 
 def _nccl_id_fill(ev: ErrorEvent, err: Optional[str]) -> ErrorEvent:
@@ -1034,7 +1034,7 @@ def _ofi(m, rec, state):
 # of this process, `nccl_no_interface`, not a failed call. Torch (NCCL >= 2.13) prints the same WARN text again,
 # without the header, as the `Last error:` of its DistBackendError (`ncclInternalError: Internal check
 # failed.` / `Last error:` / `Bootstrap : no socket interface found`); that bare line counts as well.
-_SOCK_WARN = re.compile(
+_SOCK_WARN = LazyPattern(
     r"(?:NCCL WARN |\.(?:h|cc|cu):\d+ WARN )(?:(?:Net|ncclSocketInit|socketStartConnect) ?: )?"
     r"(?:Call to (?P<call>[a-z_]+) failed ?: (?P<cerr>.*)"
     r"|Socket creation failed : (?P<serr>.*)"
@@ -1295,7 +1295,7 @@ def _c10d_port_in_use(m, rec, state):
 # "already in use)" opening one of the next lines finish it. The exception line stays the python parser's: the
 # finding supersedes it.
 _WRAP_SPAN = 3
-_IN_USE_CONT = re.compile(r"^\s*(?:\d+ - )?(?:Address\s+)?already in use\)")
+_IN_USE_CONT = LazyPattern(r"^\s*(?:\d+ - )?(?:Address\s+)?already in use\)")
 
 
 @rule("c10d-port-in-use-wrapped", ("The server socket has failed to", "already in use)"),
@@ -1437,7 +1437,7 @@ def _gloo_connect(m, rec, state):
 
 
 # NCCL's own line header (src/debug.cc): `host:pid:tid [cudaDev]` before "NCCL INFO" / "NCCL WARN".
-_NCCL_HEAD = re.compile(r"(?:^|\s)(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+ )?NCCL ")
+_NCCL_HEAD = LazyPattern(r"(?:^|\s)(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+ )?NCCL ")
 
 
 # The peer's socket closed, in every release's words (src/include/socket.h, src/misc/socket.cc):

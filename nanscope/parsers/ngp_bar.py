@@ -28,12 +28,12 @@ from __future__ import annotations
 import re
 
 from nanscope.model import StepEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_float
 from nanscope.parsers.pytorch import tensorboard_nonfinite
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|inf)"
-_TBX = re.compile(r"^\s*(?:(?:WARNING|Warning)[:\s-]+(?:[\w.]+[:\s-]+)?)?NaN or Inf found in input tensor\.\s*$")
+_TBX = LazyPattern(r"^\s*(?:(?:WARNING|Warning)[:\s-]+(?:[\w.]+[:\s-]+)?)?NaN or Inf found in input tensor\.\s*$")
 
 
 @rule("ngp-epoch", ("Start Training ", "++> Evaluate "),

@@ -63,7 +63,7 @@ import re
 
 from nanscope.model import ErrorEvent, LifecycleEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import SIGNALS, Parser, rule, signal_of
+from nanscope.parsers.base import LazyPattern, SIGNALS, Parser, rule, signal_of
 from nanscope.parsers.mpich import mpi_abort_event
 from nanscope.parsers.numbers import to_int
 from nanscope.parsers.python import EXC_LINE
@@ -379,7 +379,7 @@ def _btl_tcp_peer_host(m, rec, state):
     return []
 
 
-_STALL_OPS = re.compile(r"\[(?P<kind>ready|missing) ranks: (?P<ranks>\d+(?:, \d+)*)")
+_STALL_OPS = LazyPattern(r"\[(?P<kind>ready|missing) ranks: (?P<ranks>\d+(?:, \d+)*)")
 _STALL_SPAN = 64  # lines from the stall warning's head to its last per-tensor line
 
 
@@ -496,7 +496,7 @@ def _horovod_stall_missing_ranks(m, rec, state):
     return out
 
 
-_RANK_LINE = re.compile(r"(?:^|[\s>:\]])(?P<rank>\d+)(?P<bang>!)?: \[(?P<tensors>[^\[\]]*)\]\s*$")
+_RANK_LINE = LazyPattern(r"(?:^|[\s>:\]])(?P<rank>\d+)(?P<bang>!)?: \[(?P<tensors>[^\[\]]*)\]\s*$")
 
 
 @rule("horovod-stall-rank-line",

@@ -14,7 +14,7 @@ from typing import Optional
 
 from nanscope.model import ErrorEvent, LifecycleEvent, WarningEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, launcher_alone, rule
+from nanscope.parsers.base import LazyPattern, Parser, launcher_alone, rule
 from nanscope.parsers._framework_oom import MXNET_OOM, PADDLE_OOM, mxnet_oom_event, paddle_oom_event
 
 # A logger's own prefix before the exception text: vLLM's `ERROR 01-11 03:46:48 [core.py:936] `
@@ -24,7 +24,7 @@ LOGGER_PREFIX = (r"(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[ ]+\d\d-\d\d[ ]\d\d:
 
 # Ray re-raises a task's exception in the caller as `RayTaskError(InnerType)` (ray/exceptions.py
 # RayTaskError.as_instanceof_cause: the class is named f"RayTaskError({cause_cls.__name__})").
-EXC_LINE = re.compile(
+EXC_LINE = LazyPattern(
     LOGGER_PREFIX + r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Exited)"
     r"(?:\((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*\))?)"
     r"(?::[ \t]*(?P<msg>.*))?$"
@@ -408,7 +408,7 @@ _CLASSIFY = [
 # torch.save (torch/serialization.py `save` / `_save`, safetensors' `save_file`) is a failed write:
 # the file on disk is incomplete, but nothing was wrong with what was being read.
 # (either separator: Windows tracebacks print `torch\serialization.py`)
-_CHECKPOINT_FRAMES = re.compile(r"torch[/\\]serialization\.py|torch[/\\]_weights_only_unpickler\.py|safetensors[/\\]torch\.py")
+_CHECKPOINT_FRAMES = LazyPattern(r"torch[/\\]serialization\.py|torch[/\\]_weights_only_unpickler\.py|safetensors[/\\]torch\.py")
 _SAVE_FUNCS = frozenset(("save", "_save", "save_file", "_flatten", "_remove_duplicate_names", "_open_zipfile_writer"))
 _LOAD_FUNCS = frozenset(("load", "_load", "_legacy_load", "load_file", "_open_zipfile_reader", "safe_load_file"))
 
@@ -418,7 +418,7 @@ _LOAD_FUNCS = frozenset(("load", "_load", "_legacy_load", "load_file", "_open_zi
 # weight is a dense tensor", and the same for "bias type"). The types name the device: torch.cuda.FloatTensor /
 # CUDAFloatType are on the GPU, torch.FloatTensor / CPUFloatType on the CPU; HalfTensor against FloatTensor on
 # one device is a dtype mismatch, not this. Windows builds (MSVC's type names) print `struct c10::Half`.
-_TYPE_PAIR = re.compile(r"Input type \((?:struct |class )?(?P<a>[\w.:]+)\) and (?:weight|bias) type \((?:struct |class )?(?P<b>[\w.:]+)\) "
+_TYPE_PAIR = LazyPattern(r"Input type \((?:struct |class )?(?P<a>[\w.:]+)\) and (?:weight|bias) type \((?:struct |class )?(?P<b>[\w.:]+)\) "
                         r"should be the same")
 
 
@@ -445,7 +445,7 @@ def _device_pair(message: str) -> bool:
 # that is no opcode of any protocol means the file is not a pickle stream: a Git LFS pointer ('version ...' ->
 # 118), an HTML error page ('<' -> 60), text: what was downloaded is not the checkpoint.
 _PICKLE_OPCODES = frozenset(ord(op.code) for op in pickletools.opcodes)
-_UNSUPPORTED_OPERAND = re.compile(r"Unsupported operand (\d+)\b")
+_UNSUPPORTED_OPERAND = LazyPattern(r"Unsupported operand (\d+)\b")
 
 
 def _weights_only_kind(text: str) -> tuple[str, Optional[str]]:
@@ -463,7 +463,7 @@ def _weights_only_kind(text: str) -> tuple[str, Optional[str]]:
     return "checkpoint_weights_only", None
 
 
-_GLOO_FIRST_EXIT = re.compile(r"(?:Horovod|Gloo job) detected that one or more processes exited with non-zero status")
+_GLOO_FIRST_EXIT = LazyPattern(r"(?:Horovod|Gloo job) detected that one or more processes exited with non-zero status")
 
 
 def no_device_fields(message: str) -> dict:
@@ -579,8 +579,8 @@ _LOOSE_FRAME_SPAN = 40
 # ensure_divisibility as called from mpu/initialize.py initialize_model_parallel (world size by TP x PP, 2019-2022).
 # Elsewhere (attention heads per partition) the same helper checks the model, not the launch: only these frames count.
 _DIVISIBILITY_FNS = frozenset(("_ensure_divisibility", "ensure_divisibility"))
-_GROUPS_PATH = re.compile(r"deepspeed[/\\]utils[/\\]groups\.py$")
-_BARE_INDIVISIBLE = re.compile(r"^\d+ is not divisible by \d+$")
+_GROUPS_PATH = LazyPattern(r"deepspeed[/\\]utils[/\\]groups\.py$")
+_BARE_INDIVISIBLE = LazyPattern(r"^\d+ is not divisible by \d+$")
 _LAYOUT_FRAME_SPAN = 3  # the helper's frame, its assert line, the exception
 
 
@@ -842,7 +842,7 @@ def _exception(m, rec, state):
 # SuLvXiangXin/zipnerf-pytorch#45 'nan appears in training', pankajmishra000/VT-ADL#1 'we get NaN, hence the
 # tensorboard throws', NVIDIA/tacotron2#549 nan/inf in the grad norm or the losses). (make_histogram's other
 # ValueError, "The input has no element.", is an empty tensor, not a NaN.)
-_HIST_NONFINITE = re.compile(r"^The histogram is empty, please file a bug report"
+_HIST_NONFINITE = LazyPattern(r"^The histogram is empty, please file a bug report"
                              r"|^(?:autodetected|supplied) range of \[(?P<lo>[^,\]]+), (?P<hi>[^\]]+)\] is not finite")
 
 
@@ -859,8 +859,8 @@ def _hist_nan(rec, exc_type: str, msg: str) -> WarningEvent:
 # check is `value == value`: only NaN fails it, so a Real() refusal is a NaN the model produced (its parameters or
 # outputs went NaN), the run stopping on a non-finite value. repr(self) may print whole tensors, so the constraint
 # can be on a later line of the same message.
-_DIST_PARAM = re.compile(r"^Expected parameter \w+ \(\w+ of shape \([\d, ]*\)\) of distribution \w+\(")
-_DIST_REAL = re.compile(r"to satisfy the constraint Real\(\), but found invalid values")
+_DIST_PARAM = LazyPattern(r"^Expected parameter \w+ \(\w+ of shape \([\d, ]*\)\) of distribution \w+\(")
+_DIST_REAL = LazyPattern(r"to satisfy the constraint Real\(\), but found invalid values")
 _DIST_SPAN = 6
 
 
@@ -887,12 +887,12 @@ def _distribution_real(m, rec, state):
 # shares, "unable to open shared memory object </torch_30997_2076642173> in read-write mode" (newer releases add
 # ": <strerror> (<errno>)"). Without the errno it can be the fd limit or /dev/shm; when an `[Errno 24] Too many
 # open files` follows in the same stream, it was the fd limit, and the two are one failure.
-_SHM_OPEN = re.compile(r"unable to open shared memory object <[^>]*> in read-write mode")
+_SHM_OPEN = LazyPattern(r"unable to open shared memory object <[^>]*> in read-write mode")
 _SHM_OPEN_SPAN = 60
 
 
 # The lines load_state_dict's message lists under its first line ('\t' + one problem each, see _CLASSIFY):
-_STATE_DICT_LINE = re.compile(r"(?P<size>size mismatch for \S+: copying a param (?:with shape|of) )"
+_STATE_DICT_LINE = LazyPattern(r"(?P<size>size mismatch for \S+: copying a param (?:with shape|of) )"
                               r"|(?P<missing>Missing key\(s\) in state_dict: )|(?P<unexpected>Unexpected key\(s\) in state_dict: )")
 
 
@@ -938,7 +938,7 @@ def _state_dict_problem(m, rec, state):
 # torch/nn/modules/module.py's key lists (tab-indented under the head): 'Missing key(s) in state_dict: {}. ' and
 # 'Unexpected key(s) in state_dict: {}. ', the keys each in double quotes (', '.join(f'"{k}"' ...)); only torch's
 # load_state_dict prints a quoted key right after that label.
-_KEY_LIST = re.compile(r'(?:Missing|Unexpected) key\(s\) in state_dict: "[^"\s]{1,300}"(?:, "|\. ?$|\.$)')
+_KEY_LIST = LazyPattern(r'(?:Missing|Unexpected) key\(s\) in state_dict: "[^"\s]{1,300}"(?:, "|\. ?$|\.$)')
 
 
 def _lone_key_list(text: str) -> bool:
@@ -1048,14 +1048,14 @@ def _zero_ddp_bare(m, rec, state):
 # {module} because of the following error (look up to see its traceback):\n{e}")), an application printing the
 # dispatcher's "Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. ...", cpp_extension's
 # message under its bare `RuntimeError:` line. The lazy-import exception that announced this line becomes it.
-_EXTENSION_BARE = re.compile(
+_EXTENSION_BARE = LazyPattern(
     r"^\s*(?:(?P<lib>\S+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>\S+)"
     r"|Could not run '" + _NOT_TORCH_OP + r"(?P<op>\w+::[\w.]+)' with arguments from the '(?P<key>\w+)' backend"
     r"|The detected CUDA version \((?P<have>[\d.]+)\) mismatches the version that was used to compile)")
 # Triton's PTX-to-cubin step (triton/backends/nvidia/compiler.py make_cubin) puts ptxas' stderr after its own words:
 # `raise RuntimeError(f'Internal Triton PTX codegen error: \\n{log}')` (Triton 2.x-3.0), `raise PTXASError(f"{error}\\n`ptxas`
 # stderr:\\n{log}\\nRepro command: ...")` with error = "Internal Triton PTX codegen error" (3.1+): what ptxas said follows.
-_ANNOUNCES_NEXT_LINE = re.compile(r"because of the following error \(look up to see its traceback\):$"
+_ANNOUNCES_NEXT_LINE = LazyPattern(r"because of the following error \(look up to see its traceback\):$"
                                   r"|\bInternal Triton PTX codegen error:?$")
 
 
@@ -1063,7 +1063,7 @@ _ANNOUNCES_NEXT_LINE = re.compile(r"because of the following error \(look up to 
 # error type's name as the first line of the message and the text after a blank line: `RuntimeError:
 # ResourceExhaustedError:` (1.8-2.0, `MemoryError: ` with a C++ traceback before it later), then `Out of memory error
 # on GPU 0. Cannot allocate ...` (framework_oom reads it). That OOM line is the failure: the exception is its carrier.
-_PADDLE_HEADER = re.compile(r"^ResourceExhaustedError:?\s*$")
+_PADDLE_HEADER = LazyPattern(r"^ResourceExhaustedError:?\s*$")
 _PADDLE_SPAN = 6
 
 
@@ -1096,9 +1096,9 @@ def _mxnet_oom(m, rec, state):
     return out + [mxnet_oom_event(m, rec)]
 
 
-_SO_SYMBOL = re.compile(r"(?<![^\s'\"/\\])(?P<lib>[^\s'\"/\\]+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>[^\s'\"]+)")
-_NO_KERNEL = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<key>\w+)' backend")
-_TOOLKIT = re.compile(r"The detected CUDA version \((?P<have>[\d.]+)\) mismatches")
+_SO_SYMBOL = LazyPattern(r"(?<![^\s'\"/\\])(?P<lib>[^\s'\"/\\]+\.so(?:\.[\d.]+)?): undefined symbol: (?P<sym>[^\s'\"]+)")
+_NO_KERNEL = LazyPattern(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<key>\w+)' backend")
+_TOOLKIT = LazyPattern(r"The detected CUDA version \((?P<have>[\d.]+)\) mismatches")
 
 
 def _extension_detail(text: str) -> Optional[str]:
@@ -1163,7 +1163,7 @@ def _weights_only_bare(m, rec, state):
 # actor raised) and INTENDED_* exits are not. The exception names the dead actor; verl names its workers
 # `{prefix}WorkerDict_{pg_idx}:{local_rank}` (verl/single_controller/ray/base.py) and numbers RANK over the
 # placement groups in order, so on placement group 0 the local rank is the rank.
-_RAY_ACTOR_DIED = re.compile(r"(?:^|\.|\()(?:ActorDiedError|RayActorError)\)?$")
+_RAY_ACTOR_DIED = LazyPattern(r"(?:^|\.|\()(?:ActorDiedError|RayActorError)\)?$")
 _RAY_DIED_UNEXPECTEDLY = "The actor died unexpectedly before finishing this task"
 
 

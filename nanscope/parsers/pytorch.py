@@ -46,7 +46,7 @@ import re
 from typing import Optional, Sequence
 
 from nanscope.model import StepEvent, WarningEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 
 # A non-finite value may carry Lightning's padding (its progress bar's Tqdm.format_num pads every float to five
@@ -54,7 +54,7 @@ from nanscope.parsers.numbers import to_float, to_int
 NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:nan|inf(?:inity)?)(?:\.0?)?)"
 KEY = r"grad[ _]norm|loss[ _]scale|lm[ _]loss|train[ _]loss|[A-Za-z_][\w./]*"
 SEP = r"[ \t]*[:=][ \t]*|[ \t]+"
-PAIR = re.compile(rf"(?<![\w./])(?P<key>{KEY})(?:{SEP})(?P<val>{NUM})(?![\w.])", re.I)
+PAIR = LazyPattern(rf"(?<![\w./])(?P<key>{KEY})(?:{SEP})(?P<val>{NUM})(?![\w.])", re.I)
 
 STEP_KEYS = {"step", "steps", "iter", "iters", "iteration", "global_step", "it", "batch"}
 LOSS_KEYS = {"loss", "train_loss", "train loss", "lm loss", "lm_loss", "total_loss", "loss/train", "train/loss", "xent"}
@@ -90,9 +90,9 @@ def classify(keys: Sequence[str], only_pairs: bool = False) -> Optional[dict[str
     return out
 
 
-_PAIRS_ONLY_REST = re.compile(r"[\s,;|]*")
+_PAIRS_ONLY_REST = LazyPattern(r"[\s,;|]*")
 # bare counts at the start of a line, before a `|` column or straight before the first key
-_LEAD = re.compile(r"^[ \t]*(?P<a>\d+)(?:[ \t]+(?P<b>\d+))?[ \t]*(?:(?P<bar>\|)[ \t]*)?(?=[A-Za-z])")
+_LEAD = LazyPattern(r"^[ \t]*(?P<a>\d+)(?:[ \t]+(?P<b>\d+))?[ \t]*(?:(?P<bar>\|)[ \t]*)?(?=[A-Za-z])")
 
 
 def only_pairs(text: str) -> bool:
@@ -104,8 +104,8 @@ def only_pairs(text: str) -> bool:
 # optionally the levelname and a logger name, joined by the `:`, ` - `, ` | ` or spaces people put in their formats:
 # `2018-03-23 15:40:22,720:INFO: `, `2021-08-07 02:16:27 - __main__ - INFO - `, `[2024-01-02 10:00:00] INFO: `.
 # Read piecewise (a stamp, then at most three words) so no pattern repeats whitespace next to another.
-_LOG_STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?")
-_STAMP_WORD = re.compile(r"\[?(?:DEBUG|INFO|WARNING|WARN)\]?(?=[\s:|-])|[A-Za-z_][\w.]{0,63}(?=[ \t]+-[ \t])")
+_LOG_STAMP = LazyPattern(r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?")
+_STAMP_WORD = LazyPattern(r"\[?(?:DEBUG|INFO|WARNING|WARN)\]?(?=[\s:|-])|[A-Za-z_][\w.]{0,63}(?=[ \t]+-[ \t])")
 _STAMP_SEP = " \t:|-"
 
 
@@ -125,15 +125,15 @@ def _after_stamp(text: str) -> Optional[str]:
     return rest.lstrip(_STAMP_SEP)
 
 
-_NUMBERED_LOSS = re.compile(r"loss_?\d{1,2}")
+_NUMBERED_LOSS = LazyPattern(r"loss_?\d{1,2}")
 # A label padded to a column before its colon, `LOSS     :  nan` (speech-recognition-primer's
 # `print("LOSS     : ", loss)` under `print("Epoch    : ", epoch)`): a script's aligned print of one value a line,
 # not prose (`the loss: nan`) and not a config dump (YAML and INI put no blanks before the colon).
 # wandb's run summary at the end of a run (wandb_run.py's footer: `Run summary:`, then one `{key:>{width}} {value}`
 # row per summary key behind the printer's `wandb: ` prefix): `wandb:     loss nan`. The history rows above it hold
 # sparklines, not numbers, so only the summary's last values are read.
-_WANDB_ROW = re.compile(r"^[ \t]{0,16}wandb:[ \t]{1,64}")
-_ALIGNED_LABEL = re.compile(r"^[ \t]{0,16}[A-Za-z_]\w{0,63}[ \t]{2,32}:")
+_WANDB_ROW = LazyPattern(r"^[ \t]{0,16}wandb:[ \t]{1,64}")
+_ALIGNED_LABEL = LazyPattern(r"^[ \t]{0,16}[A-Za-z_]\w{0,63}[ \t]{2,32}:")
 
 
 def _loss_record(text: str, keys: Sequence[str]) -> Optional[dict[str, int]]:
@@ -181,7 +181,7 @@ def _step(m: "re.Match[str]", rec, state):
 # (`logger.info("iter: {}, lr: {:.6f}, {}, eta: {}".format(it, lr, strs, eta))`, the stats' keys and values
 # formatted as strings), e.g. `2020-09-22 05:48:01,435-INFO: iter: 760, lr: 0.000500, 'loss_xy': 'nan', ...,
 # 'loss': 'nan', time: 32.612, eta: 3:59:09`. The quotes are dropped and the line read as any step line.
-_QUOTED_PAIR = re.compile(rf"'(?P<key>[A-Za-z_][\w./]*)': '(?P<val>{NUM})'", re.I)
+_QUOTED_PAIR = LazyPattern(rf"'(?P<key>[A-Za-z_][\w./]*)': '(?P<val>{NUM})'", re.I)
 
 
 @rule("quoted-pairs", ("': '",), _QUOTED_PAIR.pattern, re.I)
@@ -195,7 +195,7 @@ def _quoted_pairs(m: "re.Match[str]", rec, state):
 # average stays nan after a step the loss scaler skipped, so only the first one is news: later lines give their value).
 # The flag stays in the stream's state to the end, so on such a log a --jobs piece's overrun never meets the next
 # piece's state and reads on to the end of the file: still exact, only not split (pieces.py).
-_AVG_NONFINITE = re.compile(r"[ \t]{0,8}\([ \t]{0,4}(?P<avg>[-+]?(?:nan|inf))[ \t]{0,4}\)", re.I)
+_AVG_NONFINITE = LazyPattern(r"[ \t]{0,8}\([ \t]{0,4}(?P<avg>[-+]?(?:nan|inf))[ \t]{0,4}\)", re.I)
 
 
 def _step_from(text: str, rec, state: Optional[dict] = None):
@@ -263,7 +263,7 @@ def _lead(text: str) -> Optional["re.Match[str]"]:
 
 # Keys in brackets, `[Loss] 51566519.44 | [exp] ./exp/0125/car | [step]    89 |` (LION's base_trainer and other
 # loguru-style loggers): the same keys, the same two-counter rule.
-BRACKET_PAIR = re.compile(rf"\[(?P<key>{KEY})\][ \t]*(?:[:=][ \t]*)?(?P<val>{NUM})(?![\w.])", re.I)
+BRACKET_PAIR = LazyPattern(rf"\[(?P<key>{KEY})\][ \t]*(?:[:=][ \t]*)?(?P<val>{NUM})(?![\w.])", re.I)
 
 
 @rule("bracket-pairs", ("[Loss]", "[loss]", "[LOSS]"), BRACKET_PAIR.pattern, re.I)
@@ -390,9 +390,9 @@ def _clip(m, rec, state):
 # (`nan`, `inf`), which is what the table can tell that no other line does.
 _TABLE_STEP = {"step", "steps", "iter", "iters", "iteration", "iterations", "it", "epoch", "epochs"}
 # (one character class each, the names and numbers checked in the builders: no nested repeat)
-_TABLE_HEAD = re.compile(r"^[ \t]*(?P<h>[A-Za-z][\w./ \t]*)$")
-_TABLE_ROW = re.compile(r"^[ \t]*(?P<r>\d[\w.+\- \t]*)$")
-_TABLE_NAME = re.compile(r"[A-Za-z][\w./]*")
+_TABLE_HEAD = LazyPattern(r"^[ \t]*(?P<h>[A-Za-z][\w./ \t]*)$")
+_TABLE_ROW = LazyPattern(r"^[ \t]*(?P<r>\d[\w.+\- \t]*)$")
+_TABLE_NAME = LazyPattern(r"[A-Za-z][\w./]*")
 
 
 @rule("column-table-header", ("loss", "Loss", "LOSS"), _TABLE_HEAD.pattern, match_start=True)

@@ -76,7 +76,7 @@ import re
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 
 FW = "ray-serve"
 _REPLICA = r"(?:replica '(?P<{0}q>[^']+)'|replica (?P<{0}t>[^\s,']+)|(?P<{0}r>Replica\(id='[^']*'[^)]*\)))"
@@ -162,7 +162,7 @@ def _replica_init_reraise(m, rec, state):
     return _event(rec, state, "a Serve replica", "startup", "raised while it initialized (the replica did not start)")
 
 
-_RESOURCE = re.compile(r'\\?"(?P<k>[^"\\]+)\\?":\s*(?P<v>\d+(?:\.\d+)?)')
+_RESOURCE = LazyPattern(r'\\?"(?P<k>[^"\\]+)\\?":\s*(?P<v>\d+(?:\.\d+)?)')
 
 
 def _amounts(text: str) -> dict:

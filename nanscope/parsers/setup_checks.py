@@ -122,7 +122,7 @@ import re
 from typing import Any
 
 from nanscope.model import ErrorEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers._repeats import first_time
 from nanscope.parsers.python import no_device_fields
 
@@ -132,7 +132,7 @@ _TYPE = r"(?<![\"'])"
 # The exception type right before the message (`ValueError: `, `huggingface_hub.errors.GatedRepoError: `), read
 # from a bounded stretch before the match: in the rule's own regex an optional dotted-name group would be
 # retried at every position of a long word (quadratic on a hostile line).
-_TYPE_BEFORE = re.compile(r"(?:^|[^\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning)):\s*$")
+_TYPE_BEFORE = LazyPattern(r"(?:^|[^\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning)):\s*$")
 
 
 def exc_type_before(text: str, start: int) -> "str | None":
@@ -374,7 +374,7 @@ def _gradient_checkpointing_unsupported(m, rec, state):
 # {list(metrics.keys())}. Consider changing the `metric_for_best_model` via the TrainingArguments.") from the plain KeyError of
 # `metric_value = metrics[metric_to_check]` (the only error before 4.42). The explanation is read after KeyError's quote,
 # never after an f-string's; the plain KeyError only right under the lookup line.
-_KEYERROR_MSG = re.compile(r"KeyError: (?P<msg>'[^'\n]{1,120}')")
+_KEYERROR_MSG = LazyPattern(r"KeyError: (?P<msg>'[^'\n]{1,120}')")
 
 
 @rule("trainer-best-metric-missing", ("`metric_for_best_model` training argument is set to", "metric_value = metrics[metric_to_check]",

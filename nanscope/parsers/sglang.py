@@ -40,11 +40,11 @@ import re
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule, signal_of
+from nanscope.parsers.base import LazyPattern, Parser, rule, signal_of
 from nanscope.parsers.numbers import to_float
 
 FW = "sglang"
-_MEM_FRACTION = re.compile(r"mem_fraction_static=(?P<v>\d+(?:\.\d+)?)")
+_MEM_FRACTION = LazyPattern(r"mem_fraction_static=(?P<v>\d+(?:\.\d+)?)")
 
 
 def _error(rec, kind: str, fields: dict) -> ErrorEvent:

@@ -33,10 +33,10 @@ import re
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 
 # Launchers and interpreters a training or serving job is started with.
-_LAUNCHERS = re.compile(
+_LAUNCHERS = LazyPattern(
     r"(?:torchrun|python[\d.]*|deepspeed|accelerate|srun|sbatch|salloc|mpirun|mpiexec|prterun|horovodrun|"
     r"ray|colossalai|llamafactory-cli|vllm|sglang|jsrun|aprun|conda|singularity|apptainer|docker)"
 )

@@ -83,7 +83,7 @@ from typing import Optional
 
 from nanscope.model import ErrorEvent, LifecycleEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.python import EXC_LINE
 
 _SIGNAL_WORDS = {
@@ -183,7 +183,7 @@ def _slurm_oom(m, rec, state):
 #              *** JOB N CANCELLED AT T *** on sh-2-3   (scancel)
 #   15.08+     *** JOB N ON node CANCELLED AT T DUE TO TIME LIMIT | PREEMPTION | JOB REQUEUE | TASK FAILURE ***,
 #              ... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***, ... DUE to SIGNAL Terminated ***
-_CANCELLED = re.compile(
+_CANCELLED = LazyPattern(
     r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.+]+) (?:ON (?P<node>\S+) )?CANCELLED AT (?P<at>\S+)"
     r"(?: DUE (?:TO|to) (?:NODE (?:(?P<fnode>\S+) )?(?P<nodefail>FAILURE)|SIGNAL (?P<signame>[A-Za-z ]+?)|(?P<why>[A-Z][A-Z ]*?)))?"
     r"(?:, [^*]*?)?(?: on (?P<node2>\S+))? \*\*\*(?: on (?P<node3>\S+))?"
@@ -333,7 +333,7 @@ def _zsh_crash(m, rec, state):
 
 # A progress bar has no newline of its own: the shell's `Killed` lands right after tqdm's last redraw
 # (`... 331/1063 [01:06<03:59,  3.06it/s]Killed`).
-GLUED_KILL = re.compile(r"\]" + _KILLED_WORD + r"[ \t]*$")
+GLUED_KILL = LazyPattern(r"\]" + _KILLED_WORD + r"[ \t]*$")
 
 
 @rule("bar-killed", KILLED_WORDS, r"(?<!\d)\d+/\d+[ \t]*\[[^\]\n]*\]" + _KILLED_WORD + r"[ \t]*$")
@@ -346,7 +346,7 @@ def _bar_killed(m, rec, state):  # hf.py's tqdm rule leaves such a line to this 
 # JetBrains IDEs' run console (platform ProcessTerminatedListener): `Process finished with exit code 137
 # (interrupted by signal 9: SIGKILL)` (older builds `signal 9:SIGKILL`; a CJK locale's full-width
 # parentheses and colon as pasted: `（interrupted by signal 9： SIGKILL）`).
-_IDE_EXIT = re.compile(
+_IDE_EXIT = LazyPattern(
     r"Process finished with exit code (?P<code>\d+)\s*[(（]interrupted by signal (?P<sig>\d+)\s*[:：]\s*(?P<name>SIG[A-Z0-9]+)\s*[)）]"
 )
 
@@ -389,7 +389,7 @@ def _ray_oom_kills(m, rec, state):
                                   "detail": detail}, message=detail)
 
 
-_RAY_NODE = re.compile(r"\bat node \(ID: (?P<node>\w+), IP: (?P<ip>[\d.]+)\)")
+_RAY_NODE = LazyPattern(r"\bat node \(ID: (?P<node>\w+), IP: (?P<ip>[\d.]+)\)")
 
 
 @rule(
@@ -509,7 +509,7 @@ _ENOSPC = (r"\[Errno 28\] No space left on device|No space left on device \(os e
 # `ResourceExhaustedError: {file}; No space left on device` (eager ops append ` [Op:SaveV2]`). The checkpoint writers
 # (tensor_bundle.cc BundleWriter, tensor_slice_writer.cc) write `{file}.tempstate{N}` and rename it when done; a save
 # op or such a file in the message is a save.
-_TF_SAVE = re.compile(r"\.tempstate\d|\[Op:(?:SaveV2|SaveSlices|MergeV2Checkpoints)\]")
+_TF_SAVE = LazyPattern(r"\.tempstate\d|\[Op:(?:SaveV2|SaveSlices|MergeV2Checkpoints)\]")
 # Before tsl (TF 0.x - 1.x, core/platform/posix/error.cc IOError): `if (code == error::UNKNOWN) Status(code,
 # StrCat(context, "; ", strerror(err_number))) else Status(code, context)`: an errno with a code of its own kept
 # only the file. A checkpoint writer's `.tempstate` file as the whole RESOURCE_EXHAUSTED message is then a write the
@@ -784,7 +784,7 @@ def _stale_handle(m, rec, state):
 # node had condition: %v. ", containerMessageFmt "Container %s was using %s, which exceeds its request of
 # %s. ", the ephemeral-storage messages; <= 1.8 "The node was low on resource: %v."), as kubectl shows it:
 # describe's `Message:`, the events table, and get pods' STATUS column `Evicted`.
-_EVICT_MSG = re.compile(
+_EVICT_MSG = LazyPattern(
     r"The node (?:was low on resource: (?P<res>\[?[\w.\-/]+\]?)|had condition: (?P<cond>\[[\w, ]+\]))"
     r"|(?P<es>Pod ephemeral local storage usage exceeds the total limit of containers|exceeded its local ephemeral storage limit"
     r"|Usage of EmptyDir volume \S+ exceeds the limit)"
@@ -957,7 +957,7 @@ _NO_GPU_KINDS = (
     ("tfdiag", r"kernel driver does not appear to be running on this host \([^)\n]*\): /proc/driver/nvidia/version does not exist",
      "TensorFlow's cuInit failed and this host (or container) has no NVIDIA kernel driver: the process runs on the CPU"),
 )
-_NO_GPU = re.compile("|".join(f"(?P<k_{name}>{rx})" for name, rx, _ in _NO_GPU_KINDS))
+_NO_GPU = LazyPattern("|".join(f"(?P<k_{name}>{rx})" for name, rx, _ in _NO_GPU_KINDS))
 _NO_GPU_DETAIL = {name: detail for name, _, detail in _NO_GPU_KINDS}
 
 

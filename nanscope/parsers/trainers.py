@@ -81,12 +81,12 @@ import re
 from typing import Optional
 
 from nanscope.model import ErrorEvent, ScaleEvent, StepEvent, WarningEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 
 _F = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|inf)"
-_EQ_PAIR = re.compile(r"(?:^|[\s,\[|(])(?P<k>[A-Za-z_][\w/.\-]*)=(?P<v>[^,\s\]]*)")
-_COLON_PAIR = re.compile(r"(?<![\w/.\-])(?P<k>[A-Za-z_][\w/.\-]*):\s*(?P<v>" + _F + r")(?![\w.])")
+_EQ_PAIR = LazyPattern(r"(?:^|[\s,\[|(])(?P<k>[A-Za-z_][\w/.\-]*)=(?P<v>[^,\s\]]*)")
+_COLON_PAIR = LazyPattern(r"(?<![\w/.\-])(?P<k>[A-Za-z_][\w/.\-]*):\s*(?P<v>" + _F + r")(?![\w.])")
 
 
 def _step_event(rec, framework: str, **kw) -> StepEvent:
@@ -210,7 +210,7 @@ def _fairseq_summary(m, rec, state):
     return []
 
 
-_LEGACY_SCALE = re.compile(r"\| loss_scale (" + _F + r") \|")
+_LEGACY_SCALE = LazyPattern(r"\| loss_scale (" + _F + r") \|")
 
 
 @rule("fairseq-epoch-json", ('"train_loss": "',), r'\| train \| \{"epoch": \d+, "train_loss": "(?P<loss>[^"]*)"')
@@ -462,8 +462,8 @@ def _deit(m, rec, state):
     )
 
 
-_BARE_METER = re.compile(r"(?<![\w@.\-])(?P<k>[A-Za-z][\w@.\-]*)[ \t]+(?P<v>" + _F + r")(?=[ \t]+[A-Za-z]|[ \t]*\.?$)")
-_METER = re.compile(r"(?<![\w@.\-])(?P<k>[A-Za-z][\w@.\-]*)[ \t]+(?P<v>" + _F + r")[ \t]+\([ \t]*(?P<avg>" + _F + r")[ \t]*\)")
+_BARE_METER = LazyPattern(r"(?<![\w@.\-])(?P<k>[A-Za-z][\w@.\-]*)[ \t]+(?P<v>" + _F + r")(?=[ \t]+[A-Za-z]|[ \t]*\.?$)")
+_METER = LazyPattern(r"(?<![\w@.\-])(?P<k>[A-Za-z][\w@.\-]*)[ \t]+(?P<v>" + _F + r")[ \t]+\([ \t]*(?P<avg>" + _F + r")[ \t]*\)")
 
 
 @rule(
@@ -524,7 +524,7 @@ def _yolo_nonfinite(m, rec, state):
 # `training_step` is {loss}."), the loss a tensor: `is nan.` / `is tensor(nan, device='cuda:0', ...)`.
 # The exception says the loss is non-finite: that is the stop, not a generic crash. The word `loss` on
 # its own (not NllLossBackward, not loss_scale) next to nan/inf/non-finite.
-_OWN_LOSS_CHECK = re.compile(
+_OWN_LOSS_CHECK = LazyPattern(
     r"(?<![\w.])[Ll]oss\b(?: value| returned in `\w+`)?(?:\s*(?:=|:|is|was|became|becomes|has become)\s*)(?:tensor\()?"
     r"(?P<v>nan|NaN|NAN|inf|Inf|-inf|infinite|non-finite|not finite)\b"
 )
@@ -697,7 +697,7 @@ def _yolo(m, rec, state):
 
 # --- MXNet Speedometer -----------------------------------------------------------------------------
 
-_MX_PAIR = re.compile(r"(?:^|[\s,])(?P<k>[A-Za-z][\w\-]*)=(?P<v>" + _F + r")(?![\w.])")
+_MX_PAIR = LazyPattern(r"(?:^|[\s,])(?P<k>[A-Za-z][\w\-]*)=(?P<v>" + _F + r")(?![\w.])")
 
 
 def _mx_loss(pairs: dict) -> Optional[float]:

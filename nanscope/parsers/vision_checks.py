@@ -104,7 +104,7 @@ import re
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.python import classify
 from nanscope.parsers.setup_checks import error_event
 
@@ -127,7 +127,7 @@ def _sd_nan_check(m, rec, state):
     return error_event(m, rec, "half_precision_nan", "diffusers", detail, where=where)
 
 
-_REPORT_TYPE = re.compile(r"^\s*-\s*\*\*Exception Type:\*\*\s*(?P<type>[\w.]{1,120})\s*$")
+_REPORT_TYPE = LazyPattern(r"^\s*-\s*\*\*Exception Type:\*\*\s*(?P<type>[\w.]{1,120})\s*$")
 
 
 @rule("comfyui-report-type", ("**Exception Type:**",), r"\*\*Exception Type:\*\*")
@@ -139,7 +139,7 @@ def _comfyui_report_type(m, rec, state):
     return []
 
 
-_CUDA_READS = re.compile(r"out of memory|would exceed allowed memory", re.IGNORECASE)
+_CUDA_READS = LazyPattern(r"out of memory|would exceed allowed memory", re.IGNORECASE)
 
 
 @rule("comfyui-report-message", ("**Exception Message:**",), r"^\s*-\s*\*\*Exception Message:\*\*\s*(?P<msg>.*)$")
@@ -240,7 +240,7 @@ def _xformers_probe_exception(m, rec, state):
     return []  # the probe's caught exception, printed with the warning
 
 
-_MISSING = re.compile(r"(?:images )?not found(?: ?\S{0,3})?\s*, missing paths? \[?'(?P<path>[^']{1,300})'")
+_MISSING = LazyPattern(r"(?:images )?not found(?: ?\S{0,3})?\s*, missing paths? \[?'(?P<path>[^']{1,300})'")
 
 
 def _dataset_event(rec, state, name, path, msg, exc_type):
@@ -333,7 +333,7 @@ def _ultralytics_dataset_download(m, rec, state):
     return []  # check_cls_dataset tries to download a name it did not find: a failure only if that fails
 
 
-_DOWNLOAD_FAILED = re.compile(r"Download failure, retrying (?P<i>\d+)/(?P<n>\d+)|Failed to download |Download failure for \S+\. Retry limit reached")
+_DOWNLOAD_FAILED = LazyPattern(r"Download failure, retrying (?P<i>\d+)/(?P<n>\d+)|Failed to download |Download failure for \S+\. Retry limit reached")
 
 
 @rule("ultralytics-download-failed", ("Download failure", "Failed to download "), r"Download failure|Failed to download ")
@@ -456,7 +456,7 @@ def _nan_image_cast(m, rec, state):
     return []
 
 
-_UINT8_CAST = re.compile(r"\.astype\(\s*(?:np\.|numpy\.)?[\"']?uint8[\"']?\s*\)")
+_UINT8_CAST = LazyPattern(r"\.astype\(\s*(?:np\.|numpy\.)?[\"']?uint8[\"']?\s*\)")
 
 
 @rule("nan-image-cast-source", ("uint8",), r"^\s*(?P<msg>\S.*\.astype\(.*)$")
@@ -477,7 +477,7 @@ def _nan_image_cast_source(m, rec, state):
 # dataset['annotations'], ann['image_id'], ann['id'], dataset['images'], dataset['categories']; getCatIds:
 # self.dataset['categories']): a file without them fails with the bare KeyError (or a TypeError when a field is not a
 # list of objects), under a pycocotools/coco.py frame
-_COCO_FRAME = re.compile(r"pycocotools[/\\]coco\.pyc?(?:\", line \d+,| ) ?in (?P<fn>\w+)")
+_COCO_FRAME = LazyPattern(r"pycocotools[/\\]coco\.pyc?(?:\", line \d+,| ) ?in (?P<fn>\w+)")
 _COCO_FIELDS = ("images", "annotations", "categories", "id", "image_id", "category_id", "bbox", "segmentation", "area",
                 "iscrowd", "file_name", "info", "licenses", "name", "type")
 _COCO_SPAN = 8

@@ -82,27 +82,27 @@ from typing import Optional
 
 from nanscope.model import ErrorEvent, LifecycleEvent, MetricsEvent, WarningEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.numbers import to_float, to_int
 from nanscope.parsers.python import EXC_LINE
 
 _F = r"-?\d+(?:\.\d+)?"
 # vLLM's logger prefix: `ERROR 05-20 00:55:13 [core.py:1100] ` (V1) / `ERROR 06-13 02:36:52 async_llm_engine.py:52] ` (V0)
-_LOG_PREFIX = re.compile(
+_LOG_PREFIX = LazyPattern(
     r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\s\]]*\]+|\S+:\d+\])[ \t]?"
 )
 # Without a leading \b (which keeps re from skipping ahead to the words' first letters); the word
 # boundary is checked on the few matches instead (_counts).
-_COUNTS = re.compile(r"(?P<k>Running|Waiting|Swapped|Pending): (?P<v>\d+) reqs")
-_WORD = re.compile(r"\w")
-_KV_USAGE = re.compile(r"GPU KV cache usage: (?P<v>" + _F + r")%")
+_COUNTS = LazyPattern(r"(?P<k>Running|Waiting|Swapped|Pending): (?P<v>\d+) reqs")
+_WORD = LazyPattern(r"\w")
+_KV_USAGE = LazyPattern(r"GPU KV cache usage: (?P<v>" + _F + r")%")
 # V1 names the device: "%s KV cache usage" (GPU, CPU, XPU, ...). V0 printed GPU and CPU (swap) side by side.
-_DEV_KV_USAGE = re.compile(r"Waiting: \d+ reqs, (?P<dev>[A-Z]+) KV cache usage: (?P<v>" + _F + r")%")
-_CPU_KV = re.compile(r"CPU KV cache usage: (?P<v>" + _F + r")%")
-_PREFIX_HIT = re.compile(r"Prefix cache hit rate: (?P<v>" + _F + r")%")
-_PREEMPTIONS = re.compile(r"Preemptions: (?P<v>\d+)")
-_ENGINE = re.compile(r"Engine (?P<v>\d+): ")
-_ANY_EXC = re.compile(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?::[ \t]|\()")
+_DEV_KV_USAGE = LazyPattern(r"Waiting: \d+ reqs, (?P<dev>[A-Z]+) KV cache usage: (?P<v>" + _F + r")%")
+_CPU_KV = LazyPattern(r"CPU KV cache usage: (?P<v>" + _F + r")%")
+_PREFIX_HIT = LazyPattern(r"Prefix cache hit rate: (?P<v>" + _F + r")%")
+_PREEMPTIONS = LazyPattern(r"Preemptions: (?P<v>\d+)")
+_ENGINE = LazyPattern(r"Engine (?P<v>\d+): ")
+_ANY_EXC = LazyPattern(r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception))(?::[ \t]|\()")
 
 
 def _message(text: str) -> str:
@@ -376,7 +376,7 @@ def _rpc_timeout(m, rec, state):
 # A paste that lost its line breaks keeps the frame, the raise and the exception on one line:
 # `... shm_broadcast.py", line 469, in acquire_read (EngineCore_DP0 pid=142) ERROR ... raise TimeoutError
 # (EngineCore_DP0 pid=142) ERROR ... TimeoutError (Worker pid=212) INFO ...` (vllm-project/vllm#25387).
-_FLAT_SHM_TIMEOUT = re.compile(r"\braise TimeoutError\b.{0,400}?\] TimeoutError(?=\s|$)")
+_FLAT_SHM_TIMEOUT = LazyPattern(r"\braise TimeoutError\b.{0,400}?\] TimeoutError(?=\s|$)")
 
 
 @rule("shm-read-frame", ('shm_broadcast.py"',), r'shm_broadcast\.py", line \d+, in acquire_read\b')
@@ -514,7 +514,7 @@ def _quant_mismatch(m, rec, state):
 #   transformers / diffusers quantizers/auto.py AutoQuantizationConfig / AutoHfQuantizer:
 #       raise ValueError(f"Unknown quantization type, got {quant_method} - supported types are: {list(...)}")
 #       (newer transformers logs the same words as a warning ending `... we will skip the quantization`: not this)
-_QUANT_LIST = re.compile(r"'([\w\-]+)'")
+_QUANT_LIST = LazyPattern(r"'([\w\-]+)'")
 
 
 @rule(
@@ -712,8 +712,8 @@ def _no_device_type(m, rec, state):
 # User-specified max_model_len ... CUDA errors.`; since PR #20904 it goes on with ` VLLM_ALLOW_LONG_MAX_MODEL_LEN
 # must be used with extreme caution. ...` right after `config.json).`): the user chose it and the engine starts,
 # so that form is no failure. (The error since #20904 has the caution too, but after `To allow overriding ...`.)
-_MAX_LEN_OVERRIDE = re.compile(r"\)\.?\s*VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution")
-_WARNING_LEVEL = re.compile(r"(?:^|[\s\]])WARNING \d\d-\d\d \d\d:\d\d:\d\d")
+_MAX_LEN_OVERRIDE = LazyPattern(r"\)\.?\s*VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution")
+_WARNING_LEVEL = LazyPattern(r"(?:^|[\s\]])WARNING \d\d-\d\d \d\d:\d\d:\d\d")
 
 
 @rule(

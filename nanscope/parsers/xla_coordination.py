@@ -48,11 +48,11 @@ import re
 
 from nanscope.model import Collective, ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers.setup_checks import error_event, exc_type_before
 
 FW = "jax"
-_INIT_BARRIERS = re.compile(r"^(?:PjRT_Client_Connect|\[Init\]Wait_for_all_tasks_to_register)(?:::\d+)?$")
+_INIT_BARRIERS = LazyPattern(r"^(?:PjRT_Client_Connect|\[Init\]Wait_for_all_tasks_to_register)(?:::\d+)?$")
 _COMPONENTS_WINDOW = 12  # lines: the components the version check lists follow its header
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from nanscope.model import ErrorEvent
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 from nanscope.parsers._repeats import first_time
 
 _UNITS = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
@@ -67,7 +67,7 @@ def _xla_oom(m, rec, state):
 # A console or a paste that wraps the status line (jax-ml/jax#788: `... failed: Resource exhausted: Out ` alone,
 # then `of memory while trying to allocate 5520758552 bytes.`): the head is kept for one line and the next line,
 # joined to it, is read as the status.
-_HEAD = re.compile(r"(?:RESOURCE_EXHAUSTED|Resource exhausted): (?P<part>(?:O(?:u(?:t(?: (?:o(?:f(?: .{0,60})?)?)?)?)?)?)?)$")
+_HEAD = LazyPattern(r"(?:RESOURCE_EXHAUSTED|Resource exhausted): (?P<part>(?:O(?:u(?:t(?: (?:o(?:f(?: .{0,60})?)?)?)?)?)?)?)$")
 
 
 @rule("xla-resource-exhausted-head", ("RESOURCE_EXHAUSTED: ", "Resource exhausted: "), _HEAD.pattern)
@@ -97,7 +97,7 @@ def _xla_tail(m, rec, state):
 # AllocateRaw's other warning, for a caller that does not retry (a cuDNN autotuner's scratch space):
 # `... trying to allocate 2.15GiB[ with freed_by_count=0]. The caller indicates that this is not a failure, but may
 # mean that there could be performance gains if more memory is available.` is a fallback that succeeded: not this.
-_BFC = re.compile(
+_BFC = LazyPattern(
     r"Allocator \((?P<alloc>[\w-]+)\) ran out of memory trying to allocate (?P<size>[\d.]+\s?[KMGTP]?i?B)"
     r"(?: \(rounded to (?P<rounded>\d+)\)|\.  Current allocation summary follows)")
 
