@@ -13,14 +13,11 @@ import threading
 import time
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence
 
-from nanscope import __version__, baseline
-from nanscope import fleet as fleet_mod
+from nanscope import __version__
 from nanscope.attribution import SEVERITY_ORDER, attribute
 from nanscope.errors import ExitCode, NanscopeError
-from nanscope.evaluate import EvalResult
-from nanscope.evaluate import evaluate as run_eval
 from nanscope.ingest.reader import MAX_LINE_BYTES, Source, expand_sources
 from nanscope.model import Event, Finding, LifecycleEvent, Report
 from nanscope.pipeline import STEP_READERS, ScanOptions, ScanResult
@@ -30,6 +27,9 @@ from nanscope.signatures.loader import load_or_raise
 from nanscope.signatures.schema import SEVERITIES, Signature
 from nanscope.series import SeriesRecorder
 from nanscope.streams import Streams
+
+if TYPE_CHECKING:  # evaluate, baseline and fleet are imported where they are used: a diagnosis needs none
+    from nanscope.evaluate import EvalResult
 
 __all__ = ["Options", "diagnose", "diagnose_sources", "evaluate", "events", "exit_code", "fleet", "follow",
            "load_signatures", "with_baseline", "write_reports", "Report", "Finding"]
@@ -218,6 +218,8 @@ def verdict(findings: list[Finding], inputs: Sequence = ()) -> str:
 def evaluate(root: str, options: Optional[Options] = None) -> EvalResult:
     """Score the diagnosis (with options' signature packs) against a labelled folder: every case
     of every MANIFEST.toml under root (format: nanscope.evaluate)."""
+    from nanscope.evaluate import evaluate as run_eval
+
     options = options or Options()
     sigs = load_signatures(options)
     opts = dataclasses.replace(options, bundled_signatures=sigs, select=(), ignore=(), progress=None)
@@ -226,6 +228,8 @@ def evaluate(root: str, options: Optional[Options] = None) -> EvalResult:
 
 def with_baseline(report: Report, baseline_path: str, options: Optional[Options] = None) -> Report:
     """Mark the report's findings new/known against a known-good run (a JSON report or a log)."""
+    from nanscope import baseline
+
     base = baseline.load(baseline_path, lambda path: diagnose([path], options))
     report.baseline = baseline.compare(report, base, baseline_path)
     # the verdict of what is new: what the text report's header and the exit status speak of
@@ -237,6 +241,8 @@ def fleet(root: str, pattern: Optional[str] = None, options: Optional[Options] =
           jobs: Optional[int] = None, table: Optional[str] = None, min_recurrence: int = 2) -> tuple[list, dict]:
     """Diagnose every job under root (nanscope.fleet): the per-job results (sorted by time) and the
     summary across jobs; with `table`, the findings across jobs are written there as Parquet."""
+    from nanscope import fleet as fleet_mod
+
     results = fleet_mod.run(root, pattern, options or Options(), engine, jobs, diagnose, load_signatures)
     if table:
         fleet_mod.write_table(results, table)

@@ -200,17 +200,22 @@ def diagnose(
     code = api.exit_code(report, cfg["fail-on"])
     raise typer.Exit(ExitCode.CLEAN if cfg["exit-zero"] and code != ExitCode.ERROR else code)
 
+def _choice(v) -> str:
+    """An Enum option's value as ctx.params holds it: the member (typer >= 0.28) or the string given."""
+    return v.value if isinstance(v, Enum) else str(v)
+
+
 # diagnose's parameters that are settings: parameter name -> (config key, value as given -> setting)
 _SETTING_PARAMS = {
     "fmt": ("format", lambda v: v),
     "output": ("output", lambda v: list(v or [])),
-    "fail_on": ("fail-on", lambda v: v.value),
+    "fail_on": ("fail-on", _choice),
     "exit_zero": ("exit-zero", bool),
     "select": ("select", _split),
     "ignore": ("ignore", _split),
     "signatures": ("signatures", _split),
     "parser": ("parser", _split),
-    "color": ("color", lambda v: v.value),
+    "color": ("color", _choice),
     "jobs": ("jobs", lambda v: v),
     "engine": ("engine", lambda v: v),
     "baseline": ("baseline", lambda v: v),
