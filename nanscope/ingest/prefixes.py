@@ -50,6 +50,13 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             `[stdout]` / `[stderr]`, then the benchmark's line): peeled, no rank
   [training STDERR]         a GUI relaying its trainer's pipes (`[<name> STDERR] `, kohya-ss/musubi-tuner#817):
                             peeled, no rank
+        | / * 3 x           milabench's error report (milabench/validation/error.py, Summary.show's two spaces
+                            a section): a traceback's lines under `      | `, and `* N x <exception>` /
+                            `*NN x <bench>` counts: peeled, no rank (a launcher prefix inside the copied line,
+                            `| [rank7]: ...`, is peeled after it)
+  stderr: / stdout:         accelerate's and transformers' test subprocess tee (test_utils/testing.py
+                            _stream_subprocess: print(label, line) with label `stderr:` / `stdout:`, the
+                            `accelerate test` output): peeled, no rank
   2024-05-01T12:00:00.123Z  kubectl logs --timestamps (the time is kept as the line's timestamp)
   rank:  3 | 2022-04-03 ... ParlAI's distributed prefix: ParlaiLogger.add_format_prefix puts
                             f'{prefix} ' before LOGFILE_FORMAT '%(asctime)s %(levelname)-8s | %(message)s'
@@ -108,6 +115,9 @@ _PREFIX = re.compile(
       | (?P<svc>[A-Za-z][\w.\-]*)[ \t]+\|[ \t]
       | [A-Za-z][\w.\-]{0,127}[ ]\[(?:stdout|stderr)\][ ]
       | \[[A-Za-z][\w.\-]{0,63}[ ](?:STDOUT|STDERR)\][ ]
+      | (?<=[ ]{6})\|[ ]
+      | \*[ ]?\d{1,6}[ ]x[ ](?=\S)
+      | std(?:out|err):[ ]
       | (?P<anyhost>[A-Za-z][\w\-]{0,62}(?:\.[\w\-]{1,63}){0,8}):[ ](?=\S)
     )
     """,
