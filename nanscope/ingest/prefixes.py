@@ -54,6 +54,11 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             a section): a traceback's lines under `      | `, and `* N x <exception>` /
                             `*NN x <bench>` counts: peeled, no rank (a launcher prefix inside the copied line,
                             `| [rank7]: ...`, is peeled after it)
+  {"event": "line", "data": "...\n", "pipe": "stderr"}
+                            milabench's run data (milabench/log.py DataReporter: json.dumps of voir's
+                            LogEntry, one object a line, in runs/<run>/<bench>.<tag>.data): a "line"
+                            event's data is the benchmark's own line, whose prefixes (`[rank1]: `) are
+                            read as any line's; the other events (config, meta, start, data, end) stay
   stderr: / stdout:         accelerate's and transformers' test subprocess tee (test_utils/testing.py
                             _stream_subprocess: print(label, line) with label `stderr:` / `stdout:`, the
                             `accelerate test` output): peeled, no rank
@@ -72,6 +77,7 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -298,9 +304,31 @@ def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> 
     return Origin(rank=rank, node=node)
 
 
+_MILABENCH_LINE = '{"event": "line", "data": "'
+
+
+def _milabench_data(text: str) -> Optional[str]:
+    """The benchmark's line inside one of milabench's "line" events; None for anything else."""
+    try:
+        entry = json.loads(text)
+    except ValueError:
+        return None
+    data = entry.get("data") if isinstance(entry, dict) and entry.get("event") == "line" else None
+    if not isinstance(data, str):
+        return None
+    data = data.rstrip("\r\n")
+    return None if "\n" in data else data
+
+
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
+    if text.startswith(_MILABENCH_LINE):
+        data = _milabench_data(text)
+        if data is not None:
+            # the message is the decoded string, not a tail of the line: the native lane's prefix
+            # check (ingest/native.py: msg == text[n:]) leaves such lines to the per-line path
+            return peel(data, base)
     rank = local = proc = ts = srun = pod = replica = host = mpitag = None
     pos = 0
     match = _PREFIX.match
