@@ -577,7 +577,14 @@ def _bookkeeping(f: Finding, ranks: set, findings: Optional[list] = None) -> boo
                         f"timed out in {max(counts, key=lambda k: counts[k])}: rank {odd} took a different code path")
         f.collateral_ranks = sorted(set(ops) - {odd})
         return True
-    if len(ranks) >= 2 and len(silent) == 1:
+    # A rank reading the group's ncclUniqueId from the store waits for the group's rank 0 (broadcastUniqueNCCLID's
+    # `retrieving ncclUniqueId from [0]`) and for no one else: another rank that reported nothing waited too, or
+    # failed in a way the input does not show, and is no evidence of whom they waited for.
+    roots = {(getattr(ev, "fields", None) or {}).get("root") for m in f.matches for ev in m.events[:1]
+             if (getattr(ev, "fields", None) or {}).get("phase") == "communicator set-up"}
+    id_reads_only = bool(roots) and all((getattr(ev, "fields", None) or {}).get("phase") == "communicator set-up"
+                                        for m in f.matches for ev in m.events[:1])
+    if len(ranks) >= 2 and len(silent) == 1 and not (id_reads_only and silent[0] not in roots):
         f.initiating_rank = silent[0]
         f.confidence = "medium"
         f.decided_by = (f"tier 3: ranks {fmt_ranks(reporting)} timed out waiting in a collective; rank {silent[0]} "

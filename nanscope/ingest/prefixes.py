@@ -50,6 +50,18 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
                             `[stdout]` / `[stderr]`, then the benchmark's line): peeled, no rank
   [training STDERR]         a GUI relaying its trainer's pipes (`[<name> STDERR] `, kohya-ss/musubi-tuner#817):
                             peeled, no rank
+        | / * 3 x           milabench's error report (milabench/validation/error.py, Summary.show's two spaces
+                            a section): a traceback's lines under `      | `, and `* N x <exception>` /
+                            `*NN x <bench>` counts: peeled, no rank (a launcher prefix inside the copied line,
+                            `| [rank7]: ...`, is peeled after it)
+  {"event": "line", "data": "...\n", "pipe": "stderr"}
+                            milabench's run data (milabench/log.py DataReporter: json.dumps of voir's
+                            LogEntry, one object a line, in runs/<run>/<bench>.<tag>.data): a "line"
+                            event's data is the benchmark's own line, whose prefixes (`[rank1]: `) are
+                            read as any line's; the other events (config, meta, start, data, end) stay
+  stderr: / stdout:         accelerate's and transformers' test subprocess tee (test_utils/testing.py
+                            _stream_subprocess: print(label, line) with label `stderr:` / `stdout:`, the
+                            `accelerate test` output): peeled, no rank
   2024-05-01T12:00:00.123Z  kubectl logs --timestamps (the time is kept as the line's timestamp)
   rank:  3 | 2022-04-03 ... ParlAI's distributed prefix: ParlaiLogger.add_format_prefix puts
                             f'{prefix} ' before LOGFILE_FORMAT '%(asctime)s %(levelname)-8s | %(message)s'
@@ -65,6 +77,7 @@ Recognised (they can stack, e.g. `[default0]:[rank0]:[W1129 ...]`):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -108,6 +121,9 @@ _PREFIX = re.compile(
       | (?P<svc>[A-Za-z][\w.\-]*)[ \t]+\|[ \t]
       | [A-Za-z][\w.\-]{0,127}[ ]\[(?:stdout|stderr)\][ ]
       | \[[A-Za-z][\w.\-]{0,63}[ ](?:STDOUT|STDERR)\][ ]
+      | (?<=[ ]{6})\|[ ]
+      | \*[ ]?\d{1,6}[ ]x[ ](?=\S)
+      | std(?:out|err):[ ]
       | (?P<anyhost>[A-Za-z][\w\-]{0,62}(?:\.[\w\-]{1,63}){0,8}):[ ](?=\S)
     )
     """,
@@ -288,9 +304,31 @@ def origin_from_path(path: Optional[str], layout_rank: Optional[int] = None) -> 
     return Origin(rank=rank, node=node)
 
 
+_MILABENCH_LINE = '{"event": "line", "data": "'
+
+
+def _milabench_data(text: str) -> Optional[str]:
+    """The benchmark's line inside one of milabench's "line" events; None for anything else."""
+    try:
+        entry = json.loads(text)
+    except ValueError:
+        return None
+    data = entry.get("data") if isinstance(entry, dict) and entry.get("event") == "line" else None
+    if not isinstance(data, str):
+        return None
+    data = data.rstrip("\r\n")
+    return None if "\n" in data else data
+
+
 def peel(text: str, base: Origin) -> tuple[str, Origin]:
     """Remove launcher prefixes; return the message and the origin they imply. A prefix in the
     line is stronger evidence than the file name, so it replaces the file's rank hint."""
+    if text.startswith(_MILABENCH_LINE):
+        data = _milabench_data(text)
+        if data is not None:
+            # the message is the decoded string, not a tail of the line: the native lane's prefix
+            # check (ingest/native.py: msg == text[n:]) leaves such lines to the per-line path
+            return peel(data, base)
     rank = local = proc = ts = srun = pod = replica = host = mpitag = None
     pos = 0
     match = _PREFIX.match

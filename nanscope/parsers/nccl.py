@@ -65,6 +65,10 @@ torch/csrc/distributed/c10d/socket.cpp: [E socket.cpp:610] [c10d] The client soc
   store: `... port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE`; torch <= 1.10: `RuntimeError: Address already
   in use`; Windows: `(system error: 10048 - <localized text>)`)
 torch/csrc/distributed/c10d/Utils.hpp: RuntimeError / DistStoreError: Socket Timeout   (a store wait that ran out)
+torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp broadcastUniqueNCCLID: [3] is setting up NCCL communicator and
+  retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: <e.what()>
+  . This may indicate a possible application crash on rank 0 or a network set up issue.   (the tail on a line
+  of its own when e.what() carries the store error's C++ frames)
 torch/csrc/distributed/c10d/ProcessGroupGloo.cpp: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms
   (the rank named is the one the others waited for)
 NVIDIA/nccl socket layer, every release: Call to connect failed : E (<= 2.11 SYSCHECK; untagged `WARN` before 2.3),
@@ -581,6 +585,30 @@ def _nccl_id_store_error(m, rec, state):
     glue = "" if held.message[-1:].isalnum() and cont[:1].isalnum() else " "  # a terminal's wrap splits words
     held.message = f"{held.message}{glue}{cont}"
     return [_nccl_id_fill(held, m.group("err"))]
+
+
+# The same message's tail on a line of its own: e.what() of a store error can carry the C++ stack
+# (`Exception raised from recvBytes at ...`, `frame #0: ...`, one line each), so broadcastUniqueNCCLID's
+# suffix `. This may indicate a possible application crash on rank 0 or a network set up issue.` comes after
+# the frames, alone. With the head in view (the rule above) it is that error's end; without it (an excerpt,
+# or a log cut, that starts inside the stack) it is the only line that says this rank's read of the group's
+# ncclUniqueId from the store failed. Why it failed (a time-out, the store's host gone) was in the head.
+_NCCL_ID_TAIL_WINDOW = 300  # lines: the stack between the head and the tail is some 60 frames
+
+
+@rule("nccl-id-store-tail", ("application crash on rank",),
+      r"\. This may indicate a possible application crash on rank (?P<root>\d+) or a network set up issue\.?\s*$",
+      match_start=True)
+def _nccl_id_store_tail(m, rec, state):
+    seen = state.get("seen") or {}
+    line = rec.loc.line
+    if any(k[:1] == ("nccl_id",) and 0 <= line - v <= _NCCL_ID_TAIL_WINDOW for k, v in seen.items()):
+        return []  # the head's event already reports it
+    if not first_time(state, ("nccl_id_tail",), line):
+        return []
+    return _error(rec, "collective_timeout", rank=None,
+                  fields={"backend": "nccl", "root": int(m.group("root")), "phase": "communicator set-up",
+                          "store_error": None})
 
 
 # --- desync ----------------------------------------------------------------------------------
@@ -1505,7 +1533,7 @@ PARSER = Parser(
     framework=FW,
     priority=35,
     description="c10d ProcessGroupNCCL watchdog, desync and mismatch reports, NCCL errors and WARN lines, gloo transport errors",
-    rules=[_nccl_nvls_bind, _watchdog_timeout, _timeout_frame, _hccl_socket_timeout, _hccl_op_failed, _dump_signal, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error,
+    rules=[_nccl_nvls_bind, _watchdog_timeout, _timeout_frame, _hccl_socket_timeout, _hccl_op_failed, _dump_signal, _pg_status, _store_barrier_timeout, _store_barrier_wait, _heartbeat_stuck, _monitored_barrier, _store_wait_timeout, _nccl_id_store, _nccl_id_store_error, _nccl_id_store_tail,
            _ibv_failed, _nccl_cuda_failure, _nccl_duplicate_gpu, _c10d_connect_failed, _store_socket_timeout, _c10d_port_in_use, _c10d_port_in_use_wrapped, _nccl_shm, _gloo_timeout, _desync_at,
            _desync_missing, _desync_lagging, _mismatch, _gloo_size_mismatch, _nccl_error, _nccl_tests_failure, _nccl_failure_check, _tf_nccl_status, _xla_nccl_status,
            _nccl_error_detail, _nccl_socket_failed, _no_interface_last_error, _nccl_proxy_failed, _net_ib, _ib_async, _net_ib_size_check, _socket_truncated, _nccl_mismatched, _ucx_retry, _ofi_init, _ofi, _abort, _comm_aborted, _heartbeat_abort, _flight_recorder, _gloo_peer,
