@@ -7,8 +7,14 @@ is ggml's device-buffer OOM, and the older loader's `unable to allocate backend 
 llm_load_tensors, early 2024, no buffer type named) is the runner's failure, as no memory rule can say which
 memory ran out.
 
+Round 1 (4339-): infrastructure failures. runc's `container init was OOM-killed (memory limit too low?)`
+(libcontainer/process_linux.go, relayed by the kubelet) is a cgroup OOM at container start (host-oom);
+TensorFlow 1.x's CheckpointSaverHook line `Saving checkpoints for N into PATH.` followed by the op kernel's
+`OP_REQUIRES failed at save_restore_v2_ops.cc:L : <status>` is that save failing (checkpoint-save-failed at step N).
+Left: s3fs's `AccessDenied` on CreateMultipartUpload with no checkpoint frame in view (4341, uncaught-exception).
+
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
-from the thread named in the comment.
+from the thread named in the comment (or, where the comment says so, built from the framework's template).
 """
 
 from __future__ import annotations
@@ -57,3 +63,49 @@ def test_ggml_own_line_with_the_unnamed_loader_error_stays_the_oom() -> None:
     # 4321.log (ollama/ollama#8597): cudaMalloc's line before the loader's: one cuda-oom
     report = api.diagnose([str(PUBLIC / "4321.log")])
     assert ids(report)[0] == "cuda-oom"
+
+
+@pytest.mark.parametrize("name, expected, rank", [
+    ("4339.log", "host-oom", None),  # the memory cgroup's OOM kill in dmesg (ymoslem/OpenNMT-Tutorial#6)
+    ("4340.log", "process-killed", None),  # `Killed` after the first epoch header
+    ("4341.log", "uncaught-exception", None),  # s3fs AccessDenied, no checkpoint frame in view: left
+    ("4342.log", "checkpoint-save-failed", None),  # TF's S3 checkpoint save failing after the hook's line
+    ("4343.log", "dataloader-worker-killed", None),  # /dev/shm bus error with the shm line
+    ("4345.log", "host-oom", None),  # runc: container init OOM-killed, via the kubelet
+    ("4346.log", "dataloader-worker-killed", None),  # the bus error line alone
+])
+def test_round_1_first_failure(name: str, expected: str, rank) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].initiating_rank == rank
+
+
+def test_round_1_tf_save_failure_takes_the_hook_step() -> None:
+    report = api.diagnose([str(PUBLIC / "4342.log")])
+    assert report.findings[0].first_step == 7200
+
+
+@pytest.mark.parametrize("name", ["4344.log"])
+def test_round_1_healthy_runs_stay_clean(name: str) -> None:
+    # the NGC container's 64 MB SHMEM banner is advice (awslabs/benchmark-ai#17)
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_tf_restore_failure_after_a_save_is_not_a_failed_save(tmp_path: Path) -> None:
+    # the hook's save, then the Saver restoring (saver.py `Restoring parameters from %s`) and RestoreV2 failing
+    # (the restore line is tensorflow's template; the failing op line is arita37/mlmodels' CI log)
+    report = _diagnose_text(tmp_path, "INFO:tensorflow:Saving checkpoints for 0 into model/model.ckpt.\n"
+                                      "INFO:tensorflow:Restoring parameters from model/model.ckpt-0\n"
+                                      "2020-05-18 10:16:20.560931: W tensorflow/core/framework/op_kernel.cc:1651] "
+                                      "OP_REQUIRES failed at save_restore_v2_ops.cc:184 : Not found: Key Variable not "
+                                      "found in checkpoint\n")
+    assert "checkpoint-save-failed" not in ids(report)
+
+
+def test_tf_save_failure_with_the_status_on_the_next_line(tmp_path: Path) -> None:
+    # a console that wrapped the op kernel's line after ` :` (the status on the next line)
+    report = _diagnose_text(tmp_path, "I0609 06:22:50.961521  3404 basic_session_run_hooks.py:634] Saving checkpoints "
+                                      "for 0 into ./models/model.ckpt.\n"
+                                      "2022-06-09 06:22:52.780440: W tensorflow/core/framework/op_kernel.cc:1745] "
+                                      "OP_REQUIRES failed at save_restore_v2_ops.cc:110 :\n")
+    assert ids(report)[:1] == ["checkpoint-save-failed"]
