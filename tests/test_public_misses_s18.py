@@ -109,3 +109,26 @@ def test_tf_save_failure_with_the_status_on_the_next_line(tmp_path: Path) -> Non
                                       "2022-06-09 06:22:52.780440: W tensorflow/core/framework/op_kernel.cc:1745] "
                                       "OP_REQUIRES failed at save_restore_v2_ops.cc:110 :\n")
     assert ids(report)[:1] == ["checkpoint-save-failed"]
+
+
+def test_rlpyt_diagnostics_prefix_placeholder_stays_quiet(tmp_path: Path) -> None:
+    # juliusfrost/dreamer-pytorch#52 (rlpyt >= 2020-04 writes its runner rows under tabular_prefix('Diagnostics/')):
+    # no update yet (CumUpdates 0), so the nan row is record_tabular_misc_stat's placeholder (the loss row is the
+    # template's, as 2741.log prints it)
+    report = _diagnose_text(tmp_path, "2020-04-22T20:42:55.6597590Z 2020-04-22 20:42:54.227099  | Diagnostics/Iteration            9\n"
+                                      "2020-04-22T20:42:55.6599470Z 2020-04-22 20:42:54.227582  | Diagnostics/CumUpdates           0\n"
+                                      "2020-04-22T20:42:55.6599470Z 2020-04-22 20:42:54.227600  | model_loss/Average              nan\n")
+    assert ids(report) == []
+
+
+def test_rlpyt_diagnostics_prefix_after_updates_is_a_nan(tmp_path: Path) -> None:
+    # built from rlpyt's template (minibatch_rl.py log_diagnostics, 'Diagnostics/' prefix) and 2741.log's loss row:
+    # updates ran (CumUpdates > 0), so a nan Average is a NaN loss
+    report = _diagnose_text(tmp_path, "2020-12-08 21:40:45.481000  | Diagnostics/Iteration            2999\n"
+                                      "2020-12-08 21:40:45.481100  | Diagnostics/CumUpdates           100\n"
+                                      "2020-12-08 21:40:45.483178  | model_loss/Average              nan\n"
+                                      "2020-12-08 21:42:45.481000  | Diagnostics/Iteration            3999\n"
+                                      "2020-12-08 21:42:45.481100  | Diagnostics/CumUpdates           200\n"
+                                      "2020-12-08 21:42:45.483178  | model_loss/Average              nan\n")
+    assert ids(report)[:1] == ["nan-persistent"]
+    assert report.findings[0].first_step == 2999

@@ -175,8 +175,9 @@ def _k8s_oomkilled(m, rec, state):
 # limit is below what even its first process needs, so Kubernetes never reports OOMKilled for it.
 @rule("runc-init-oom", ("container init was OOM-killed",), r"container init was OOM-killed \(memory limit too low\?\)")
 def _runc_init_oom(m, rec, state):
-    if rec.text[:m.start()].rstrip(" \"'`").endswith(("=", "(", ",")) or 'Contains(' in rec.text:
-        return None  # the constant or a match on it quoted from source, not a report
+    before = rec.text[:m.start()].rstrip(" \"'`")
+    if before.endswith((" =", ":=", "(", ",")) or "Contains(" in rec.text:
+        return None  # the Go constant or a match on it quoted from source, not a report (logfmt's `error="..."` is one)
     if not first_time(state, ("runc_init_oom",), rec.loc.line):
         return []  # the runtime's error, the kubelet's event and its status: one start
     return _err(rec, "host_oom", {"source": "runc", "cgroup": True, "phase": "container start",
