@@ -11,6 +11,8 @@ Round 1 (4339-): infrastructure failures. runc's `container init was OOM-killed 
 (libcontainer/process_linux.go, relayed by the kubelet) is a cgroup OOM at container start (host-oom);
 TensorFlow 1.x's CheckpointSaverHook line `Saving checkpoints for N into PATH.` followed by the op kernel's
 `OP_REQUIRES failed at save_restore_v2_ops.cc:L : <status>` is that save failing (checkpoint-save-failed at step N).
+Round 2 (4347-): torch/csrc/serialization.cpp doRead's `read(): fd N failed with Stale file handle` under torch.load is
+stale-file-handle, not a corrupt checkpoint.
 Left: s3fs's `AccessDenied` on CreateMultipartUpload with no checkpoint frame in view (4341, uncaught-exception).
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
@@ -132,3 +134,29 @@ def test_rlpyt_diagnostics_prefix_after_updates_is_a_nan(tmp_path: Path) -> None
                                       "2020-12-08 21:42:45.483178  | model_loss/Average              nan\n")
     assert ids(report)[:1] == ["nan-persistent"]
     assert report.findings[0].first_step == 2999
+
+
+@pytest.mark.parametrize("name, expected, rank", [
+    ("4347.log", "stale-file-handle", None),  # taiyaki's open log file on NFS (nanoporetech/taiyaki#66)
+    ("4348.log", "stale-file-handle", None),  # torch.load's `read(): fd 33 failed with Stale file handle`
+    ("4349.log", "host-oom", 0),  # srun task 0; slurmstepd's oom-kill event, srun's Out Of Memory
+    ("4350.log", "pod-evicted", None),  # the kubelet's newer ephemeral-storage wording
+    ("4351.log", "pod-evicted", None),  # a pod status in YAML, the message wrapped
+    ("4353.log", "pod-evicted", None),  # a listing of Evicted pods
+])
+def test_round_2_first_failure(name: str, expected: str, rank) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].initiating_rank == rank
+
+
+@pytest.mark.parametrize("name", ["4352.log"])
+def test_round_2_healthy_runs_stay_clean(name: str) -> None:
+    # finished Jobs' pods: 0/1 READY, STATUS Completed (kubernetes/kubernetes#22795)
+    assert ids(api.diagnose([str(PUBLIC / name)])) == []
+
+
+def test_torch_write_eio_is_not_a_stale_handle() -> None:
+    # 1416.log (pytorch/pytorch#10577): the same doWrite template with EIO stays the checkpoint save failure
+    report = api.diagnose([str(PUBLIC / "1416.log")])
+    assert "stale-file-handle" not in ids(report)

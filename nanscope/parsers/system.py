@@ -833,13 +833,19 @@ def _read_only_fs(m, rec, state):
     "stale-file-handle",
     ("Stale file handle",),
     r"(?:\[Errno 116\] Stale file handle(?::\s*(?P<path>.+?))?\s*$|errno = 116, error message = 'Stale file handle'"
-    r"|Stale file handle \(os error 116\))",
+    r"|Stale file handle \(os error 116\)|(?P<torch>(?:read|write)\(\): fd \d+ failed with Stale file handle))",
 )
 def _stale_handle(m, rec, state):
+    # torch/csrc/serialization.cpp doRead / doWrite (torch.load's legacy reader, the storages' _set_from_file /
+    # _write_file): `"read(): fd ", fildes, " failed with ", strerror(err)` (c10::utils::str_error in later releases),
+    # so ESTALE under a load reads `read(): fd 33 failed with Stale file handle`: the file system's, not the file's
     if not first_time(state, ("estale",), rec.loc.line):
         return []
     path = (m.group("path") or "").strip().strip("'\"") or None
-    return _err(rec, "stale_file_handle", {"errno": 116, "path": path})
+    fields = {"errno": 116, "path": path}
+    if m.group("torch"):
+        fields["via"] = "torch serialization (read()/write() on an open checkpoint file)"
+    return _err(rec, "stale_file_handle", fields)
 
 
 # The kubelet's eviction of a pod under node pressure (kubernetes pkg/kubelet/eviction/helpers.go:
