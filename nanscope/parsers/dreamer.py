@@ -12,7 +12,8 @@ step reader takes `[5000]` for no step and knows none of these keys.
 juliusfrost/dreamer-pytorch (and every agent on astooke/rlpyt) logs through rlpyt's tabular logger instead:
 rlpyt/utils/logging/logger.py log() stamps each line `'%Y-%m-%d %H:%M:%S.%f %Z' | ` (an empty %Z leaves two
 spaces), dump_tabular prints tabulate's `key  value` rows, one per line; the runner records `Iteration` first
-(rlpyt/runners/minibatch_rl.py _log_diagnostics), then record_tabular_misc_stat writes each optimiser
+(rlpyt/runners/minibatch_rl.py _log_diagnostics; from 2020-04 on under logger.tabular_prefix('Diagnostics/'), so the
+rows read `Diagnostics/Iteration` and `Diagnostics/CumUpdates`), then record_tabular_misc_stat writes each optimiser
 statistic as `{key}/Average`, `/Std`, `/Median`, `/Min`, `/Max` (`{key}Average` without a TensorBoard writer):
   2020-12-08 21:40:45.483178  | model_loss/Average              nan
 The world model's loss and gradient norm (`model_loss`, `grad_norm_model`; rlpyt's own algorithms: `loss`)
@@ -50,7 +51,7 @@ _RLPYT_KEY = {"model_loss": "loss", "loss": "loss", "grad_norm_model": "grad_nor
 
 @rule("rlpyt-tabular", ("Iteration ", "CumUpdates ", "loss/Average ", "lossAverage ", "grad_norm_model/Average ",
                          "grad_norm_modelAverage "),
-      r"(?:^|\| )(?:(?P<it>Iteration|CumUpdates)|(?P<key>model_loss|loss|grad_norm_model)/?Average)\s+(?P<v>" + _F + r")\s*$")
+      r"(?:^|\| )(?:(?:Diagnostics/)?(?P<it>Iteration|CumUpdates)|(?P<key>model_loss|loss|grad_norm_model)/?Average)\s+(?P<v>" + _F + r")\s*$")
 def _rlpyt(m, rec, state):
     v = to_float(m.group("v"))
     finite = v is not None and math.isfinite(v)

@@ -17,6 +17,11 @@ wrapper puts in front (`ollama  | `, journald's `Mar 15 11:39:07 host ollama[875
   src/llama-model.cpp (llama_model_load reports the exception):
       throw std::runtime_error(format("unable to allocate %s buffer", ggml_backend_buft_name(buft)))
       -> llama_model_load: error loading model: unable to allocate CUDA0 buffer
+      (Ollama relays the runner's last error without the function name, llm/status.go keeps the text from its
+      prefix on: `llama runner process has terminated: error loading model: unable to allocate CUDA0 buffer`.
+      Before the buffer type was named (llama.cpp early 2024, llm_load_tensors) the throw was
+      `unable to allocate backend buffer` for any buffer, host or device: that names no memory, so it is not
+      read here; Ollama's runner rule reports the relayed form.)
 
 The buffer type names the memory: `CPU` (and `CPU_Mapped`, `CPU_REPACK`, ...) and `CUDA_Host` (pinned
 host memory) are host memory, so host-oom; a device buffer (`CUDA0`, `ROCm1`, `Metal`, `Vulkan0`, `SYCL0`)
@@ -100,7 +105,7 @@ def _device_malloc(m, rec, state):
     ("failed to allocate", "unable to allocate"),
     r"(?<!\w)(?:(?P<func>\w+): failed to allocate (?P<buf>[A-Za-z][\w-]*) buffer of size (?P<size>\d+)"
     r"|(?P<cpu>\w*backend_cpu_buffer_type_alloc_buffer): failed to allocate buffer of size (?P<csize>\d+)"
-    r"|llama_model_load: error loading model: unable to allocate (?P<lbuf>[A-Za-z][\w-]*) buffer)",
+    r"|(?:llama_model_load: )?error loading model: unable to allocate (?!backend )(?P<lbuf>[A-Za-z][\w-]*) buffer)",
 )
 def _buffer_alloc(m, rec, state):
     if m.group("cpu"):

@@ -76,6 +76,10 @@ _EXIT_HINTS = (
 )
 # the runner's own last error rides on the line: the parser of that error names the failure
 _CAUSE_ON_LINE = ("GGML_ASSERT", "error loading model", "unknown model architecture", "out of memory", "CUDA error")
+# ... except llama.cpp's older loader error that names no buffer type (llm_load_tensors, early 2024:
+# throw std::runtime_error("unable to allocate backend buffer"), host or device alike): no memory rule can
+# tell which ran out, so the runner's failure is the finding
+_UNNAMED_BUFFER = "unable to allocate backend buffer"
 
 
 @rule(
@@ -90,7 +94,8 @@ _CAUSE_ON_LINE = ("GGML_ASSERT", "error loading model", "unknown model architect
 )
 def _runner_failed(m, rec, state):
     text = rec.text
-    if any(c in text for c in _CAUSE_ON_LINE):
+    unnamed = _UNNAMED_BUFFER in text
+    if not unnamed and any(c in text for c in _CAUSE_ON_LINE):
         return None
     if not first_time(state, ("ollama_runner",), rec.loc.line):
         return []  # the slog line, the scheduler's error and the CLI's echo of one runner's exit
@@ -99,6 +104,9 @@ def _runner_failed(m, rec, state):
         how = "the runner did not become ready within the load timeout (OLLAMA_LOAD_TIMEOUT)"
     elif m.group("old"):
         how = "the runner could not be started"
+    elif unnamed:
+        how = ("the runner's llama.cpp could not allocate a buffer for the model's weights (`unable to allocate "
+               "backend buffer`: the model does not fit the GPU and host memory it was split over)")
     else:
         how = next((h for k, h in _EXIT_HINTS if k in text), "")
         how = f"the runner exited ({rest})" + (f": {how}" if how else "") if rest else "the runner exited"

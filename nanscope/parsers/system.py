@@ -166,6 +166,25 @@ def _k8s_oomkilled(m, rec, state):
     return _err(rec, "host_oom", {"source": "kubernetes", "cgroup": True})
 
 
+# runc (libcontainer/process_linux.go, initProcess.start, runc 1.0 on): when starting the container's init fails and
+# the cgroup's OOM-kill count is above zero, the error is replaced by
+#     const oomError = "container init was OOM-killed (memory limit too low?)"
+# (`oomError + ": " + the original error` at debug level). containerd / CRI-O / Docker relay it (`OCI runtime create
+# failed: runc create failed: unable to start container process: container init was OOM-killed ...`), the kubelet as
+# a Failed event or a waiting reason (CreateContainerError, RunContainerError, StartError): the container's memory
+# limit is below what even its first process needs, so Kubernetes never reports OOMKilled for it.
+@rule("runc-init-oom", ("container init was OOM-killed",), r"container init was OOM-killed \(memory limit too low\?\)")
+def _runc_init_oom(m, rec, state):
+    before = rec.text[:m.start()].rstrip(" \"'`")
+    if before.endswith((" =", ":=", "(", ",")) or "Contains(" in rec.text:
+        return None  # the Go constant or a match on it quoted from source, not a report (logfmt's `error="..."` is one)
+    if not first_time(state, ("runc_init_oom",), rec.loc.line):
+        return []  # the runtime's error, the kubelet's event and its status: one start
+    return _err(rec, "host_oom", {"source": "runc", "cgroup": True, "phase": "container start",
+                                  "detail": "the container's init process was OOM-killed as it started: the memory "
+                                            "limit is below what the container needs to start"})
+
+
 @rule(
     "slurm-oom",
     ("oom_kill event", "oom-kill event", "OOM Killed"),
@@ -452,6 +471,50 @@ _SAVE_SPAN = 400
 def _save_frame(m, rec, state):
     state["saving_line"] = rec.loc.line
     return None
+
+
+# TensorFlow 1.x's CheckpointSaverHook (tensorflow/python/training/basic_session_run_hooks.py _save, also the
+# Estimator's and forks' copies of it) announces each save before the Saver runs its SaveV2 op:
+#     logging.info("Saving checkpoints for %d into %s.", step, self._save_path)
+# and an op kernel that fails reports it at WARNING (tensorflow/core/framework/op_kernel.cc CtxFailureWithWarning):
+#     LOG(WARNING) << "OP_REQUIRES failed at " << io::Basename(file) << ":" << line << " : " << s;
+# so `OP_REQUIRES failed at save_restore_v2_ops.cc:137 : Unknown: : Unable to connect to endpoint` after the
+# hook's line is that save failing (the file holds SaveV2, RestoreV2 and MergeV2Checkpoints; only the hook's line
+# says it was the save). The hook's line is also a save frame for the ENOSPC rules above.
+_TF_SAVE_HOOK = LazyPattern(r"Saving checkpoints for (?P<step>\d+) into (?P<path>\S+?)\.?\s*$")
+
+
+# The op runs as soon as the hook has logged, so its failure comes within a few lines; the Saver's restore
+# (saver.py: logging.info("Restoring parameters from %s", save_path)) in between makes a later failure the
+# restore's, and so does a status naming a key missing from the checkpoint.
+_TF_SAVE_OP_SPAN = 50
+
+
+@rule("tf-checkpoint-saver-hook", ("Saving checkpoints for ", "Restoring parameters from "),
+      _TF_SAVE_HOOK.pattern + r"|(?P<restore>Restoring parameters from \S)")
+def _tf_save_hook(m, rec, state):
+    if m.group("restore"):
+        state.pop("tf_saving", None)
+        return None
+    state["saving_line"] = rec.loc.line
+    state["tf_saving"] = (rec.loc.line, int(m.group("step")), m.group("path"))
+    return None
+
+
+@rule("tf-save-op-failed", ("OP_REQUIRES failed at ",),
+      r"OP_REQUIRES failed at (?P<at>(?:save_restore_v2_ops|save_restore_tensor|tensor_bundle)\.cc:\d+) :(?: (?P<status>.*?))?\s*$")
+def _tf_save_op_failed(m, rec, state):
+    held = state.get("tf_saving")
+    if held is None or not 0 < rec.loc.line - held[0] <= _TF_SAVE_OP_SPAN or "not found in checkpoint" in rec.text:
+        return None  # a restore, or a save this log does not show
+    if not first_time(state, ("tf_save_op",), rec.loc.line):
+        return []
+    state.pop("tf_saving", None)
+    _, step, path = held
+    status = (m.group("status") or "").strip() or None
+    return _err(rec, "checkpoint_save_failed", {"cause": "save_op_failed", "saving": True, "format": "tensorflow",
+                                                "file": path, "status": status, "op_at": m.group("at")},
+                step=step)
 
 
 # The HF Trainer's checkpoint bookkeeping racing between ranks (huggingface/transformers src/transformers/trainer.py):
@@ -770,13 +833,19 @@ def _read_only_fs(m, rec, state):
     "stale-file-handle",
     ("Stale file handle",),
     r"(?:\[Errno 116\] Stale file handle(?::\s*(?P<path>.+?))?\s*$|errno = 116, error message = 'Stale file handle'"
-    r"|Stale file handle \(os error 116\))",
+    r"|Stale file handle \(os error 116\)|(?P<torch>(?:read|write)\(\): fd \d+ failed with Stale file handle))",
 )
 def _stale_handle(m, rec, state):
+    # torch/csrc/serialization.cpp doRead / doWrite (torch.load's legacy reader, the storages' _set_from_file /
+    # _write_file): `"read(): fd ", fildes, " failed with ", strerror(err)` (c10::utils::str_error in later releases),
+    # so ESTALE under a load reads `read(): fd 33 failed with Stale file handle`: the file system's, not the file's
     if not first_time(state, ("estale",), rec.loc.line):
         return []
     path = (m.group("path") or "").strip().strip("'\"") or None
-    return _err(rec, "stale_file_handle", {"errno": 116, "path": path})
+    fields = {"errno": 116, "path": path}
+    if m.group("torch"):
+        fields["via"] = "torch serialization (read()/write() on an open checkpoint file)"
+    return _err(rec, "stale_file_handle", fields)
 
 
 # The kubelet's eviction of a pod under node pressure (kubernetes pkg/kubelet/eviction/helpers.go:
@@ -1183,8 +1252,8 @@ PARSER = Parser(
     framework="system",
     priority=45,
     description="kernel OOM killer, Slurm and srun, shell and IDE kills, Ray worker deaths, DataLoader workers, checkpoints, disk full, NFS stale handles, Kubernetes evictions and scheduling, fatal-signal reports, NVML / container-hook / NVIDIA kernel module GPU availability, PCIe AER, kernel storage errors, file-descriptor limits",
-    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _srun_step_aborted, _killed, _shell_crash, _zsh_crash, _bar_killed, _ide_exit,
-           _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _rotation_frame, _staging_rename, _checkpoint_write, _shm_exhausted, _exit_137, _died_with_fault, _slurmctld_complete, _submitit,
+    rules=[_kernel, _kernel_constraint, _k8s_oomkilled, _runc_init_oom, _slurm_oom, _slurm_cancelled, _slurm_node_fail, _srun_task, _srun_step_aborted, _killed, _shell_crash, _zsh_crash, _bar_killed, _ide_exit,
+           _ray_oom_kills, _ray_worker_died, _dataloader, _save_frame, _tf_save_hook, _tf_save_op_failed, _rotation_frame, _staging_rename, _checkpoint_write, _shm_exhausted, _exit_137, _died_with_fault, _slurmctld_complete, _submitit,
            _systemd_oom, _userspace_oom, _k8s_preempted, _storage_eio, _read_only_fs, _stale_handle, _k8s_evicted, _k8s_evicted_status, _checkpoint,
            _fatal_signal, _slurm_mem_limit, _nvml_mismatch, _pcie_gpu_lost, _fd_exhausted,
            _no_gpu_below, _container_cli, _remapped_rows, _k8s_unschedulable,
