@@ -3,7 +3,10 @@
 ops under dynamo) and blind round 1 (4709-4719: TensorRT 8's `Error Code 4: Internal Error (Network must have at least
 one output)` in several loggers, tensorrt-cpp-api's `Unable to build the TensorRT engine`, dynamo's dynamic-shape
 Unsupported and DynamicOutputShapeException, Intel's IGC failing an inductor kernel on XPU, a CUDA Triton on ROCm;
-onnxruntime's TensorRT EP INT64 warning and XLA's driver-older-than-ptxas warning as traps).
+onnxruntime's TensorRT EP INT64 warning and XLA's driver-older-than-ptxas warning as traps). Round 2 (4720-4728):
+onnxruntime-gpu's CUDA provider library that does not load, XLA's ptxas older than the GPU, MIOpen's run-time kernel
+builds on ROCm, inductor's LoweringException; onnxruntime's node-placement warning and dynamo's graph-break records as
+traps.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
 from the thread named in the comment.
@@ -41,6 +44,13 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("4715.log", "torch-compile-failed", None),  # DynamicOutputShapeException: aten.linalg_lstsq.out
     ("4716.log", "torch-compile-failed", None),  # Error during Intel loadBinary: ZE_RESULT_ERROR_MODULE_BUILD_FAILURE
     ("4717.log", "torch-compile-failed", None),  # a CUDA Triton's ptxas on a ROCm box
+    # round 2 (4720-4725), scored blind after round 1
+    ("4720.log", "dependency-missing", None),  # Failed to load library libonnxruntime_providers_cuda.so ... libcublasLt.so.11
+    ("4721.log", "dependency-missing", None),  # the same, wrapped at the terminal width
+    ("4722.log", "cuda-arch-unsupported", None),  # ptxas does not support CC 8.9, then CUDA_ERROR_INVALID_IMAGE
+    ("4723.log", "cudnn-error", None),  # MIOpen Error: ... Code object build failed. Source: MIOpenIm2d2Col.cl
+    ("4724.log", "cudnn-error", None),  # MIOpen: Error [Compile] ... HIPRTC_ERROR_COMPILATION (6)
+    ("4725.log", "torch-compile-failed", None),  # torch._inductor.exc.LoweringException: AssertionError:
 ])
 def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -48,7 +58,7 @@ def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     assert report.findings[0].initiating_rank == rank
 
 
-@pytest.mark.parametrize("name", ["4708.log", "4718.log", "4719.log"])
+@pytest.mark.parametrize("name", ["4708.log", "4718.log", "4719.log", "4726.log", "4727.log", "4728.log"])
 def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
@@ -115,3 +125,48 @@ def test_the_xpu_driver_s_ignored_retry_is_no_failure(tmp_path) -> None:
                    "[Ignoring] Intel - Error during Intel loadBinary with large registers: "
                    "ZE_RESULT_ERROR_MODULE_BUILD_FAILURE\n")
     assert ids(api.diagnose([str(log)])) == []
+
+
+def test_the_onnxruntime_finding_names_the_provider_and_the_missing_library() -> None:
+    f = api.diagnose([str(PUBLIC / "4720.log")]).findings[0]
+    assert "CUDA execution provider" in f.summary and "libcublasLt.so.11" in f.summary and "CPU" in f.summary
+
+
+@pytest.mark.parametrize("line, missing", [
+    # onnxruntime's Windows wordings (onnxruntime/core/platform/windows/env.cc): 1.14+ names the missing dependency
+    ('Error loading "C:\\venv\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll" which depends '
+     'on "cudnn64_9.dll" which is missing. (Error 126: "The specified module could not be found.")', "cudnn64_9.dll"),
+    ('[ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 "The specified module could not be found." '
+     'when trying to load "C:\\onnxruntime\\capi\\onnxruntime_providers_tensorrt.dll"', "LoadLibrary error 126"),
+])
+def test_the_windows_wordings_of_a_provider_that_does_not_load(tmp_path, line, missing) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(line + "\n")
+    f = api.diagnose([str(log)]).findings
+    assert [x.id for x in f] == ["dependency-missing"] and missing in f[0].summary
+
+
+def test_the_cpu_fallback_warning_alone_is_no_finding(tmp_path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("2024-03-27 06:33:23.219759101 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:861 "
+                   "CreateExecutionProviderInstance] Failed to create CUDAExecutionProvider. Please reference "
+                   "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirementsto ensure all "
+                   "dependencies are met.\n")
+    assert ids(api.diagnose([str(log)])) == []
+
+
+def test_xla_s_ptxas_fallback_warning_alone_is_no_finding(tmp_path) -> None:
+    # a TensorFlow run whose driver compiled the PTX (the warnings as XLA prints them)
+    log = tmp_path / "job.log"
+    log.write_text(
+        "2023-11-16 16:39:03.216477: W tensorflow/compiler/xla/stream_executor/gpu/asm_compiler.cc:231] Falling back to "
+        "the CUDA driver for PTX compilation; ptxas does not support CC 8.9\n"
+        "2023-11-16 16:39:03.216511: W tensorflow/compiler/xla/stream_executor/gpu/redzone_allocator.cc:317] "
+        "UNIMPLEMENTED: ptxas ptxas too old. Falling back to the driver to compile.\n")
+    assert ids(api.diagnose([str(log)])) == []
+
+
+def test_the_miopen_finding_names_the_kernel_that_did_not_build() -> None:
+    f = api.diagnose([str(PUBLIC / "4724.log")]).findings[0]
+    assert "MIOpen" in f.summary and "MIOpenBatchNormFwdTrainSpatial.cpp" in f.summary
+

@@ -217,8 +217,15 @@ _CLASSIFY = [
     # depends on the data), `DataDependentOutputException: aten._local_scalar_dense.default` (2.0+: .item(), an assert or
     # torch.equal on a traced value), `UnsupportedOperatorException: aten.foo.default` (2.1+: no fake / meta kernel)):
     # raised only under fake-tensor tracing, so the trace failed (dynamo wraps it as TorchRuntimeError, or graph-breaks).
+    # Inductor's own lowering and codegen errors (torch/_inductor/exc.py; torchinductor.exc in the 2022 package):
+    # LoweringException (`AssertionError: ` + the target and its args: a lowering refused the op), MissingOperatorWith[out]
+    # Decomp (`missing lowering` / `missing decomposition`), SubgraphLoweringException, CppWrapperCodegenError,
+    # CUDACompileError; dynamo re-raises them as BackendCompilerFailed / InductorError. Named with their module: a
+    # LoweringException of another compiler (Pallas, a DSL) is not inductor's.
     (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"
                 r"|\b(?:DynamicOutputShape|DataDependentOutput|UnsupportedOperator)Exception$"
+                r"|\b(?:torch\._inductor|torchinductor)\.exc\.(?:LoweringException|SubgraphLoweringException"
+                r"|MissingOperatorWith(?:out)?Decomp|CppWrapperCodegenError|CUDACompileError)$"
                 r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b|\bTorchRuntimeError$"
                 r"|\b(?:torch\._dynamo|torchdynamo)\.exc\.(?:Unsupported|UserError|InternalTorchDynamoError"
                 r"|UncapturedHigherOrderOpError)$|\bGuardOnDataDependentSymNode$"
