@@ -6,7 +6,8 @@ Unsupported and DynamicOutputShapeException, Intel's IGC failing an inductor ker
 onnxruntime's TensorRT EP INT64 warning and XLA's driver-older-than-ptxas warning as traps). Round 2 (4720-4728):
 onnxruntime-gpu's CUDA provider library that does not load, XLA's ptxas older than the GPU, MIOpen's run-time kernel
 builds on ROCm, inductor's LoweringException; onnxruntime's node-placement warning and dynamo's graph-break records as
-traps.
+traps. Round 3 (4729-4732): Intel Gaudi's Synapse graph-compile failures under the PyTorch bridge; optimum-habana's
+version warnings as the trap.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
 from the thread named in the comment.
@@ -51,6 +52,10 @@ PUBLIC = Path(__file__).resolve().parent.parent / "sample_logs" / "public"
     ("4723.log", "cudnn-error", None),  # MIOpen Error: ... Code object build failed. Source: MIOpenIm2d2Col.cl
     ("4724.log", "cudnn-error", None),  # MIOpen: Error [Compile] ... HIPRTC_ERROR_COMPILATION (6)
     ("4725.log", "torch-compile-failed", None),  # torch._inductor.exc.LoweringException: AssertionError:
+    # round 3 (4729-4731), scored blind after round 2
+    ("4729.log", "hpu-graph-compile-failed", None),  # [PT_BRIDGE][error] ... Graph compile failed. synStatus=synStatus 26
+    ("4730.log", "hpu-graph-compile-failed", 6),  # [rank6]: first, then [rank2]: (the earliest rank to report it)
+    ("4731.log", "hpu-graph-compile-failed", None),  # [Generice failure]
 ])
 def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     report = api.diagnose([str(PUBLIC / name)])
@@ -58,7 +63,7 @@ def test_the_first_failure_and_its_rank(name: str, expected: str, rank) -> None:
     assert report.findings[0].initiating_rank == rank
 
 
-@pytest.mark.parametrize("name", ["4708.log", "4718.log", "4719.log", "4726.log", "4727.log", "4728.log"])
+@pytest.mark.parametrize("name", ["4708.log", "4718.log", "4719.log", "4726.log", "4727.log", "4728.log", "4732.log"])
 def test_healthy_runs_of_the_rounds_stay_clean(name: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)])) == []
 
@@ -169,4 +174,18 @@ def test_xla_s_ptxas_fallback_warning_alone_is_no_finding(tmp_path) -> None:
 def test_the_miopen_finding_names_the_kernel_that_did_not_build() -> None:
     f = api.diagnose([str(PUBLIC / "4724.log")]).findings[0]
     assert "MIOpen" in f.summary and "MIOpenBatchNormFwdTrainSpatial.cpp" in f.summary
+
+
+def test_the_gaudi_finding_carries_the_graph_compiler_s_reason() -> None:
+    f = api.diagnose([str(PUBLIC / "4729.log")]).findings[0]
+    assert "synStatus 26" in f.summary and "Failed to load tpc kernel for node: TPC634" in f.summary
+
+
+def test_a_node_synapse_could_not_create_is_the_same_failure(tmp_path) -> None:
+    # the bridge's node-creation wording (huggingface/optimum-habana#1293's title)
+    log = tmp_path / "job.log"
+    log.write_text("RuntimeError: synNodeCreateWithId failed for node: spatial_convolution with synStatus 26 "
+                   "[Generic failure].\n")
+    f = api.diagnose([str(log)]).findings
+    assert [x.id for x in f] == ["hpu-graph-compile-failed"] and "spatial_convolution" in f[0].summary
 
