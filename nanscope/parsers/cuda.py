@@ -897,6 +897,72 @@ def _cudnn(m, rec, state):
     return ev
 
 
+# XLA compiles its GPU kernels' PTX with the CUDA toolkit's ptxas (xla/stream_executor/gpu/asm_compiler.cc, later
+# subprocess_compilation.cc): a ptxas older than the GPU makes it warn once, `Falling back to the CUDA driver for PTX
+# compilation; ptxas does not support CC 8.9` (then `Used ptxas at ...`), and hand the PTX to the driver, which often
+# copes (the warning alone, and redzone_allocator's `UNIMPLEMENTED: ptxas ptxas too old. Falling back to the driver to
+# compile.`, are no failure). When the driver cannot either, cuda_driver.cc logs `failed to load PTX text as a module:
+# CUDA_ERROR_INVALID_IMAGE: device kernel image is invalid` and the executable fails (`INTERNAL: Failed to load PTX text
+# as a module: ...`); newer XLA raises at once, `XlaRuntimeError: UNIMPLEMENTED: /usr/local/cuda/bin/ptxas ptxas too old.
+# Falling back to the driver to compile.`. Either after the fallback warning is the toolkit not knowing the GPU.
+_XLA_PTXAS_SPAN = 200
+
+
+@rule("xla-ptxas-too-old", ("ptxas does not support CC ", "ailed to load PTX text as a module: ", "ptxas too old"),
+      r"(?P<warn>Falling back to the CUDA driver for PTX compilation; ptxas does not support CC (?P<cc>\d+\.\d+))"
+      r"|[Ff]ailed to load PTX text as a module: (?P<err>CUDA_ERROR_[A-Z_]+)"
+      r"|(?P<raised>XlaRuntimeError: UNIMPLEMENTED: \S*ptxas too old)")
+def _xla_ptxas(m, rec, state):
+    if m.group("warn"):
+        state["xla_ptxas_cc"] = (m.group("cc"), rec.loc.line)
+        return []  # the driver may compile it: only its failure (or XLA's refusal) is one
+    seen = state.get("xla_ptxas_cc")
+    if m.group("err") and (seen is None or rec.loc.line - seen[1] > _XLA_PTXAS_SPAN):
+        return None
+    if not first_time(state, ("xla_ptxas",), rec.loc.line):
+        return []  # the driver's error, XLA's status, the executor's failure: one
+    cc = f" (compute capability {seen[0]})" if seen else ""
+    how = (f"the driver's fallback failed too ({m.group('err')})" if m.group("err") else
+           "XLA refused to fall back to the driver")
+    err = f"the CUDA toolkit's ptxas is older than the GPU{cc}: it cannot compile XLA's kernels for it, and {how}"
+    return _error(rec, "cuda_arch_unsupported", {"cuda_error": err, "warning": False, "ptxas": True,
+                                                  "capability": seen[0] if seen else None})
+
+
+# MIOpen, cuDNN's counterpart on ROCm, compiles its kernels at run time (ROCm/MIOpen src/hipoc/hipoc_program.cpp, comgr.cpp):
+# a kernel that does not build throws `MIOPEN_THROW("Code object build failed. Source: " + filename)`, printed as
+# `MIOpen Error: /MIOpen/src/hipoc/hipoc_program.cpp:286: Code object build failed. Source: MIOpenIm2d2Col.cl`, after
+# the compiler's own log: hipRTC (5.x+) `MIOpen(HIP): Error [BuildHip] HIPRTC status = HIPRTC_ERROR_COMPILATION (6),
+# source file: X` (newer logs `MIOpen: Error [...]`) and `Error [Compile] 'hiprtcCompileProgram(...)' X:
+# HIPRTC_ERROR_COMPILATION (6)`, comgr `Error [BuildOcl] comgr status = INVALID_ARGUMENT (2)`. PyTorch then raises the
+# status by name (aten/src/ATen/miopen/Exceptions.h MIOPEN_CHECK: miopenGetErrorString, `RuntimeError:
+# miopenStatusUnknownError`), TensorFlow `could not create miopen handle: miopenStatusUnknownError`.
+# miopenStatusAllocFailed is MIOpen's out-of-memory. MIOpen's Warning lines (a missing perf database) are no failure.
+_MIOPEN = LazyPattern(
+    r"MIOpen Error: \S*?:\d+: (?P<build>Code object build failed)\. Source: (?P<src>\S+)"
+    r"|MIOpen(?:\(HIP\))?: Error \[(?:BuildHip|Compile)\] (?:.*' (?P<src3>[^\s']+): |.*?)(?P<hiprtc>HIPRTC_ERROR_COMPILATION)\b"
+    r"(?:.*?source file: (?P<src2>\S+))?"
+    r"|(?:^|(?<=Error: )|(?<=miopen handle: ))(?P<status>miopenStatus(?:UnknownError|InternalError|NotInitialized|BadParm"
+    r"|InvalidValue|NotImplemented|UnsupportedOp|VersionMismatch|AllocFailed))\b"
+)
+
+
+@rule("miopen-error", ("Code object build failed", "HIPRTC_ERROR_COMPILATION", "miopenStatus"), _MIOPEN.pattern)
+def _miopen(m, rec, state):
+    if not first_time(state, _key(rec, "miopen"), rec.loc.line):
+        return []  # the compiler's log, the throw, PyTorch's exception: one failure
+    if m.group("status") == "miopenStatusAllocFailed":
+        return _error(rec, "cuda_oom", {"miopen": True, "detail": "MIOpen could not allocate GPU memory (miopenStatusAllocFailed)"})
+    src = m.group("src") or m.group("src2") or m.group("src3")
+    if m.group("build") or m.group("hiprtc"):
+        detail = (f"MIOpen (ROCm's cuDNN) could not compile its kernel{' ' + src if src else ''} for this GPU "
+                  f"({'hipRTC: HIPRTC_ERROR_COMPILATION' if m.group('hiprtc') else 'Code object build failed'})")
+    else:
+        detail = f"MIOpen (ROCm's cuDNN) returned {m.group('status')}"
+    return _error(rec, "cuda_error", {"cuda_error": detail, "library": "cudnn", "status": m.group("status") or "build",
+                                      "backend": "miopen"})
+
+
 # cuBLAS failed a call. aten/src/ATen/cuda/Exceptions.h TORCH_CUDABLAS_CHECK (torch 1.5+): "CUDA error: ",
 # at::cuda::blas::_cublasGetErrorEnum(status), " when calling `" #EXPR "`" (read by the cuda-error rule below, which
 # marks it library = cublas); THC's THCublasCheck (torch <= 1.4, aten/src/THC/THCGeneral.cpp): _THError(file, line,
@@ -1014,6 +1080,6 @@ PARSER = Parser(
     description="CUDA OOM (every allocator wording, MPS too), CUDA runtime errors, kernel faults and watchdog timeouts, Triton kernels past the GPU's resources, cuBLAS and cuDNN status errors, ops the MPS backend lacks, device asserts, ECC, NVLink, NVRM Xid, no usable GPU / driver mismatch, no kernel for the GPU's architecture",
     rules=[_startup_frame, _oom, _mps_oom, _oom_fraction, _fairseq_oom, _runtime_oom, _ur_oom, _cublas_alloc, _other_cublas, _other_oom, _ecc, _nvlink,
            _terminate_head, _illegal, _launch_timeout, _triton_resources, _arch, _assert_triggered, _assert_line, _assert_bare, _assert_hip, _xid,
-           _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cudnn,
+           _plugin_xid, _nvrm_head, _fallen_off_bus, _gpu_lost, _cuda_unusable, _runtime_cuda_error, _cudnn, _miopen, _xla_ptxas,
            _thc_cublas, _mps_op, _mps_float64, _cuda_error],
 )

@@ -20,6 +20,28 @@ JAX prints them behind its traceback filter (`FilteredStackTrace: jax.core.Concr
 or a front end shows the message alone (a notebook's JSON error record: `"name": "TracerBoolConversionError",` then
 `"message": "Attempted boolean conversion of traced array with shape bool[1].`). The sentences are JAX's own; the
 source lines that raise them in a traceback (`raise ConcretizationTypeError(self,`) carry none of them.
+
+An array dimension that the mesh axes it is sharded over do not divide (jax-sharding-indivisible), in the releases'
+words (all ValueError; IndivisibleError, a ValueError, from 0.4.3x):
+- jax/_src/pjit.py pjit_check_aval_sharding (2021-2026, for jit / pjit arguments and outputs, device_put,
+  with_sharding_constraint): `One of {what_aval}{name_str} was given the sharding of {s}, which implies that the global
+  size of its dimension {i} should be divisible by {size}, but it is equal to {shape[i]} (full shape: {shape})`
+  (2021's first version: `... was given the resource assignment of {spec}, which implies that the size of its dimension
+  {i} should be divisible by {size}, but it is equal to {shape[i]}`); 2026 re-raises the sharding's own check as
+  `One of {what} was given the sharding {e}. This error occurs at source: ...`.
+- the sharding's shard_shape (jax/_src/sharding.py, sharding_impls.py before; 2022+): `{sharding} implies that array
+  axis {dim} is partitioned {p} times, but the dimension size is {s} (full shape: {shape}, per-dimension tiling
+  factors: {partitions} should evenly divide the shape)`; named_sharding / core.py _check_divisibility (2025+):
+  `Sharding spec {spec} implies that array axis {dim} is partitioned {size} times, but does not evenly divide the
+  dimension size {sh}.`
+- shard_map (jax.experimental.shard_map 2022-2025, jax/_src/shard_map.py after): `shard_map applied to the function
+  '{f}' was given argument arrays with axis sizes that are not evenly divisible by the corresponding mesh axis sizes:`,
+  then per argument `... which maps array axis {d} (of size {n}) to mesh axes ('dp', 'fsdp') (of total size {sz}),
+  but {sz} does not evenly divide {n}`.
+- sharding_impls.py's PartitionSpec recovery: `shape=(8, 2) is incompatible with mesh_shape=...: dim_size=3 is not
+  divisible by axis_size=2.`
+The source lines quoted in a traceback (`raise ValueError(f"One of {what_aval}{name_str} was given the sharding "`)
+carry placeholders, not numbers, and are not read.
 """
 
 from __future__ import annotations
@@ -71,10 +93,55 @@ def _jax_tracer(m, rec, state):
                       exc_type=f"jax.errors.{kind}", fields={"kind": kind, "detail": _DETAIL[kind]})
 
 
+def _int(m, *names):
+    return next((int(m.group(n)) for n in names if m.group(n)), None)
+
+
+@rule("jax-sharding-indivisible",
+      ("should be divisible by", "is partitioned", "are not evenly divisible by the corresponding mesh axis sizes",
+       "is not divisible by axis_size=", "does not evenly divide"),
+      r"One of (?P<what>[\w ]{1,60}?)(?: with pytree key path (?P<path>\S{1,200}))? was given the (?:sharding|resource"
+      r" assignment).{0,2000}?which implies that the (?:global )?size of its dimension (?P<dim>\d+) should be divisible by"
+      r" (?P<ways>\d+), but it is equal to (?P<size>\d+)"
+      r"|implies that array axis (?P<dim2>\d+) is partitioned (?P<ways2>\d+) times, but (?:the dimension size is"
+      r" (?P<size2>\d+)|does not evenly divide the dimension size (?P<size3>\d+))"
+      r"|(?P<shmap>shard_map applied to the function '.{0,500}' was given argument arrays with axis sizes that are not"
+      r" evenly divisible by the corresponding mesh axis sizes)"
+      r"|which maps array axis (?P<dim4>\d+) \(of size (?P<size4>\d+)\) to mesh (?P<axes4>axis '[^']*'|axes \([^)]*\))"
+      r" \(of (?:total )?size (?P<ways4>\d+)\), but \d+ does not evenly divide \d+"
+      r"|shape=\([\d, ]*\) is incompatible with mesh_shape=.{0,300}: dim_size=(?P<size5>\d+) is not divisible by"
+      r" axis_size=(?P<ways5>\d+)")
+def _jax_sharding(m, rec, state):
+    if re.search(r"\braise\b|\bf[\"']|[(][\"']$", rec.text[:m.start()]):
+        return None  # the source line that builds the message, quoted in a traceback
+    if not first_time(state, ("jax_sharding",), rec.loc.line):
+        return []  # shard_map's header, then one bullet per argument: one refusal
+    dim, ways, size = _int(m, "dim", "dim2", "dim4"), _int(m, "ways", "ways2", "ways4", "ways5"), \
+        _int(m, "size", "size2", "size3", "size4", "size5")
+    mesh = re.search(r"Mesh\((?P<mesh>'[^()]*?)(?:, axis_types=|\))", rec.text)
+    if m.group("shmap"):
+        detail = ("shard_map's in_specs split an argument's axis over mesh axes whose total size does not divide it "
+                  "(the lines below name the argument, its axis and the mesh axes)")
+    elif size is not None and ways is not None:
+        what = f"{m.group('what')} " if m.group("what") else ""
+        where = f" ({m.group('axes4')})" if m.group("axes4") else (f" (mesh {mesh.group('mesh')})" if mesh else "")
+        axis = f"dimension {dim}" if dim is not None else "a dimension"
+        detail = (f"{axis} of {what}has size {size}, which the sharding splits {ways} ways{where}: {size} is not a "
+                  f"multiple of {ways}")
+    else:
+        detail = "an array dimension is not a multiple of the number of devices its mesh axes split it over"
+    text = rec.text.strip()
+    exc = re.match(r"(?:\S*\.)?(?P<cls>ValueError|IndivisibleError): ", text)
+    return ErrorEvent(loc=rec.loc, text=rec.text, framework=FW, error="jax_sharding_indivisible", message=text[:400],
+                      exc_type=exc.group("cls") if exc else "ValueError",
+                      fields={"detail": detail, "dimension": dim, "ways": ways, "size": size})
+
+
 PARSER = Parser(
     name="jax_tracing",
     framework=FW,
     priority=40,  # before the generic exception parser (python, 80): the ConcretizationTypeError line is this one's
-    description="JAX tracing errors (ConcretizationTypeError and its Tracer*ConversionError kin, UnexpectedTracerError)",
-    rules=[_jax_tracer],
+    description="JAX tracing errors (ConcretizationTypeError and its Tracer*ConversionError kin, UnexpectedTracerError);"
+                " arrays whose sharding the mesh axes do not divide (jit / pjit / device_put, shard_map)",
+    rules=[_jax_tracer, _jax_sharding],
 )

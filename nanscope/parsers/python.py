@@ -212,7 +212,20 @@ _CLASSIFY = [
     # torch/_dynamo/eval_frame.py check_if_dynamo_supported "Windows not yet supported for torch.compile" (2.0-2.?),
     # "Python 3.11+ / 3.12+ / 3.13+ not yet supported for torch.compile", torch/__init__.py compile "Dynamo is not
     # supported on Python 3.12+" (2.1-2.3; 3.13+ in 2.5).
+    # Fake tensors refusing an op while dynamo / aot_autograd / export trace on them (torch/_subclasses/fake_tensor.py,
+    # raised with the op as the message: `DynamicOutputShapeException: aten.nonzero.default` (1.13+: an output shape that
+    # depends on the data), `DataDependentOutputException: aten._local_scalar_dense.default` (2.0+: .item(), an assert or
+    # torch.equal on a traced value), `UnsupportedOperatorException: aten.foo.default` (2.1+: no fake / meta kernel)):
+    # raised only under fake-tensor tracing, so the trace failed (dynamo wraps it as TorchRuntimeError, or graph-breaks).
+    # Inductor's own lowering and codegen errors (torch/_inductor/exc.py; torchinductor.exc in the 2022 package):
+    # LoweringException (`AssertionError: ` + the target and its args: a lowering refused the op), MissingOperatorWith[out]
+    # Decomp (`missing lowering` / `missing decomposition`), SubgraphLoweringException, CppWrapperCodegenError,
+    # CUDACompileError; dynamo re-raises them as BackendCompilerFailed / InductorError. Named with their module: a
+    # LoweringException of another compiler (Pallas, a DSL) is not inductor's.
     (re.compile(r"\bBackendCompilerFailed$|\bInductorError$|\bFailOn(?:Recompile|Cache)LimitHit$"
+                r"|\b(?:DynamicOutputShape|DataDependentOutput|UnsupportedOperator)Exception$"
+                r"|\b(?:torch\._inductor|torchinductor)\.exc\.(?:LoweringException|SubgraphLoweringException"
+                r"|MissingOperatorWith(?:out)?Decomp|CppWrapperCodegenError|CUDACompileError)$"
                 r"|\b(?:Cache|Recompile)LimitExceeded$|^Triton compilation failed\b|\bTorchRuntimeError$"
                 r"|\b(?:torch\._dynamo|torchdynamo)\.exc\.(?:Unsupported|UserError|InternalTorchDynamoError"
                 r"|UncapturedHigherOrderOpError)$|\bGuardOnDataDependentSymNode$"
@@ -687,6 +700,15 @@ def _dynamo_fallback(m, rec, state):
     return out
 
 
+# torch/_subclasses/fake_tensor.py's refusals (see _CLASSIFY's compile_failed entry): what the traced op needed
+_FAKE_TENSOR_REFUSAL = LazyPattern(r"\b(DynamicOutputShape|DataDependentOutput|UnsupportedOperator)Exception$")
+_FAKE_TENSOR_WHY = {
+    "DynamicOutputShape": "its output shape depends on the data, which fake tensors do not have",
+    "DataDependentOutput": "its result depends on a tensor's values (.item(), an assert or a comparison on a traced tensor)",
+    "UnsupportedOperator": "the op has no fake / meta kernel",
+}
+
+
 # Dynamo's exception classes whose names end in no Error (see _CLASSIFY's compile_failed entry): torch._dynamo.exc.
 # Unsupported and torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode. A chained or pytest-captured
 # report indents the line; the dotted names are dynamo's own, so an indented one counts too.
@@ -767,6 +789,9 @@ def _exception(m, rec, state):
         ev.fields = {**(ev.fields or {}), "cuda_error": _arch_detail(msg), "warning": False}
     if kind == "extension_build_mismatch":
         ev.message = _extension_detail(msg) or msg
+    if kind == "compile_failed" and _FAKE_TENSOR_REFUSAL.search(exc_type):
+        # the message is the op alone (`aten.nonzero.default`): say what fake tensors could not do with it
+        ev.message = f"{exc_type.rsplit('.', 1)[-1]}: {msg} ({_FAKE_TENSOR_WHY[_FAKE_TENSOR_REFUSAL.search(exc_type).group(1)]})"
     if kind == "cuda_no_device":  # the CUDA runtime's wordings are the cuda parser's; these are torch's and transformers'
         ev.fields = {**(ev.fields or {}), **no_device_fields(msg)}
     if kind == "checkpoint_weights_only" or (kind == "checkpoint_corrupt" and "Weights only load failed" in msg):
@@ -1311,6 +1336,34 @@ def _triton_compile_failed(m, rec, state):
     return out
 
 
+# Triton's Intel XPU driver (intel/intel-xpu-backend-for-triton third_party/intel/backend/driver.c, the load_binary that
+# hands a compiled kernel to Level Zero): when the driver's graphics compiler (IGC) cannot build the module it prints
+# the build log, `L0 build module failed. Log: IGC: Internal Compiler Error: Floating point exception`, then
+# `std::cerr << "Error during Intel loadBinary: " << e.what()` (`ZE_RESULT_ERROR_MODULE_BUILD_FAILURE`, later
+# `Triton Error [ZE]: 0x70000004`) and raises RuntimeError with the same words (under inductor: InductorError). The
+# large-register retry that fails is ignored by the driver (`[Ignoring] Intel - Error during Intel loadBinary with large
+# registers: ...` / `[Ignoring] Error during ...`): no failure, and neither is the build log before it alone.
+_L0_BUILD_LOG_SPAN = 20
+
+
+@rule("xpu-load-binary", ("L0 build module failed. Log: ", "Error during Intel loadBinary: "),
+      r"(?P<log>L0 build module failed\. Log: (?P<igc>\S.*?)\s*$)"
+      r"|(?<!\[Ignoring\] )(?<!\[Ignoring\] Intel - )Error during Intel loadBinary: (?P<err>\S.*?)\s*$")
+def _xpu_load_binary(m, rec, state):
+    if m.group("log"):
+        state["l0_build_log"] = (rec.loc.line, m.group("igc")[:160])
+        return []  # only the loadBinary error that follows says the build was not retried
+    if re.search(r"with large registers|std::c(?:err|out)\s*<<|\"Error during", rec.text):
+        return None
+    log = state.pop("l0_build_log", None)
+    igc = f"; the build log: {log[1]}" if log and rec.loc.line - log[0] <= _L0_BUILD_LOG_SPAN else ""
+    out = _release(state)
+    out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
+                          message=f"the Intel GPU driver's compiler could not build a Triton kernel ({m.group('err')}"
+                                  f"{igc})", fields={"source": "triton-xpu", "device": "xpu"}))
+    return out
+
+
 # The rest of the same record: log.exception writes the traceback and the exception under the record's glog prefix,
 # `E0303 11:40:42.533000 713 site-packages/torch/_inductor/runtime/triton_heuristics.py:533] subprocess.CalledProcessError:
 # Command '[.../ptxas', ..., '--gpu-name=sm_120', ...]' returned non-zero exit status 255.` An excerpt may start after
@@ -1366,7 +1419,7 @@ PARSER = Parser(
     priority=80,
     description="Python tracebacks and exception lines",
     rules=[_traceback, _spawn_raised, _thread_head, _frame, _anomaly, _ddp_rank, _dynamo_fallback, _notebook_compile_header,
-           _triton_compile_failed, _inductor_logged_exception, _ptxas_arch, _ignite_terminating, _compile_raised,
+           _triton_compile_failed, _xpu_load_binary, _inductor_logged_exception, _ptxas_arch, _ignite_terminating, _compile_raised,
            _compile_raised_bare, _dynamo_control_flow_bare, _ray_actor_name, _notebook_frame,
            _distribution_real, _paddle_oom, _mxnet_oom,
            _ray_worker_died, _state_dict_problem, _weights_unpickler, _comfyui_exception, _dynamo_exception, _exception,

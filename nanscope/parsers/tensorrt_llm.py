@@ -34,7 +34,22 @@ trtexec (TensorRT's samples/common/sampleEngines.cpp, every release 8-10) ends s
     (a network it could not set up ends `[E] Network And Config setup failed` / `[E] Building engine failed` /
     `[E] Failed to create engine from model or file.`); TensorRT 7's Python builder logs
     `[TensorRT] ERROR: Network validation failed.` and returns None.
-The first of these lines makes the event (it says what failed); the rest are the same build.
+A network with no outputs (the ONNX parser failed or was never given a model, an op it could not import cut the
+graph, no tensor marked as output) is refused by the builder's validation, in every release's words:
+    [TensorRT] ERROR: Network must have at least one output        (5-7, the Python logger; then
+    [TensorRT] ERROR: Network validation failed.)                   `Network validation failed.`)
+    [E] [TRT] Network must have at least one output                 (an app's own logger around TensorRT's
+    [E] [TRT] Network validation failed.                             message, 7; `ERROR : ...` in others)
+    [TRT] [E] 4: [network.cpp::validate::2726] Error Code 4: Internal Error (Network must have at least one output)
+                                                                     (8-10; 8.6 spells the location
+                                                                      `network.cpp::nvinfer1::Network::validate::2770`)
+    2: [builder.cpp::buildSerializedNetwork::751] Error Code 2: Internal Error (Assertion engine != nullptr failed. )
+                                                                     (8+: the builder returning no engine)
+Apps that wrap the builder add their own last word: tensorrt-cpp-api (and the YOLOv8-TensorRT-CPP family built on it)
+throws `Error: Unable to build the TensorRT engine. Try increasing TensorRT log severity to kVERBOSE (in
+/libs/tensorrt-cpp-api/engine.cpp).` (earlier: `Unable to build the TensorRT engine`, printed or thrown).
+The first of these lines makes the event (it says what failed); the rest are the same build. A message quoted in
+source (`throw std::runtime_error("...`, `std::cout << "...`) or in prose between quotes is not a build.
 
 A serialized engine (a `.plan` / `.engine`, a TensorRT-LLM `rank0.engine`) that this TensorRT cannot
 deserialize: it was built by another TensorRT (or TensorRT-LLM) release, or the file is no engine at all.
@@ -97,9 +112,12 @@ from __future__ import annotations
 
 from nanscope.model import ErrorEvent
 from nanscope.parsers._repeats import first_time
-from nanscope.parsers.base import Parser, rule
+from nanscope.parsers.base import LazyPattern, Parser, rule
 
 FW = "tensorrt-llm"
+
+# a C++ / Python line that builds the message rather than logs it: throw std::runtime_error("...", std::cout << "...
+_QUOTED_SOURCE = LazyPattern(r"\bthrow\b|std::(?:cout|cerr)\s*<<|\bconst std::string\b|\berrMsg\s*=|[\"']$|[\"'][ \t]*$")
 
 
 @rule(
@@ -120,17 +138,30 @@ def _executor_nccl(m, rec, state):
     "engine-build",
     ("Engine building failed", "getPluginCreator could not find plugin", "Could not find any implementation for node",
      "could not find any supported formats consistent with input/output data types",
-     "Engine could not be created from network", "Building engine failed", "Network validation failed"),
+     "Engine could not be created from network", "Building engine failed", "Network validation failed",
+     "Network must have at least one output", "Assertion engine != nullptr failed", "Unable to build the TensorRT engine"),
     r"(?P<failed>Engine building failed, please check the error log|Engine could not be created from network"
-    r"|\[E\] Building engine failed|ERROR: Network validation failed)"
+    r"|\[E\] Building engine failed|(?:ERROR:?|\[E\](?: \[TRT\])?) *Network validation failed"
+    r"|buildSerializedNetwork::\d+\] Error Code 2: Internal Error \(Assertion engine != nullptr failed)"
+    r"|(?:^|ERROR *:?|\[E\]|\[TRT\]|\d: |Internal Error \()[ \t]*(?P<nooutput>Network must have at least one output)"
+    r"(?![\w\"'])"
+    r"|(?P<cppapi>(?<![\"'])(?:Error: )?Unable to build the TensorRT engine)(?![\w\"'])"
     r"|getPluginCreator could not find plugin:? (?P<plugin>\S+?) version:? (?P<ver>\S+)"
     r"|Could not find any implementation for node (?P<node>\S+)"
     r"|(?<![\w/.\-])(?P<layer>[\w/.\-]{1,300}): could not find any supported formats consistent with input/output data types",
 )
 def _engine_build(m, rec, state):
+    if _QUOTED_SOURCE.search(rec.text[:m.start()]):
+        return None  # the message as a program's source builds or throws it, quoted in a traceback or a diff
     if not first_time(state, ("trt_engine_build",), rec.loc.line):
         return []
-    if m.group("plugin"):
+    if m.group("nooutput"):
+        why = ("the network given to TensorRT's builder has no outputs: the ONNX parser produced an empty or partial "
+               "network (the model file missing or not parsed, an op or opset this TensorRT cannot import, no output "
+               "marked)")
+    elif m.group("cppapi"):
+        why = "the app's TensorRT wrapper could not build the engine (TensorRT's own errors, at kVERBOSE, say why)"
+    elif m.group("plugin"):
         why = f"TensorRT cannot find the plugin {m.group('plugin')} (version {m.group('ver')}): the TensorRT-LLM plugin library is not loaded or was built for another TensorRT"
     elif m.group("node"):
         why = "TensorRT has no implementation for a node of the network (a plugin or layer under these data types / this TensorRT version)"
