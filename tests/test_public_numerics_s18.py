@@ -4,7 +4,9 @@ Round 1: a Megatron-DeepSpeed iteration line whose NaN loss training_log dropped
 counters at 0 and no grad norm; Megatron-LLM's skipped bad grad norm as a trap (its line without a loss is a
 rank without losses: that fork prints on every rank); an MAE-style loop's `Loss is nan, stopping training` and
 sys.exit(1) before torchrun's record of the exit; PPO log dicts print()ed onto the tqdm bar's line; DeepSpeed's
-minimum-scale exception before the launcher's `Killing subprocess` lines.
+minimum-scale exception before the launcher's `Killing subprocess` lines. Round 2 (4766-, after round 1's fix):
+accelerate's `Warning: loss is NaN, skipping this step` around `loss=nan` bars, a diffusion script's nan step lines;
+a Megatron reference run with an extra `dummy loss` and metaseq's train_inner JSON record as traps.
 
 Inputs are the public excerpts (sample_logs/public, provenance in its MANIFEST.toml) or lines copied verbatim
 from the thread named in the comment.
@@ -40,8 +42,18 @@ def test_round_1_failure_is_named_first(name: str, expected: str) -> None:
     assert ids(api.diagnose([str(PUBLIC / name)]))[0] == expected
 
 
-@pytest.mark.parametrize("name", ["4758.log", "4763.log"])
-def test_round_1_traps_stay_quiet(name: str) -> None:
+@pytest.mark.parametrize("name, expected, step", [
+    ("4767.log", "nan-persistent", 1299),
+    ("4768.log", "nan-persistent", 5),
+])
+def test_round_2_failure_is_named_first(name: str, expected: str, step: int) -> None:
+    report = api.diagnose([str(PUBLIC / name)])
+    assert ids(report)[0] == expected
+    assert report.findings[0].first_step == step
+
+
+@pytest.mark.parametrize("name", ["4758.log", "4763.log", "4766.log", "4770.log"])
+def test_round_1_and_2_traps_stay_quiet(name: str) -> None:
     report = api.diagnose([str(PUBLIC / name)])
     assert report.verdict in ("clean", "benign"), ids(report)
 
