@@ -415,8 +415,16 @@ def _raised(f: Finding) -> bool:
     returned nan values`, a NaN check that raised) rather than of logged values: it ended the
     process the way any other primary error does, so it competes as the first primary error."""
     if tiers_ok := bool(f.matches):
-        tiers_ok = all(getattr(m.events[0], "kind", None) == "error" for m in f.matches if m.events)
+        tiers_ok = all(_ends_process(m.events[0]) for m in f.matches if m.events)
     return tiers_ok and f.sig.tier != 1
+
+
+def _ends_process(ev) -> bool:
+    """An error line, or a logged value the loop stopped the process on (raw_fields exits_process: the
+    MetricLogger loops' `Loss is nan, stopping training`, then sys.exit(1))."""
+    if getattr(ev, "kind", None) == "error":
+        return True
+    return bool((getattr(ev, "raw_fields", None) or {}).get("exits_process"))
 
 
 def _sole_named_rank(f: Finding, ranks: set) -> Optional[int]:

@@ -18,7 +18,7 @@ HEALTHY = SAMPLES / "torch" / "ddp_healthy.log"
 
 # Floors under the score of `nanscope eval sample_logs/public`: real excerpts that users posted.
 # Raise them as the score rises; never lower them to make a change pass.
-PUBLIC_FLOORS = {"detected_pct": 98.0, "first_pct": 98.0, "rank_pct": 96.0, "max_false_alarms": 0}
+PUBLIC_FLOORS = {"detected_pct": 99.0, "first_pct": 99.0, "rank_pct": 98.0, "max_false_alarms": 0}
 
 
 def _folder(tmp_path, manifest: str, logs: dict):

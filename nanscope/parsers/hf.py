@@ -38,11 +38,44 @@ _POSTFIX_LOSS = ("loss", "train_loss", "step_loss", "loss_step", "total_loss", "
 def _tqdm(m, rec, state):
     if GLUED_KILL.search(rec.text, m.end()):
         return None  # the shell's `Killed` glued to the last redraw: system.py's bar-killed
+    glued = _glued_dict(m, rec)
     pending = state.pop("pending", None)
     if pending is None:
-        return _postfix_step(m, rec, state)
-    pending.step = int(m.group("n"))
-    return [pending]
+        out = _postfix_step(m, rec, state) if glued is None else []
+    else:
+        pending.step = int(m.group("n"))
+        out = [pending]
+    if glued is not None:
+        out.append(glued)
+    return out
+
+
+# A loop of its own that iterates `tqdm(range(max_steps))` and print()s its log dict while the bar is on
+# screen: the dict lands on the bar's line, right after its last redraw (hiyouga/ChatGLM-Efficient-Tuning and
+# LLaMA-Factory's PPO trainer, src/glmtuner/tuner/ppo/trainer.py: `for step in tqdm(range(max_steps)): ...
+# if (step+1) % self.args.logging_steps == 0: logs = dict(loss=round(loss_meter.avg, 4), reward=..., ...);
+# print(logs)`):  `  1%|█▍   | 9/860 [00:43<1:05:18,  4.60s/it]{'loss': nan, 'reward': 0.2684, ...}`.
+# The bar counts the iterations done before this one, so the dict is step n + 1.
+_GLUED_DICT = LazyPattern(r"\]\s*(?=\{'(?:loss|grad_norm)':)")
+
+
+def _glued_dict(m, rec) -> "StepEvent | None":
+    g = _GLUED_DICT.search(rec.text, m.end())
+    if g is None:
+        return None
+    pairs = {p.group("k"): p.group("v") for p in _KV.finditer(rec.text, g.end())}
+    ev = _dict_step(rec, pairs)
+    ev.step = int(m.group("n")) + 1
+    return ev
+
+
+def _dict_step(rec, pairs: dict) -> StepEvent:
+    return StepEvent(
+        loc=rec.loc, text=rec.text, framework="hf", step=None,
+        loss=to_float(pairs.get("loss")), grad_norm=to_float(pairs.get("grad_norm")),
+        lr=to_float(pairs.get("learning_rate")), epoch=to_float(pairs.get("epoch")),
+        raw_fields={k: v.strip("'") for k, v in pairs.items()},
+    )
 
 
 def postfix_loss(text: str, start: int = 0, end: "int | None" = None) -> "tuple[float, dict] | None":
@@ -91,12 +124,7 @@ def _log_dict(m, rec, state):
             return [_eval_loss_event(rec, bad[0], bad[1], "the evaluation's log dict")]
         return []  # eval dicts and friends: recognised, not a training step
     earlier = state.pop("pending", None)  # no bar since the last dict: it keeps its place in order
-    ev = StepEvent(
-        loc=rec.loc, text=rec.text, framework="hf", step=None,
-        loss=to_float(pairs.get("loss")), grad_norm=to_float(pairs.get("grad_norm")),
-        lr=to_float(pairs.get("learning_rate")), epoch=to_float(pairs.get("epoch")),
-        raw_fields={k: v.strip("'") for k, v in pairs.items()},
-    )
+    ev = _dict_step(rec, pairs)
     own = _OWN_STEP.match(pairs.get("global_step/max_steps", "").strip("'"))
     if own is not None:
         ev.step = int(own.group(1))  # the dict says its step: no bar needed

@@ -21,7 +21,7 @@ How Megatron prints a NaN loss (training.py, read at HEAD d98e8a64):
   * on a skipped fp16 iteration Megatron's own optimizer returns no grad norm (the field is absent);
     `grad norm: nan` means the non-finite gradient went through (bf16/fp32, or DeepSpeed's engine).
 So, for a Megatron line without its loss: loss = NaN when `number of nan iterations` > 0, or when no
-iteration was skipped and `grad norm` is non-finite; otherwise loss = None with raw_fields
+iteration was skipped and `grad norm` is non-finite or absent; otherwise loss = None with raw_fields
 ['lm_loss_missing'] = True. A printed 0.0 with skipped iterations > 0 is treated like a missing loss
 (raw_fields['lm_loss_all_skipped'] = True). gpt-neox prints every loss (`NAN` included).
 
@@ -101,7 +101,14 @@ def _step(loc, text: str, step: int, raw: dict) -> StepEvent:
             raw["lm_loss_all_skipped"] = True
         if loss_key is None or all_skipped:
             nonfinite_grad = grad_norm is not None and not math.isfinite(grad_norm)
-            if (nan_iters or 0) > 0 or (not skipped_iters and nonfinite_grad):
+            # No loss, nothing skipped and no grad norm at all (Megatron-DeepSpeed under the DeepSpeed
+            # engine, whose get_global_grad_norm() may return None): the last rank had the loss and
+            # training_log dropped its average, which only a NaN (or a loss <= 0) is
+            # (deepspeedai/Megatron-DeepSpeed#434). A finite grad norm beside a missing loss is a rank
+            # without losses (forks that print the line on every rank, epfLLM/Megatron-LLM's
+            # print_all_nodes: its first pipeline stages): not read as NaN.
+            dropped = (loss_key is None and skipped_iters == 0 and not nan_iters and "grad norm" not in raw)
+            if (nan_iters or 0) > 0 or (not skipped_iters and nonfinite_grad) or dropped:
                 loss = math.nan
             else:
                 loss = None

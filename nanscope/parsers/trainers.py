@@ -493,10 +493,12 @@ def _loss_stopping(m, rec, state):
     # `print("Loss is {}, stopping training".format(loss_value))`, as in facebookresearch/detr
     # engine.py and DeiT / BEiT / MAE engine*.py), then the loss dict and sys.exit(1). The check runs
     # on every iteration, the step line only every print_freq: this is the step in progress.
+    # sys.exit(1) ends the process here: the launcher's record of that exit (torchrun's `failed (exitcode: 1)`)
+    # is this stop, and the finding competes as the process's own first error (attribution._raised).
     loss = to_float(m.group("loss"))
     if loss is None or math.isfinite(loss):
         return None
-    return _step_event(rec, "deit", step=None, loss=loss)
+    return _step_event(rec, "deit", step=None, loss=loss, raw_fields={"exits_process": True})
 
 
 # Ultralytics YOLOv3 / early YOLOv5 train.py: `if not torch.isfinite(loss): print('WARNING: non-finite
