@@ -18,7 +18,7 @@ from nanscope import columns
 from nanscope.ingest.ahead import Ahead
 from nanscope.ingest.claimable import Claimable
 from nanscope.ingest.native import NativeLane
-from nanscope.ingest.reader import CHUNK_BYTES, MAX_LINE_BYTES, Claimed, HFRun, ReadAhead, Source, SyncMark, open_binary, scan_candidates
+from nanscope.ingest.reader import CHUNK_BYTES, MAX_LINE_BYTES, Claimed, HFRun, ReadAhead, RecordLine, Source, SyncMark, open_binary, scan_candidates
 from nanscope.ingest.topology import HEAD_BYTES, learn, local_ranks
 from nanscope.metricsrows import MetricsRows
 from nanscope.ingest.timestamps import parse_ts
@@ -217,9 +217,16 @@ class FileScan:
         ahead = READ_AHEAD and sync is None and source.path is not None and source.stream is None and columns.THREADS > 1
         items = Ahead(make, info, (Claimed, MetricsRows, HFRun)) if ahead else make(info)
         for lineno, raw, found in items:
+            if found.__class__ is RecordLine:  # a line the lane took out, for the open record alone
+                if records.slot:
+                    text = raw.decode("utf-8", "replace")
+                    if "\x1b" in text:
+                        text = strip_ansi(text)
+                    msg, origin = peel(text, base)
+                    records.fix(msg, text, srun_agents.fix(text, origin, base), base, lineno)
+                continue
             if found.__class__ is Claimed:
-                records.end()
-                batches, counts, hf = found.payload
+                batches, counts, hf = found.payload  # (its rows end a record at their own lines: RecordLine)
                 if not srun_agents.nodes:
                     for b in batches:
                         srun_agents.see(b.origin, base)
@@ -248,8 +255,7 @@ class FileScan:
                 formats[found.parser] = formats.get(found.parser, 0) + n
                 yield found
                 continue
-            if found.__class__ is HFRun:  # HF lines read natively after one the lane left per line
-                records.end()
+            if found.__class__ is HFRun:  # HF lines read natively after one the lane left per line (RecordLine: the record)
                 key = stream_key(found.hf[3] or base, name)
                 reach(key, parser_at["hf"])
                 self.held_any = True

@@ -523,11 +523,44 @@ _PIECES = [b"step=", b"loss=", b"iteration ", b"/ 100 | lm loss: ", b" | grad no
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=8).map(b"".join), min_size=1, max_size=60))
+@example([b"[default1]:Traceback (most recent call last):", b"iteration ", b"RuntimeError: boom"])
 def test_native_lane_on_arbitrary_lines_gives_the_per_line_report(lines):
     """Whatever the lines (fragments of every format, escapes, invalid UTF-8, NUL, \\r), the fast
     path neither crashes nor answers differently from the per-line path."""
     src = [Source("fuzz.log", None, b"\n".join(lines) + b"\n")]
     assert _diagnose(src, native=True, batch=True) == _diagnose(src, native=False, batch=False)
+
+
+_TB_HEAD = b"[default1]:Traceback (most recent call last):"
+_KV_STEPS = [b"step=%d loss=1.5 lr=0.1" % i for i in range(1, 200)]
+_HF_DICTS = [b"{'loss': %d.5, 'grad_norm': 0.3, 'learning_rate': 1e-05, 'epoch': 0.%d}" % (i, i) for i in range(1, 200)]
+
+
+@pytest.mark.parametrize("lines, rank", [
+    # a keyword line no rule claims (claimable drops it natively), unprefixed or under the rank's own prefix:
+    # the traceback the header opened is over, the bare exception line is not rank 1's
+    ([_TB_HEAD, b"iteration ", b"RuntimeError: boom"], None),
+    ([_TB_HEAD, b"[default1]:iteration ", b"RuntimeError: boom"], None),
+    ([_TB_HEAD, b"iteration 12", b"RuntimeError: boom"], None),
+    # a dropped line that is a traceback's own (a frame) goes on with it
+    ([_TB_HEAD, b'  File "train.py", line 3, in iteration_loop', b"RuntimeError: boom"], 1),
+    # a step line a reader reads into a StepBatch, an HF log dict the HF lane reads, between header and exception
+    (_KV_STEPS[:100] + [_TB_HEAD, _KV_STEPS[100], b"RuntimeError: boom"] + _KV_STEPS[101:], None),
+    (_HF_DICTS[:100] + [_TB_HEAD, _HF_DICTS[100], b"RuntimeError: boom"] + _HF_DICTS[101:], None),
+    (_KV_STEPS[:100] + [_TB_HEAD, b"RuntimeError: boom"] + _KV_STEPS[100:], 1),
+], ids=["dropped", "dropped-prefixed", "dropped-number", "dropped-frame", "step-row", "hf-dict", "no-line-between"])
+def test_a_line_the_native_lane_takes_out_still_ends_a_logged_record(lines, rank):
+    """A rank-prefixed traceback header opens a record whose unprefixed traceback lines are the
+    rank's (ingest/prefixes.RecordContinuation); any other line ends it. The native lane takes
+    some lines out of the per-line stream (claimable drops the keyword lines no rule claims,
+    readers read step lines, the HF lane its dicts): they end the record at their own line all
+    the same, so the bare exception after one is nobody's on both paths (an unprefixed line
+    between a rank's prefixed ones is another stream's output)."""
+    src = [Source("fuzz.log", None, b"\n".join(lines) + b"\n")]
+    fast = _diagnose(src, native=True, batch=True)
+    assert fast == _diagnose(src, native=False, batch=False)
+    got = [f for f in fast["findings"] if f["id"] == "uncaught-exception"]
+    assert len(got) == 1 and got[0]["initiating_rank"] == rank
 
 
 _VLLM_STATS = ("({proc} pid={pid}) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 "

@@ -200,12 +200,13 @@ class SrunAgents:
 
 
 _TRACEBACK_START = "Traceback (most recent call last):"
+TRACEBACK_HEAD = _TRACEBACK_START.encode()  # (the reader finds the headers that open a record by it)
 _TRACEBACK_BODY = re.compile(
     r"[ \t]+\S"  # `  File "...", line N, in f` and the code under it
     r"|Traceback \(most recent call last\):$"  # a chained exception's next traceback
     r"|During handling of the above exception|The above exception was the direct cause"
     r"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)(?::|$)")  # the exception line
-_RECORD_SPAN = 200  # lines: a logged traceback is never longer than this in the logs we know
+RECORD_SPAN = _RECORD_SPAN = 200  # lines: a logged traceback is never longer than this in the logs we know
 
 
 class RecordContinuation:

@@ -23,7 +23,7 @@ from typing import Any, BinaryIO, Callable, Iterator, Optional, Sequence
 from nanscope.columns import _arrow, _np_bool, _take, sliced  # noqa: F401 - the ingest floor reads them from here
 from nanscope.errors import InputError
 from nanscope.ingest.interleave import MID, MID_RE2, rejoin
-from nanscope.ingest.prefixes import layout_ranks
+from nanscope.ingest.prefixes import RECORD_SPAN, TRACEBACK_HEAD, layout_ranks
 from nanscope.metricsrows import MetricsRows
 from nanscope.model import InputInfo
 
@@ -509,7 +509,7 @@ class Prefilter:
 
     def candidates(self, cand, lns: "Any", lane: Optional[Any] = None, claimable: Optional[Any] = None,
                    max_line: int = 0, info: Optional[InputInfo] = None,
-                   read: Optional[tuple] = None) -> tuple[list[int], list[bytes], list[tuple], Any]:
+                   read: Optional[tuple] = None, heads: Optional[list] = None) -> tuple[list[int], list[bytes], list[tuple], Any]:
         """For candidate lines (an Arrow binary array, from keep()) and their line numbers: the
         line numbers, bytes and found keywords of those left to the per-line path, and the
         native lane's payload for the lines it read (None when it read none).
@@ -520,7 +520,13 @@ class Prefilter:
         plain ones no rule could claim, in one small RE2 union per keyword set (still counted in
         info.candidate_lines, as the per-line path would); the lane reads HF progress lines and
         learns readers for new shapes among the rest. `read`: what the readers read before the
-        keyword pass (_release_lines): (found, the positions in cand they left)."""
+        keyword pass (_release_lines): (found, the positions in cand they left).
+
+        `heads`: [the line of the last traceback header before this batch, or None], updated here.
+        A line the per-line path would see but this one takes out (dropped by `claimable`, read
+        into a StepBatch or by the HF lane) still ends a logged record that a header opened (RecordContinuation):
+        within RECORD_SPAN lines after a header such lines go out as RecordLine items, in line
+        order, for the record tracker alone (none in a log without tracebacks)."""
         pa, pc, pool = _arrow()
         self.read_rows = 0
         if len(cand) == 0:
@@ -551,9 +557,12 @@ class Prefilter:
         keep = np.ones(len(rest), dtype=bool)
         hf = None  # the lane's first segment of HF lines, when no hf line left per line is before it
         hf_runs: list = []  # its other segments, handed out in line order among the per-line candidates
+        dropped: list = []  # positions in cand of the candidates the HF lane reads and claimable drops
         if lane is not None and lane.hf.ok:
             for cols, texts, at_hf, after, origin in lane.hf.claim(cand, rest, rest_lines, kinds, max_line):
                 keep[at_hf] = False
+                if heads is not None:
+                    dropped.append(rest[at_hf])
                 if hf is None and not after and not hf_runs:
                     hf = (cols, texts, at_hf, origin)
                 else:
@@ -570,6 +579,8 @@ class Prefilter:
                 ok = (np.zeros(len(at), dtype=bool) if union is None else
                       _np_bool(pc.match_substring_regex(_take(cand, rest[at_np]), union, memory_pool=pool)))
                 keep[at_np[~ok]] = False
+                if heads is not None and not ok.all():
+                    dropped.append(rest[at_np[~ok]])
                 if info is not None:
                     info.candidate_lines += int((~ok).sum())
                 at_np = at_np[ok]
@@ -582,6 +593,7 @@ class Prefilter:
         payload = None
         back = None
         made: list = []
+        claimed = None
         if found or hf is not None:
             claimed, batches, formats, made = lane.columns(cand, lns, found) if found else (
                 np.zeros(0, dtype=np.int64), [], {}, [])
@@ -606,6 +618,16 @@ class Prefilter:
             pos = pos[order]
             out_lines = [out_lines[i] for i in order]
             out_found = [out_found[i] for i in order]
+        if heads is not None:
+            got = _record_lines(cand, lns, pos, out_lines, heads, dropped, claimed, made)
+            if got is not None:
+                pos = np.concatenate([pos, got])
+                out_lines += _take(cand, got).to_pylist()
+                out_found += [RECORD_LINE] * len(got)
+                order = np.argsort(pos, kind="stable").tolist()
+                pos = pos[order]
+                out_lines = [out_lines[i] for i in order]
+                out_found = [out_found[i] for i in order]
         out_idx = lns[pos].tolist()
         if made or hf_runs:
             return (*_runs(out_idx, out_lines, out_found, made + hf_runs), payload)
@@ -734,6 +756,50 @@ def _merge_found(found: list) -> None:
 # twice the keywords does not (1.6 s). The keywords go in byte order in unions of at most this many
 # characters, each its own pass: two today, with room for the keywords to come.
 _UNION_CHARS = 12000
+
+
+class RecordLine:
+    """The `found` slot of a line the native lane took out of the per-line stream (claimable
+    dropped it, a reader read it into a StepBatch, the HF lane read it) that still goes to the record tracker
+    (ingest/prefixes.RecordContinuation) at its place: an unprefixed line that is no traceback's
+    ends the logged record a rank-prefixed header opened, as it does on the per-line path."""
+
+    __slots__ = ()
+
+
+RECORD_LINE = RecordLine()
+
+
+def _record_lines(cand, lns, pos, out_lines: list, heads: list, dropped: list, claimed, made: list):
+    """The positions in cand of the lines taken out of the per-line stream (`dropped`: by
+    claimable and the HF lane; and the StepBatch rows: `claimed` but for the MetricsRows rows, which end a record where they are
+    delivered) that lie within RECORD_SPAN lines after a traceback header (a per-line candidate
+    whose text holds one; heads[0]: the last one before this batch). None when there are none;
+    heads[0] becomes the batch's last header."""
+    import numpy as np
+
+    at = [lns[p] for p, line in zip(pos.tolist(), out_lines) if TRACEBACK_HEAD in line]
+    last = heads[0]
+    if at:
+        heads[0] = at[-1]
+    if last is None and not at:
+        return None
+    gone = list(dropped)
+    if claimed is not None and len(claimed):
+        if made:
+            rows = np.concatenate([m.lines for m in made])
+            claimed = claimed[~np.isin(lns[claimed], rows)]
+        gone.append(claimed)
+    if not gone:
+        return None
+    gone_pos = np.unique(np.concatenate(gone))
+    if not len(gone_pos):
+        return None
+    h = np.asarray(([] if last is None else [last]) + at, dtype=np.int64)
+    ln = lns[gone_pos]
+    k = np.searchsorted(h, ln, side="left") - 1  # the last header before each line
+    near = (k >= 0) & (ln - h[np.maximum(k, 0)] <= RECORD_SPAN)
+    return gone_pos[near] if near.any() else None
 
 
 def _unions(alternatives: list[str]) -> list[str]:
@@ -1025,6 +1091,7 @@ class _Held:
         # the readers go first while they read most lines (in the last batch, over half of them);
         # on a log of few step lines the keyword pass first is cheaper
         self.readers_first = False
+        self.heads: list = [None]  # the line of the last traceback header seen (Prefilter.candidates)
 
     def add(self, cand, lns, size: int, lines: int) -> None:
         if len(cand):
@@ -1099,7 +1166,7 @@ def _release(held: _Held, prefilter: Prefilter, info: InputInfo, max_line: int, 
     cand = cands[0] if len(cands) == 1 else pa.concat_arrays(cands)
     at = lns[0] if len(lns) == 1 else np.concatenate(lns)
     del cands, lns
-    idx, lines, found, payload = prefilter.candidates(cand, at, native, claimable, max_line, info, read)
+    idx, lines, found, payload = prefilter.candidates(cand, at, native, claimable, max_line, info, read, held.heads)
     held.readers_first = prefilter.read_rows * 2 > n_lines
     if payload:
         yield int(at[0]), b"", Claimed(payload)
@@ -1162,6 +1229,10 @@ def _scan_region(region: memoryview, lineno: int, prefilter: Prefilter, info: In
                 if n:
                     info.long_lines += n
                     marks.setdefault("long", lineno + i)
+        for i, line in zip(reversed(idx), reversed(cands)):
+            if TRACEBACK_HEAD in line:
+                held.heads[0] = lineno + i  # (Prefilter.candidates: the last header seen)
+                break
         yield from _per_line([lineno + i for i in idx], cands, found, prefilter, info, max_line)
         return lineno + newlines
     lines = _split_lines(region)
@@ -1187,6 +1258,7 @@ def _per_line(idx: list, cands: list, found: list, prefilter: Prefilter, info: I
         if f.__class__ is MetricsRows or f.__class__ is HFRun:
             yield ln, line, f
             continue
+        record = f is RECORD_LINE  # (counted where the lane took it; its pieces as the per-line path has them)
         if b"\r" in line or b"\x00" in line:
             for piece in term(line):
                 if len(piece) > max_line:
@@ -1197,8 +1269,14 @@ def _per_line(idx: list, cands: list, found: list, prefilter: Prefilter, info: I
                     pf = prefilter.found_in(piece)  # the piece's own keywords (cached per shape)
                     if not pf or not any(w in piece for w in pf):  # (found_in may say more than there is)
                         continue
+                if record:
+                    yield ln, piece, f
+                    continue
                 info.candidate_lines += 1
                 yield ln, piece, pf
+            continue
+        if record:
+            yield ln, line, f
             continue
         if len(line) > max_line:
             line = line[:max_line]
