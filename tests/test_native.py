@@ -521,13 +521,22 @@ _PIECES = [b"step=", b"loss=", b"iteration ", b"/ 100 | lm loss: ", b" | grad no
            b"RuntimeError: boom", b"skipped=", b"\x00", b"  "]
 
 
-@settings(max_examples=150, deadline=None)
+# derandomize: CI runs the same 150 inputs every time (a gate that fails by chance is no gate); a longer,
+# random search is `--hypothesis-seed=N` or a higher max_examples, run by hand when the lanes change.
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=8).map(b"".join), min_size=1, max_size=60))
 @example([b"[default1]:Traceback (most recent call last):", b"iteration ", b"RuntimeError: boom"])
 def test_native_lane_on_arbitrary_lines_gives_the_per_line_report(lines):
     """Whatever the lines (fragments of every format, escapes, invalid UTF-8, NUL, \\r), the fast
     path neither crashes nor answers differently from the per-line path."""
     src = [Source("fuzz.log", None, b"\n".join(lines) + b"\n")]
+    assert _diagnose(src, native=True, batch=True) == _diagnose(src, native=False, batch=False)
+
+
+@pytest.mark.xfail(strict=True, reason="known divergence (found by the property test above, session 18): an HF log "
+                   "dict with no step before a `step=N` line is numbered 1 by the HF lane and N by the per-line path")
+def test_an_hf_dict_without_a_step_before_a_step_line_is_numbered_alike_on_both_paths():
+    src = [Source("fuzz.log", None, b"{'loss': '1.5'}\nstep=3: loss=3: \n{'loss': '1.5'}\n")]
     assert _diagnose(src, native=True, batch=True) == _diagnose(src, native=False, batch=False)
 
 
