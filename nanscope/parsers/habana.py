@@ -30,10 +30,10 @@ FW = "habana"
 _REASON_SPAN = 40  # lines: the compiler's error record that the bridge's failure follows
 
 
-@rule("synapse-gc-error", ("[error][tid:",), r"\[GC\s*\]\[error\]\[tid:\w+\] (?P<why>\S.*?)\s*$")
+@rule("synapse-gc-error", ("[error][tid:",), r"\[GC\s*\]\[error\]\[tid:\w+\] (?P<why>\S.*)$")
 def _gc_error(m, rec, state):
     if "gc_reason" not in state or rec.loc.line - state["gc_reason"][0] > _REASON_SPAN:
-        state["gc_reason"] = (rec.loc.line, m.group("why")[:200])  # the first error of the compile says why
+        state["gc_reason"] = (rec.loc.line, m.group("why").rstrip()[:200])  # the first error of the compile says why
     return []
 
 

@@ -1347,11 +1347,11 @@ _L0_BUILD_LOG_SPAN = 20
 
 
 @rule("xpu-load-binary", ("L0 build module failed. Log: ", "Error during Intel loadBinary: "),
-      r"(?P<log>L0 build module failed\. Log: (?P<igc>\S.*?)\s*$)"
-      r"|(?<!\[Ignoring\] )(?<!\[Ignoring\] Intel - )Error during Intel loadBinary: (?P<err>\S.*?)\s*$")
+      r"(?P<log>L0 build module failed\. Log: (?P<igc>\S.*)$)"
+      r"|(?<!\[Ignoring\] )(?<!\[Ignoring\] Intel - )Error during Intel loadBinary: (?P<err>\S.*)$")
 def _xpu_load_binary(m, rec, state):
     if m.group("log"):
-        state["l0_build_log"] = (rec.loc.line, m.group("igc")[:160])
+        state["l0_build_log"] = (rec.loc.line, m.group("igc").rstrip()[:160])
         return []  # only the loadBinary error that follows says the build was not retried
     if re.search(r"with large registers|std::c(?:err|out)\s*<<|\"Error during", rec.text):
         return None
@@ -1359,7 +1359,7 @@ def _xpu_load_binary(m, rec, state):
     igc = f"; the build log: {log[1]}" if log and rec.loc.line - log[0] <= _L0_BUILD_LOG_SPAN else ""
     out = _release(state)
     out.append(ErrorEvent(loc=rec.loc, text=rec.text, framework="pytorch", error="compile_failed",
-                          message=f"the Intel GPU driver's compiler could not build a Triton kernel ({m.group('err')}"
+                          message=f"the Intel GPU driver's compiler could not build a Triton kernel ({m.group('err').rstrip()}"
                                   f"{igc})", fields={"source": "triton-xpu", "device": "xpu"}))
     return out
 

@@ -143,7 +143,7 @@ def _executor_nccl(m, rec, state):
     r"(?P<failed>Engine building failed, please check the error log|Engine could not be created from network"
     r"|\[E\] Building engine failed|(?:ERROR:?|\[E\](?: \[TRT\])?) *Network validation failed"
     r"|buildSerializedNetwork::\d+\] Error Code 2: Internal Error \(Assertion engine != nullptr failed)"
-    r"|(?:^|ERROR *:?|\[E\]|\[TRT\]|\d: |Internal Error \()[ \t]*(?P<nooutput>Network must have at least one output)"
+    r"|(?:^|ERROR(?: *:)?|\[E\]|\[TRT\]|\d:|Internal Error \()[ \t]*(?P<nooutput>Network must have at least one output)"
     r"(?![\w\"'])"
     r"|(?P<cppapi>(?<![\"'])(?:Error: )?Unable to build the TensorRT engine)(?![\w\"'])"
     r"|getPluginCreator could not find plugin:? (?P<plugin>\S+?) version:? (?P<ver>\S+)"

@@ -59,10 +59,12 @@ def test_only_the_collector_relayed_excerpts_among_the_bundled_real_logs_are_tak
     excerpts) only those read through a collector are: 1813 (stable-diffusion-webui-forge), 1938
     (Ollama) and 2231 (the kubelet's glog lines) through journalctl, 1917 (vLLM) and 2196 (TGI)
     through a container runtime's RFC 3339 stamp, 4201 (Megatron's `[rank7]:` records) under a
-    collector's `Oct 22 03:18:42 ` date and time."""
+    collector's `Oct 22 03:18:42 ` date and time, and 4731 (TGI on Gaudi: the launcher relays its shards'
+    output, a traceback line by line, under its own tracing stamp `<RFC 3339>Z DEBUG text_generation_launcher: `)."""
     wrapped = {p.name: w.name for p in sorted(Path(SAMPLES).rglob("*.log")) if (w := learn_wrapper(p.read_bytes()[: 1 << 20]))}
     assert wrapped == {"1813.log": "syslog", "1917.log": "date-time", "1938.log": "syslog", "2196.log": "date-time",
-                       "2231.log": "syslog", "4201.log": "ts", "4321.log": "syslog"}
+                       "2231.log": "syslog", "4201.log": "ts", "4321.log": "syslog",
+                       "4731.log": "syslog-iso"}
 
 
 def test_the_journald_excerpt_reads_its_exception_behind_the_stamp():
